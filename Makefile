@@ -1,0 +1,119 @@
+# gpuadmit: one non-recursive Makefile.
+#   make            optimised build: build/release/gpuadmit
+#   make asan       AddressSanitizer + UndefinedBehaviorSanitizer build: build/san/gpuadmit
+#   make check      installs missing packages, then unit and end-to-end tests, plain and sanitized
+#   make run        installs missing packages, builds, makes dev certificates, serves on :8443
+#   make valgrind   unit tests under valgrind
+#   make fmt-check  clang-format conformance;  make lint  cppcheck
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+PKG_CONFIG ?= pkg-config
+# V=1 shows the full compiler command lines
+Q := $(if $(V),,@)
+CC ?= cc
+PKGS := libmicrohttpd gnutls jansson yaml-0.1 openssl
+VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+# Evaluated lazily, so that "make check" can install the packages before pkg-config is asked.
+PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
+PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS))
+
+WARN := -Wall -Wextra -Wformat=2 -Wvla -Wshadow -Wstrict-prototypes -Werror
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP $(WARN) -DGPUADMIT_VERSION='"$(VERSION)"'
+RELEASE_CFLAGS := -O2 -g
+SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDLIBS_EXTRA := -lpthread
+
+SRC := $(wildcard webhook/*.c)
+LIB_SRC := $(filter-out webhook/main.c,$(SRC))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_NAMES := $(notdir $(UNIT_SRC:.c=))
+
+# $(call variant,NAME,CFLAGS): objects, binary and unit tests of one build variant.
+define variant
+$(1)_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(SRC))
+$(1)_LIB_OBJ := $$(patsubst %.c,build/$(1)/%.o,$$(LIB_SRC))
+$(1)_UNIT := $$(addprefix build/$(1)/tests/,$$(UNIT_NAMES))
+
+build/$(1)/%.o: %.c
+	@mkdir -p $$(@D)
+	@echo "  CC [$(1)] $$<"
+	$$(Q)$$(CC) $$(BASE_CFLAGS) $(2) $$(PKG_CFLAGS) -iquote webhook -c $$< -o $$@
+
+build/$(1)/gpuadmit: $$($(1)_OBJ)
+	@echo "  LD [$(1)] $$@"
+	$$(Q)$$(CC) $(2) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
+
+build/$(1)/tests/test_%: build/$(1)/tests/unit/test_%.o $$($(1)_LIB_OBJ)
+	@mkdir -p $$(@D)
+	@echo "  LD [$(1)] $$@"
+	$$(Q)$$(CC) $(2) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
+
+-include $$(patsubst %.o,%.d,$$($(1)_OBJ))
+-include $$(patsubst %,build/$(1)/tests/unit/%.d,$$(UNIT_NAMES))
+endef
+
+$(eval $(call variant,release,$(RELEASE_CFLAGS)))
+$(eval $(call variant,san,$(SAN_CFLAGS)))
+.SECONDARY:
+
+.PHONY: all asan deps check check-run unit unit-san e2e e2e-san run valgrind fmt fmt-check lint clean
+
+all: build/release/gpuadmit
+asan: build/san/gpuadmit
+
+deps:
+	@scripts/install-deps.sh
+
+SAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp
+
+unit: $(release_UNIT)
+	@tests/run-tests.sh $(release_UNIT)
+
+unit-san: $(san_UNIT)
+	@$(SAN_ENV) tests/run-tests.sh $(san_UNIT)
+
+e2e: build/release/gpuadmit
+	@GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_server.py
+
+e2e-san: build/san/gpuadmit
+	@$(SAN_ENV) GPUADMIT_BIN=build/san/gpuadmit GPUADMIT_SLOW=1 python3 tests/e2e/test_server.py
+
+check: deps
+	@$(MAKE) --no-print-directory check-run
+
+check-run: all asan $(release_UNIT) $(san_UNIT)
+	@tests/run-suites.sh "unit" "$(MAKE) --no-print-directory unit" \
+	                     "unit (sanitizers)" "$(MAKE) --no-print-directory unit-san" \
+	                     "e2e" "$(MAKE) --no-print-directory e2e" \
+	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san"
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	@certs/dev-certs.sh certs/dev
+	@echo
+	@echo "Try it (in another terminal):"
+	@echo "  curl --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data @tests/data/review-pod.json https://127.0.0.1:8443/validate"
+	@echo
+	exec build/release/gpuadmit serve --listen 127.0.0.1:8443 --tls-cert certs/dev/tls.crt \
+		--tls-key certs/dev/tls.key --rules rules
+
+valgrind: $(release_UNIT)
+	@for t in $(release_UNIT); do \
+		valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect $$t || exit 1; \
+	done
+
+fmt:
+	clang-format -i webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h
+
+fmt-check:
+	clang-format --dry-run --Werror webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+		--suppress=missingIncludeSystem -Iwebhook webhook tests/unit
+
+clean:
+	rm -rf build

@@ -1,0 +1,88 @@
+/*
+ * harness.h: a tiny test harness. Each CHECK counts one assertion; a failed one prints where and
+ * why and the test goes on. TEST_MAIN prints the closing line "N passed, M failed" and exits
+ * non-zero when anything failed.
+ */
+#ifndef GPUADMIT_HARNESS_H
+#define GPUADMIT_HARNESS_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int harness_passed, harness_failed;
+
+#define CHECK(cond)                                                                                \
+    do {                                                                                           \
+        if (cond) {                                                                                \
+            harness_passed++;                                                                      \
+        } else {                                                                                   \
+            harness_failed++;                                                                      \
+            fprintf(stdout, "%s:%d: %s: CHECK(%s) failed\n", __FILE__, __LINE__, __func__, #cond); \
+        }                                                                                          \
+    } while (0)
+
+#define CHECK_STR(got, want)                                                                       \
+    do {                                                                                           \
+        const char *g_ = (got), *w_ = (want);                                                      \
+        if (g_ != NULL && w_ != NULL && strcmp(g_, w_) == 0) {                                     \
+            harness_passed++;                                                                      \
+        } else {                                                                                   \
+            harness_failed++;                                                                      \
+            fprintf(stdout, "%s:%d: %s: %s is \"%s\", want \"%s\"\n", __FILE__, __LINE__,          \
+                    __func__, #got, g_ ? g_ : "(null)", w_ ? w_ : "(null)");                       \
+        }                                                                                          \
+    } while (0)
+
+/* substring match, for error messages */
+#define CHECK_CONTAINS(got, want)                                                                  \
+    do {                                                                                           \
+        const char *g_ = (got), *w_ = (want);                                                      \
+        if (g_ != NULL && strstr(g_, w_) != NULL) {                                                \
+            harness_passed++;                                                                      \
+        } else {                                                                                   \
+            harness_failed++;                                                                      \
+            fprintf(stdout, "%s:%d: %s: %s is \"%s\", which lacks \"%s\"\n", __FILE__, __LINE__,   \
+                    __func__, #got, g_ ? g_ : "(null)", w_);                                       \
+        }                                                                                          \
+    } while (0)
+
+#define RUN(test)                                                                                  \
+    do {                                                                                           \
+        int before_ = harness_failed;                                                              \
+        test();                                                                                    \
+        if (harness_failed != before_)                                                             \
+            fprintf(stdout, "FAIL %s\n", #test);                                                   \
+    } while (0)
+
+#define TEST_MAIN_END(name)                                                                        \
+    do {                                                                                           \
+        printf("%s: %d passed, %d failed\n", name, harness_passed, harness_failed);                \
+        return harness_failed ? 1 : 0;                                                             \
+    } while (0)
+
+/* Reads a whole file into a new NUL-terminated buffer; aborts the test run when it cannot. */
+static inline char *harness_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
+        fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    buf = malloc((size_t)n + 1);
+    if (buf == NULL || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "cannot read %s\n", path);
+        exit(2);
+    }
+    buf[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return buf;
+}
+
+#endif

@@ -1,0 +1,236 @@
+/*
+ * test_creds.c: the OpenSSL pair check (certs.c) and the hot-reloading credential store
+ * (creds.c): good pairs load, changes are picked up, broken or mismatched pairs are refused and
+ * leave the served pair untouched.
+ */
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "certs.h"
+#include "creds.h"
+#include "harness.h"
+#include "log.h"
+
+struct pem {
+    char cert[4096];
+    char key[4096];
+    time_t not_after;
+};
+
+static void bio_to(BIO *b, char *out, size_t n)
+{
+    int got = BIO_read(b, out, (int)n - 1);
+    out[got < 0 ? 0 : got] = '\0';
+}
+
+/* A self-signed certificate, valid for days, with an ECDSA P-256 or RSA-2048 key. */
+static void make_pem(struct pem *p, long days, int rsa)
+{
+    EVP_PKEY *key = rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    BIO *b;
+
+    ASN1_INTEGER_set(X509_get_serialNumber(x), (long)rand());
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), days * 86400);
+    X509_set_pubkey(x, key);
+    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                               (const unsigned char *)"test", -1, -1, 0);
+    X509_set_issuer_name(x, X509_get_subject_name(x));
+    X509_sign(x, key, EVP_sha256());
+    p->not_after = time(NULL) + days * 86400;
+    b = BIO_new(BIO_s_mem());
+    PEM_write_bio_X509(b, x);
+    bio_to(b, p->cert, sizeof(p->cert));
+    BIO_free(b);
+    b = BIO_new(BIO_s_mem());
+    PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL);
+    bio_to(b, p->key, sizeof(p->key));
+    BIO_free(b);
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    char tmp[512];
+    FILE *f;
+
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    f = fopen(tmp, "w");
+    fputs(text, f);
+    fclose(f);
+    rename(tmp, path); /* a new inode, as a Secret volume update makes */
+}
+
+static void test_check_pair(void)
+{
+    struct pem a, b;
+    struct certs_info info;
+    struct diag d;
+
+    make_pem(&a, 10, 0);
+    make_pem(&b, 10, 0);
+    diag_clear(&d);
+    CHECK(certs_check_pair(a.cert, strlen(a.cert), a.key, strlen(a.key), &info, &d) == 0);
+    CHECK(info.chain_len == 1);
+    CHECK(labs((long)(info.not_after - a.not_after)) < 5);
+    CHECK_CONTAINS(info.subject, "CN=test");
+
+    diag_clear(&d);
+    CHECK(certs_check_pair(a.cert, strlen(a.cert), b.key, strlen(b.key), &info, &d) == -1);
+    CHECK_CONTAINS(d.msg, "key does not match the certificate");
+
+    diag_clear(&d);
+    CHECK(certs_check_pair("garbage", 7, a.key, strlen(a.key), &info, &d) == -1);
+    CHECK_CONTAINS(d.msg, "certificate: no PEM certificate found");
+
+    diag_clear(&d);
+    CHECK(certs_check_pair(a.cert, strlen(a.cert), a.cert, strlen(a.cert), &info, &d) == -1);
+    CHECK_CONTAINS(d.msg, "key: no unencrypted PEM private key found");
+
+    /* a chain: leaf then another certificate */
+    {
+        char chain[8192];
+        snprintf(chain, sizeof(chain), "%s%s", a.cert, b.cert);
+        diag_clear(&d);
+        CHECK(certs_check_pair(chain, strlen(chain), a.key, strlen(a.key), &info, &d) == 0);
+        CHECK(info.chain_len == 2);
+    }
+}
+
+static void test_read_file_limits(void)
+{
+    char dir[] = "/tmp/gpuadmit-test-XXXXXX", path[256];
+    char *buf = NULL;
+    size_t len = 0;
+    struct diag d;
+
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof(path), "%s/f", dir);
+    write_file(path, "0123456789");
+    diag_clear(&d);
+    CHECK(certs_read_file(path, 5, &buf, &len, &d) == -1);
+    CHECK_CONTAINS(d.msg, "more than the limit of 5");
+    diag_clear(&d);
+    CHECK(certs_read_file(path, 100, &buf, &len, &d) == 0);
+    CHECK(len == 10 && buf != NULL && strcmp(buf, "0123456789") == 0);
+    certs_buf_free(buf, len);
+    diag_clear(&d);
+    CHECK(certs_read_file(dir, 100, &buf, &len, &d) == -1);
+    CHECK_CONTAINS(d.msg, "not a regular file");
+    unlink(path);
+    diag_clear(&d);
+    CHECK(certs_read_file(path, 100, &buf, &len, &d) == -1);
+    CHECK_CONTAINS(d.msg, "cannot read: No such file or directory");
+    CHECK_STR(d.file, path);
+    rmdir(dir);
+}
+
+static gnutls_pcert_st *served(struct creds *c)
+{
+    gnutls_pcert_st *chain;
+    unsigned n;
+    gnutls_privkey_t key;
+
+    creds_current(c, &chain, &n, &key);
+    return chain;
+}
+
+static void test_reload(void)
+{
+    char dir[] = "/tmp/gpuadmit-test-XXXXXX", cert[256], key[256];
+    struct pem a, b, c3;
+    struct creds *c;
+    struct diag d;
+    gnutls_pcert_st *first;
+
+    make_pem(&a, 100, 0);
+    make_pem(&b, 200, 1); /* RSA this time: both key types are served */
+    make_pem(&c3, 300, 0);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+
+    /* a broken pair at start is refused */
+    write_file(cert, a.cert);
+    write_file(key, b.key);
+    diag_clear(&d);
+    CHECK(creds_new(cert, key, &d) == NULL);
+    CHECK_CONTAINS(d.msg, "key does not match the certificate");
+    CHECK_CONTAINS(d.msg, cert);
+
+    write_file(key, a.key);
+    diag_clear(&d);
+    c = creds_new(cert, key, &d);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    CHECK(labs((long)(creds_not_after(c) - a.not_after)) < 5);
+    first = served(c);
+    CHECK(creds_poll(c, false) == 0); /* unchanged */
+    CHECK(served(c) == first);
+
+    /* the new certificate arrives before its key: refused, the old pair stays */
+    write_file(cert, b.cert);
+    CHECK(creds_poll(c, false) == -1);
+    CHECK(served(c) == first);
+    CHECK(labs((long)(creds_not_after(c) - a.not_after)) < 5);
+    CHECK(creds_poll(c, false) == 0); /* the same refused files are not retried every tick */
+    write_file(key, b.key);
+    CHECK(creds_poll(c, false) == 1);
+    CHECK(served(c) != first);
+    CHECK(labs((long)(creds_not_after(c) - b.not_after)) < 5);
+
+    /* garbage and a missing file are refused too */
+    write_file(cert, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n");
+    CHECK(creds_poll(c, false) == -1);
+    CHECK(labs((long)(creds_not_after(c) - b.not_after)) < 5);
+    unlink(cert);
+    CHECK(creds_poll(c, false) == -1);
+    CHECK(labs((long)(creds_not_after(c) - b.not_after)) < 5);
+
+    /* SIGHUP's forced reload reads the files even when nothing changed */
+    write_file(cert, c3.cert);
+    write_file(key, c3.key);
+    CHECK(creds_poll(c, true) == 1);
+    CHECK(labs((long)(creds_not_after(c) - c3.not_after)) < 5);
+    CHECK(creds_poll(c, true) == 1);
+
+    creds_free(c);
+    unlink(cert);
+    unlink(key);
+    rmdir(dir);
+}
+
+int main(void)
+{
+    /* refusals are logged by design: capture the log and count them */
+    FILE *logf = tmpfile();
+    char *logtext;
+    size_t loglen;
+    int refused = 0;
+
+    dup2(fileno(logf), STDERR_FILENO);
+    srand((unsigned)getpid());
+    RUN(test_check_pair);
+    RUN(test_read_file_limits);
+    RUN(test_reload);
+    fflush(stderr);
+    loglen = (size_t)lseek(fileno(logf), 0, SEEK_END);
+    logtext = calloc(1, loglen + 1);
+    CHECK(pread(fileno(logf), logtext, loglen, 0) == (ssize_t)loglen);
+    for (const char *p = logtext; (p = strstr(p, "new serving certificate refused")) != NULL; p++)
+        refused++;
+    CHECK(refused == 3); /* cert before key, garbage, missing file */
+    CHECK_CONTAINS(logtext, "\"level\":\"error\"");
+    CHECK_CONTAINS(logtext, "serving certificate reloaded");
+    free(logtext);
+    TEST_MAIN_END("test_creds");
+}

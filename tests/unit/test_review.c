@@ -1,0 +1,510 @@
+/* test_review.c: the AdmissionReview codec against real fixtures and every malformed shape. */
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "harness.h"
+#include "review.h"
+
+#define SHARED "../shared/k8s/"
+
+static struct review *decode_str(const char *s, struct diag *d)
+{
+    diag_clear(d);
+    return review_decode(s, strlen(s), d);
+}
+
+/* Wraps an object file into a v1 review with the given operation. New string. */
+#define WRAP_FMT                                                                                   \
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":"   \
+    "\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{"         \
+    "\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"namespace\":\"ml\","               \
+    "\"operation\":\"%s\",\"userInfo\":{\"username\":\"alice\",\"groups\":["                       \
+    "\"system:authenticated\"]},\"object\":%s,\"oldObject\":null,\"dryRun\":false}}"
+
+static char *wrap(const char *object_path, const char *op)
+{
+    size_t len;
+    char *obj = harness_slurp(object_path, &len);
+    size_t n = sizeof(WRAP_FMT) + len + strlen(op);
+    char *out = malloc(n);
+
+    snprintf(out, n, WRAP_FMT, op, obj);
+    free(obj);
+    return out;
+}
+
+static void test_roundtrip_fixture(void)
+{
+    size_t len;
+    char *body = harness_slurp(SHARED "testdata/admission.k8s.io.v1.AdmissionReview.json", &len);
+    struct diag d;
+    struct review *r;
+    char *op;
+
+    /* as generated, the fixture's operation is the placeholder "operationValue": refused */
+    diag_clear(&d);
+    r = review_decode(body, len, &d);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(d.msg, "request.operation: expected CREATE, UPDATE, DELETE or CONNECT");
+    CHECK_CONTAINS(d.msg, "operationValue");
+
+    op = strstr(body, "\"operationValue\"");
+    memcpy(op, "\"UPDATE\"        ", 16); /* same length, still valid JSON */
+    diag_clear(&d);
+    r = review_decode(body, len, &d);
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK(r->version == REVIEW_V1);
+        CHECK_STR(r->uid, "uidValue");
+        CHECK_STR(r->kind.group, "groupValue");
+        CHECK_STR(r->kind.version, "versionValue");
+        CHECK_STR(r->kind.kind, "kindValue");
+        CHECK_STR(r->resource.resource, "resourceValue");
+        CHECK_STR(r->sub_resource, "subResourceValue");
+        CHECK_STR(r->name, "nameValue");
+        CHECK_STR(r->ns, "namespaceValue");
+        CHECK(r->op == REVIEW_UPDATE);
+        CHECK_STR(r->username, "usernameValue");
+        CHECK(json_array_size(r->groups) == 1);
+        CHECK(r->dry_run);
+        CHECK(json_is_object(r->object));
+        CHECK(json_is_object(r->old_object));
+        CHECK(json_is_object(r->options));
+        CHECK_STR(json_string_value(json_object_get(r->object, "kind")), "CustomType");
+    }
+    review_free(r);
+    free(body);
+}
+
+static void test_captured_pod_create(void)
+{
+    size_t len;
+    char *body =
+        harness_slurp(SHARED "admission-examples/kubewarden-pod-create-admissionreview.json", &len);
+    struct diag d;
+    struct review *r;
+    struct decision dec;
+    char *out = NULL;
+    size_t out_len = 0;
+
+    diag_clear(&d);
+    r = review_decode(body, len, &d);
+    CHECK(r != NULL);
+    if (r == NULL) {
+        fprintf(stderr, "  %s\n", d.msg);
+        free(body);
+        return;
+    }
+    CHECK_STR(r->uid, "1299d386-525b-4032-98ae-1949f69f9cfc");
+    CHECK_STR(r->kind.kind, "Pod");
+    CHECK_STR(r->kind.group, "");
+    CHECK_STR(r->resource.resource, "pods");
+    CHECK(r->op == REVIEW_CREATE);
+    CHECK_STR(r->username, "kubernetes-admin");
+    CHECK(r->object != NULL && r->old_object == NULL);
+    CHECK(!r->dry_run);
+    CHECK_STR(json_string_value(json_object_get(r->options, "kind")), "CreateOptions");
+
+    decision_init(&dec);
+    CHECK(review_encode(r, &dec, true, &out, &out_len) == 0);
+    CHECK_STR(out, "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                   "\"response\":{\"uid\":\"1299d386-525b-4032-98ae-1949f69f9cfc\","
+                   "\"allowed\":true}}");
+    CHECK(out != NULL && out_len == strlen(out));
+    free(out);
+    decision_release(&dec);
+    review_free(r);
+    free(body);
+}
+
+/* Every all-fields object fixture decodes as the object of a review. */
+static void test_object_fixtures(void)
+{
+    static const char *const files[] = {
+        "core.v1.Pod.json",        "apps.v1.Deployment.json",
+        "apps.v1.ReplicaSet.json", "apps.v1.StatefulSet.json",
+        "batch.v1.Job.json",       "autoscaling.v1.Scale.json",
+        "core.v1.Node.json",       "scheduling.k8s.io.v1.PriorityClass.json",
+    };
+    char path[256], *body;
+    struct diag d;
+    struct review *r;
+    json_t *fixture;
+    json_error_t jerr;
+
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+        snprintf(path, sizeof(path), SHARED "testdata/%s", files[i]);
+        body = wrap(path, "CREATE");
+        r = decode_str(body, &d);
+        CHECK(r != NULL);
+        fixture = json_load_file(path, 0, &jerr);
+        /* the decoded object is the fixture, every field kept */
+        CHECK(r != NULL && fixture != NULL && json_equal(r->object, fixture));
+        json_decref(fixture);
+        review_free(r);
+        free(body);
+    }
+}
+
+static void test_v1beta1(void)
+{
+    const char *body =
+        "{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\",\"request\":"
+        "{\"uid\":\"b-1\",\"kind\":{\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{"
+        "\"resource\":"
+        "\"pods\"},\"operation\":\"CREATE\",\"object\":{}}}";
+    struct diag d;
+    struct review *r = decode_str(body, &d);
+    struct decision dec;
+    char *out = NULL;
+    size_t len;
+
+    CHECK(r != NULL);
+    if (r == NULL)
+        return;
+    CHECK(r->version == REVIEW_V1BETA1);
+    CHECK(!r->dry_run); /* v1beta1 may omit dryRun */
+    CHECK_STR(r->username, "");
+    decision_init(&dec);
+    CHECK(review_encode(r, &dec, false, &out, &len) == 0);
+    CHECK_STR(out, "{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\","
+                   "\"response\":{\"uid\":\"b-1\",\"allowed\":true}}");
+    free(out);
+    decision_release(&dec);
+    review_free(r);
+}
+
+static struct review *minimal_review(void)
+{
+    struct diag d;
+    return decode_str("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                      "\"request\":{\"uid\":\"abc\",\"kind\":{\"group\":\"\",\"version\":\"v1\","
+                      "\"kind\":\"Pod\"},\"resource\":{\"resource\":\"pods\"},"
+                      "\"operation\":\"CREATE\",\"object\":{\"kind\":\"Pod\"}}}",
+                      &d);
+}
+
+static json_t *encode_json(const struct review *r, const struct decision *dec, bool mutating)
+{
+    char *out = NULL;
+    size_t len;
+    json_t *j;
+
+    if (review_encode(r, dec, mutating, &out, &len) < 0)
+        return NULL;
+    j = json_loads(out, JSON_REJECT_DUPLICATES, NULL);
+    free(out);
+    return j;
+}
+
+static void test_deny(void)
+{
+    struct review *r = minimal_review();
+    struct decision dec;
+    json_t *j, *resp, *st;
+
+    decision_init(&dec);
+    CHECK(decision_deny(&dec, 0, "container \"trainer\" requests no nvidia.com/gpu") == 0);
+    j = encode_json(r, &dec, false);
+    resp = json_object_get(j, "response");
+    CHECK(json_is_false(json_object_get(resp, "allowed")));
+    CHECK_STR(json_string_value(json_object_get(resp, "uid")), "abc");
+    st = json_object_get(resp, "status");
+    CHECK(json_integer_value(json_object_get(st, "code")) == 403);
+    CHECK_STR(json_string_value(json_object_get(st, "reason")), "Forbidden");
+    CHECK_STR(json_string_value(json_object_get(st, "status")), "Failure");
+    CHECK_STR(json_string_value(json_object_get(st, "message")),
+              "container \"trainer\" requests no nvidia.com/gpu");
+    CHECK(json_object_get(resp, "patch") == NULL && json_object_get(resp, "patchType") == NULL);
+    json_decref(j);
+
+    /* an explicit code keeps its own reason */
+    CHECK(decision_deny(&dec, 422, "bad") == 0);
+    j = encode_json(r, &dec, false);
+    st = json_object_get(json_object_get(j, "response"), "status");
+    CHECK(json_integer_value(json_object_get(st, "code")) == 422);
+    CHECK_STR(json_string_value(json_object_get(st, "reason")), "Invalid");
+    json_decref(j);
+
+    /* invalid UTF-8 in a message is repaired, never lost */
+    CHECK(decision_deny(&dec, 0, "bad \xff byte") == 0);
+    j = encode_json(r, &dec, false);
+    st = json_object_get(json_object_get(j, "response"), "status");
+    CHECK_STR(json_string_value(json_object_get(st, "message")), "bad ? byte");
+    json_decref(j);
+    decision_release(&dec);
+    review_free(r);
+}
+
+static void test_patch(void)
+{
+    struct review *r = minimal_review();
+    struct decision dec;
+    json_t *j, *resp;
+    const char *b64;
+    unsigned char raw[512];
+    int n;
+
+    decision_init(&dec);
+    dec.patch =
+        json_pack("[{s:s, s:s, s:[{s:s, s:s, s:s}]}]", "op", "add", "path", "/spec/tolerations",
+                  "value", "key", "nvidia.com/gpu", "operator", "Exists", "effect", "NoSchedule");
+    j = encode_json(r, &dec, true);
+    resp = json_object_get(j, "response");
+    CHECK_STR(json_string_value(json_object_get(resp, "patchType")), "JSONPatch");
+    b64 = json_string_value(json_object_get(resp, "patch"));
+    CHECK(b64 != NULL && strlen(b64) % 4 == 0 && strchr(b64, '\n') == NULL);
+    if (b64 != NULL) {
+        n = EVP_DecodeBlock(raw, (const unsigned char *)b64, (int)strlen(b64));
+        /* EVP_DecodeBlock keeps the padding's zero bytes: cut at the real length */
+        while (n > 0 && raw[n - 1] == '\0')
+            n--;
+        raw[n < 0 ? 0 : n] = '\0';
+        CHECK_STR((char *)raw,
+                  "[{\"op\":\"add\",\"path\":\"/spec/tolerations\",\"value\":[{\"key\":"
+                  "\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":"
+                  "\"NoSchedule\"}]}]");
+    }
+    json_decref(j);
+
+    /* never on the validating route */
+    j = encode_json(r, &dec, false);
+    resp = json_object_get(j, "response");
+    CHECK(json_object_get(resp, "patch") == NULL && json_object_get(resp, "patchType") == NULL);
+    CHECK(json_is_true(json_object_get(resp, "allowed")));
+    json_decref(j);
+
+    /* an empty patch is no patch */
+    json_array_clear(dec.patch);
+    j = encode_json(r, &dec, true);
+    resp = json_object_get(j, "response");
+    CHECK(json_object_get(resp, "patch") == NULL && json_object_get(resp, "patchType") == NULL);
+    json_decref(j);
+    decision_release(&dec);
+    review_free(r);
+}
+
+static void test_warnings(void)
+{
+    struct review *r = minimal_review();
+    struct decision dec;
+    json_t *j, *w;
+    char longtext[1200];
+
+    decision_init(&dec);
+    CHECK(decision_warn(&dec, "line one\nline two\ttab") == 0);
+    CHECK(decision_warn(&dec, "line one\nline two\ttab") == 0); /* duplicate: skipped */
+    CHECK(decision_warn(&dec, "") == 0);                        /* empty: skipped */
+    CHECK(decision_warn(&dec, "c1 \xc2\x85 control") == 0);
+    /* 300 two-byte runes: cut to 256 runes, 512 bytes, on a character boundary */
+    for (int i = 0; i < 300; i++)
+        memcpy(longtext + 2 * i, "\xc3\xa9", 2);
+    longtext[600] = '\0';
+    CHECK(decision_warn(&dec, longtext) == 0);
+    j = encode_json(r, &dec, false);
+    w = json_object_get(json_object_get(j, "response"), "warnings");
+    CHECK(json_array_size(w) == 3);
+    CHECK_STR(json_string_value(json_array_get(w, 0)), "line one line two tab");
+    CHECK_STR(json_string_value(json_array_get(w, 1)), "c1   control");
+    CHECK(json_string_length(json_array_get(w, 2)) == 512);
+    json_decref(j);
+    decision_release(&dec);
+    review_free(r);
+}
+
+static void test_annotations(void)
+{
+    struct review *r = minimal_review();
+    struct decision dec;
+    json_t *j, *a;
+    char key64[65];
+
+    memset(key64, 'k', 64);
+    key64[64] = '\0';
+    decision_init(&dec);
+    CHECK(decision_annotate(&dec, "gpu-request.would-deny", "no nvidia.com/gpu") == 0);
+    CHECK(decision_annotate(&dec, "a", "x") == 0);
+    CHECK(decision_annotate(&dec, "a/b", "x") == -1);
+    CHECK(decision_annotate(&dec, "-a", "x") == -1);
+    CHECK(decision_annotate(&dec, "a-", "x") == -1);
+    CHECK(decision_annotate(&dec, "", "x") == -1);
+    CHECK(decision_annotate(&dec, "a b", "x") == -1);
+    CHECK(decision_annotate(&dec, key64, "x") == -1);
+    key64[63] = '\0';
+    CHECK(decision_annotate(&dec, key64, "x") == 0);
+    j = encode_json(r, &dec, false);
+    a = json_object_get(json_object_get(j, "response"), "auditAnnotations");
+    CHECK(json_object_size(a) == 3);
+    CHECK_STR(json_string_value(json_object_get(a, "gpu-request.would-deny")), "no nvidia.com/gpu");
+    json_decref(j);
+    decision_release(&dec);
+    review_free(r);
+}
+
+struct bad_case {
+    const char *body;
+    const char *want; /* substring of the error */
+};
+
+#define ENV          "\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\""
+#define KINDS        "\"kind\":{\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{\"resource\":\"pods\"}"
+#define REQ(fields)  "{" ENV ",\"request\":{" fields "}}"
+#define OKREQ(extra) REQ("\"uid\":\"u\"," KINDS ",\"operation\":\"CREATE\"" extra)
+
+static void test_malformed(void)
+{
+    static const struct bad_case cases[] = {
+        {"", "invalid JSON"},
+        {"{", "invalid JSON at line 1"},
+        {"not json", "invalid JSON"},
+        {"{\"a\":1} trailing", "invalid JSON"},
+        {"[]", "body: expected an AdmissionReview object, got an array"},
+        {"\"review\"", "invalid JSON"}, /* a bare string is not a JSON text for jansson */
+        {"{\"kind\":\"AdmissionReview\",\"request\":{}}", "review.apiVersion: missing"},
+        {"{\"apiVersion\":\"v1\",\"kind\":\"AdmissionReview\"}",
+         "review.apiVersion: expected admission.k8s.io/v1 or admission.k8s.io/v1beta1, got \"v1\""},
+        {"{\"apiVersion\":\"admission.k8s.io/v2\",\"kind\":\"AdmissionReview\"}",
+         "got \"admission.k8s.io/v2\""},
+        {"{\"apiVersion\":7,\"kind\":\"AdmissionReview\"}",
+         "review.apiVersion: expected a string, got a number"},
+        {"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"Pod\"}",
+         "review.kind: expected AdmissionReview, got \"Pod\""},
+        {"{\"apiVersion\":\"admission.k8s.io/v1\"}", "review.kind: missing"},
+        {"{" ENV "}", "review.request: missing"},
+        {"{" ENV ",\"request\":null}", "review.request: missing"},
+        {"{" ENV ",\"request\":[1]}", "review.request: expected an object, got an array"},
+        {REQ(KINDS ",\"operation\":\"CREATE\""), "request.uid: missing"},
+        {REQ("\"uid\":\"\"," KINDS ",\"operation\":\"CREATE\""), "request.uid: empty"},
+        {REQ("\"uid\":42," KINDS ",\"operation\":\"CREATE\""),
+         "request.uid: expected a string, got a number"},
+        {REQ("\"uid\":\"u\",\"resource\":{\"resource\":\"pods\"},\"operation\":\"CREATE\""),
+         "request.kind: missing"},
+        {REQ("\"uid\":\"u\",\"kind\":\"Pod\",\"resource\":{\"resource\":\"pods\"},\"operation\":"
+             "\"CREATE\""),
+         "request.kind: expected an object, got a string"},
+        {REQ("\"uid\":\"u\",\"kind\":{\"version\":\"v1\"},\"resource\":{\"resource\":\"pods\"},"
+             "\"operation\":\"CREATE\""),
+         "request.kind.kind: missing"},
+        {REQ("\"uid\":\"u\",\"kind\":{\"version\":\"v1\",\"kind\":\"Pod\"},\"operation\":"
+             "\"CREATE\""),
+         "request.resource: missing"},
+        {REQ("\"uid\":\"u\"," KINDS), "request.operation: missing"},
+        {REQ("\"uid\":\"u\"," KINDS ",\"operation\":\"PATCH\""),
+         "request.operation: expected CREATE, UPDATE, DELETE or CONNECT, got \"PATCH\""},
+        {REQ("\"uid\":\"u\"," KINDS ",\"operation\":\"create\""), "got \"create\""},
+        {OKREQ(",\"object\":[1,2]"), "request.object: expected an object or null, got an array"},
+        {OKREQ(",\"oldObject\":\"x\""),
+         "request.oldObject: expected an object or null, got a string"},
+        {OKREQ(",\"options\":5"), "request.options: expected an object or null, got a number"},
+        {OKREQ(",\"dryRun\":\"true\""), "request.dryRun: expected a boolean, got a string"},
+        {OKREQ(",\"userInfo\":[]"), "request.userInfo: expected an object, got an array"},
+        {OKREQ(",\"userInfo\":{\"username\":1}"), "request.userInfo.username: expected a string"},
+        {OKREQ(",\"userInfo\":{\"groups\":\"admins\"}"),
+         "request.userInfo.groups: expected an array"},
+        {OKREQ(",\"userInfo\":{\"groups\":[\"a\",3]}"),
+         "request.userInfo.groups[1]: expected a string"},
+        {OKREQ(",\"namespace\":{}"), "request.namespace: expected a string, got an object"},
+        {OKREQ(",\"name\":null"), "request.name: expected a string, got null"},
+        {OKREQ(",\"subResource\":[]"), "request.subResource: expected a string"},
+        {"{" ENV ",\"request\":{},\"request\":{}}", "duplicate object key"},
+        {"{\"apiVersion\":\"admission.k8s.io/v1\xff\",\"kind\":\"AdmissionReview\"}",
+         "invalid JSON"},
+    };
+    struct diag d;
+    struct review *r;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        r = decode_str(cases[i].body, &d);
+        CHECK(r == NULL);
+        CHECK(d.set);
+        if (r != NULL || strstr(d.msg, cases[i].want) == NULL)
+            fprintf(stderr, "  case %zu: body %.80s\n  got \"%s\"\n  want \"%s\"\n", i,
+                    cases[i].body, d.msg, cases[i].want);
+        else
+            harness_passed++;
+        review_free(r);
+    }
+}
+
+static void test_accepts_nulls_and_unknown_fields(void)
+{
+    struct diag d;
+    struct review *r = decode_str(OKREQ(",\"object\":null,\"oldObject\":null,\"options\":null,"
+                                        "\"dryRun\":null,\"userInfo\":null,"
+                                        "\"futureField\":{\"x\":[1]}"),
+                                  &d);
+
+    CHECK(r != NULL);
+    if (r != NULL) {
+        CHECK(r->object == NULL && r->old_object == NULL && r->options == NULL);
+        CHECK(!r->dry_run);
+        CHECK_STR(r->ns, "");
+        CHECK_STR(r->name, "");
+    }
+    review_free(r);
+}
+
+static void test_deep_nesting(void)
+{
+    /* far past jansson's depth cap: refused with a message, no stack overflow */
+    size_t depth = 100000, n = 0;
+    char *body = malloc(depth * 2 + 128);
+    struct diag d;
+    struct review *r;
+
+    n += (size_t)sprintf(body, "{" ENV ",\"request\":{\"uid\":\"u\",\"x\":");
+    for (size_t i = 0; i < depth; i++)
+        body[n++] = '[';
+    for (size_t i = 0; i < depth; i++)
+        body[n++] = ']';
+    memcpy(body + n, "}}", 3);
+    diag_clear(&d);
+    r = review_decode(body, strlen(body), &d);
+    CHECK(r == NULL);
+    CHECK_CONTAINS(d.msg, "invalid JSON");
+    CHECK_CONTAINS(d.msg, "maximum parsing depth reached");
+    review_free(r);
+    free(body);
+}
+
+static void test_status_body(void)
+{
+    char *out = NULL;
+    size_t len = 0;
+    json_t *j;
+
+    CHECK(review_status_body(413, NULL, "body of 9 bytes is over the limit", &out, &len) == 0);
+    j = json_loads(out, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(j, "kind")), "Status");
+    CHECK_STR(json_string_value(json_object_get(j, "apiVersion")), "v1");
+    CHECK_STR(json_string_value(json_object_get(j, "status")), "Failure");
+    CHECK_STR(json_string_value(json_object_get(j, "reason")), "RequestEntityTooLarge");
+    CHECK(json_integer_value(json_object_get(j, "code")) == 413);
+    CHECK_STR(json_string_value(json_object_get(j, "message")),
+              "body of 9 bytes is over the limit");
+    json_decref(j);
+    free(out);
+
+    CHECK(review_status_body(400, NULL, "cut \xe2\x82", &out, &len) == 0);
+    j = json_loads(out, 0, NULL);
+    CHECK_STR(json_string_value(json_object_get(j, "message")), "cut ??");
+    json_decref(j);
+    free(out);
+}
+
+int main(void)
+{
+    RUN(test_roundtrip_fixture);
+    RUN(test_captured_pod_create);
+    RUN(test_object_fixtures);
+    RUN(test_v1beta1);
+    RUN(test_deny);
+    RUN(test_patch);
+    RUN(test_warnings);
+    RUN(test_annotations);
+    RUN(test_malformed);
+    RUN(test_accepts_nulls_and_unknown_fields);
+    RUN(test_deep_nesting);
+    RUN(test_status_body);
+    TEST_MAIN_END("test_review");
+}

@@ -1,0 +1,53 @@
+/*
+ * limits.h: every size, count and timeout gpuadmit uses, in one place.
+ *
+ * Defaults that users can change on the command line are named DEFAULT_*; the rest are fixed
+ * bounds that keep a hostile or broken peer from costing more than a known amount.
+ */
+#ifndef GPUADMIT_LIMITS_H
+#define GPUADMIT_LIMITS_H
+
+/* Request bodies. The apiserver caps a write at 3 MiB and a review carries object and
+ * oldObject, so 8 MiB leaves room for both plus options. */
+#define DEFAULT_MAX_BODY_BYTES (8u * 1024u * 1024u)
+#define MIN_MAX_BODY_BYTES     (4u * 1024u)
+#define MAX_MAX_BODY_BYTES     (256u * 1024u * 1024u)
+/* First allocation for a body whose length is not announced; it grows by doubling. */
+#define BODY_INITIAL_BYTES (16u * 1024u)
+/* A chunked body past the limit is drained (never truncated) so that the client gets its 413;
+ * past this many times the limit it is not worth reading any more and the connection dies. */
+#define BODY_DRAIN_FACTOR 2u
+
+/* Connections. */
+#define DEFAULT_CONNECTION_LIMIT 1024u
+#define DEFAULT_IDLE_TIMEOUT_S   30u /* idle or stalled connections are closed after this */
+#define MAX_IDLE_TIMEOUT_S       3600u
+#define MAX_THREADS              256u
+/* libmicrohttpd's per-connection pool for headers and response bookkeeping. */
+#define CONNECTION_MEMORY_BYTES (64u * 1024u)
+
+/* Shutdown: how long SIGTERM waits for in-flight requests, and how long it leaves idle
+ * keep-alive connections open after the last request so clients see "Connection: close"
+ * on a response instead of a reset. */
+#define DEFAULT_SHUTDOWN_GRACE_S 25u
+#define MAX_SHUTDOWN_GRACE_S     3600u
+#define SHUTDOWN_IDLE_DRAIN_MS   1000u
+#define SHUTDOWN_POLL_MS         10u
+
+/* Serving certificate. */
+#define DEFAULT_CERT_POLL_MS 1000u /* how often the cert/key files are checked for change */
+#define CERT_FILE_MAX_BYTES  (1024u * 1024u)
+#define CERT_CHAIN_MAX       16u /* certificates in one served chain */
+/* A replaced certificate is freed this long after it stopped being offered; handshakes take
+ * it within microseconds of choosing it, so this is a wide margin. */
+#define CERT_RETIRE_S         120u
+#define CERT_EXPIRY_WARN_DAYS 30
+
+/* AdmissionReview content. */
+#define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
+#define AUDIT_KEY_MAX     63u  /* qualified-name part of an audit annotation key */
+
+/* Logs. */
+#define LOG_LINE_MAX (16u * 1024u)
+
+#endif

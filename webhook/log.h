@@ -1,0 +1,24 @@
+/*
+ * log.h: structured logs, one JSON object per line on stderr:
+ *   {"time":"2026-11-29T17:03:45.123Z","level":"info","msg":"listening","addr":"127.0.0.1:8443"}
+ * Callers check log_enabled() before building fields on hot paths. Nothing secret is ever
+ * passed here: tokens and key material stay out of fields by construction.
+ */
+#ifndef GPUADMIT_LOG_H
+#define GPUADMIT_LOG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+
+void log_set_level(enum log_level level);
+bool log_enabled(enum log_level level);
+/* Parses "debug", "info", "warn", "error"; -1 for anything else. */
+int log_level_parse(const char *s, enum log_level *out);
+
+/* Writes one line. fields is an object whose members are added after time, level and msg;
+ * it is stolen (decref'd here), and may be NULL. A line is written with one write(2). */
+void log_event(enum log_level level, const char *msg, json_t *fields);
+
+#endif

@@ -1,0 +1,547 @@
+/*
+ * server.c: HTTPS serving with libmicrohttpd (see server.h).
+ *
+ * Invariants: handlers never block on I/O; every request gets a struct request on its first
+ * call, freed by the completion callback; a body never grows past cfg.max_body (bytes past it
+ * are drained uncounted and answered with 413, never truncated and evaluated); after
+ * server_stop() begins, no new connection is accepted and every response closes its connection.
+ */
+#include "server.h"
+
+#include <errno.h>
+#include <gnutls/gnutls.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "limits.h"
+#include "log.h"
+#include "review.h"
+
+/* GnuTLS's certificate callback has no user pointer, so the one credential store this process
+ * serves is reachable from here. It is written once, before the daemon starts, and only read
+ * after that; the store itself is thread-safe (creds.h). */
+static struct creds *tls_creds;
+
+struct server {
+    struct server_config cfg;
+    struct MHD_Daemon *mhd;
+    struct sockaddr_storage addr;
+    atomic_int stopping;
+    atomic_long in_flight;   /* requests between their first call and completion */
+    atomic_long connections; /* open connections */
+};
+
+struct request {
+    const struct route *route;
+    char *body;
+    size_t len, cap;
+    size_t seen; /* bytes received, kept or not */
+    bool too_large;
+};
+
+typedef enum MHD_Result (*route_fn)(struct server *s, struct MHD_Connection *c, struct request *rq);
+
+struct route {
+    const char *path;
+    const char *method; /* GET routes answer HEAD too */
+    const char *allow;  /* the Allow header of a 405 */
+    bool has_body;
+    route_fn fn;
+};
+
+static enum MHD_Result route_mutate(struct server *s, struct MHD_Connection *c, struct request *rq);
+static enum MHD_Result route_validate(struct server *s, struct MHD_Connection *c,
+                                      struct request *rq);
+static enum MHD_Result route_healthz(struct server *s, struct MHD_Connection *c,
+                                     struct request *rq);
+static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, struct request *rq);
+
+static const struct route routes[] = {
+    {"/mutate", "POST", "POST", true, route_mutate},
+    {"/validate", "POST", "POST", true, route_validate},
+    {"/healthz", "GET", "GET, HEAD", false, route_healthz},
+    {"/readyz", "GET", "GET, HEAD", false, route_readyz},
+};
+
+/* ---- responses ---- */
+
+/* Queues body (owned, malloc'd; may be NULL for an empty body). allow, when not NULL, is the
+ * Allow header of a 405. */
+static enum MHD_Result respond(struct server *s, struct MHD_Connection *c, unsigned status,
+                               const char *content_type, char *body, size_t len, const char *allow)
+{
+    struct MHD_Response *r;
+    enum MHD_Result ok;
+
+    if (body != NULL)
+        r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+    else
+        r = MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (r == NULL) {
+        free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, content_type);
+    if (allow != NULL)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    if (atomic_load(&s->stopping))
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+    ok = MHD_queue_response(c, status, r);
+    MHD_destroy_response(r);
+    return ok;
+}
+
+static enum MHD_Result respond_text(struct server *s, struct MHD_Connection *c, unsigned status,
+                                    const char *text)
+{
+    return respond(s, c, status, "text/plain; charset=utf-8", strdup(text), strlen(text), NULL);
+}
+
+/* A metav1.Status error answer, logged. */
+static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c, unsigned status,
+                                     const char *url, const char *message, const char *allow)
+{
+    char *body = NULL;
+    size_t len = 0;
+
+    log_event(status >= 500 ? LOG_ERROR : LOG_WARN, "request refused",
+              json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", url, "error", message));
+    if (review_status_body((int)status, NULL, message, &body, &len) < 0)
+        return MHD_NO;
+    return respond(s, c, status, "application/json", body, len, allow);
+}
+
+/* ---- admission ---- */
+
+static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct request *rq,
+                             bool mutating)
+{
+    const char *url = rq->route->path;
+    struct diag d;
+    struct review *r;
+    struct decision dec;
+    char *out = NULL;
+    size_t len = 0;
+    char msg[DIAG_MSG_MAX + 64];
+
+    diag_clear(&d);
+    r = review_decode(rq->body ? rq->body : "", rq->len, &d);
+    if (r == NULL) {
+        snprintf(msg, sizeof(msg), "not a valid AdmissionReview: %s", d.msg);
+        return respond_error(s, c, MHD_HTTP_BAD_REQUEST, url, msg, NULL);
+    }
+    /* The policy engine is not wired in yet: every review is allowed, with no patch. */
+    decision_init(&dec);
+    if (review_encode(r, &dec, mutating, &out, &len) < 0) {
+        decision_release(&dec);
+        review_free(r);
+        return respond_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, url,
+                             "could not encode the response", NULL);
+    }
+    if (log_enabled(LOG_DEBUG))
+        log_event(LOG_DEBUG, "review",
+                  json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "uid", r->uid, "kind", r->kind.kind,
+                            "namespace", r->ns, "name", r->name, "operation", review_op_name(r->op),
+                            "allowed", dec.allowed));
+    decision_release(&dec);
+    review_free(r);
+    return respond(s, c, MHD_HTTP_OK, "application/json", out, len, NULL);
+}
+
+static enum MHD_Result route_mutate(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+    return admit(s, c, rq, true);
+}
+
+static enum MHD_Result route_validate(struct server *s, struct MHD_Connection *c,
+                                      struct request *rq)
+{
+    return admit(s, c, rq, false);
+}
+
+static enum MHD_Result route_healthz(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+    (void)rq;
+    return respond_text(s, c, MHD_HTTP_OK, "ok\n");
+}
+
+static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+    (void)rq;
+    if (atomic_load(&s->stopping))
+        return respond_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+    return respond_text(s, c, MHD_HTTP_OK, "ok\n");
+}
+
+/* ---- request intake ---- */
+
+static const struct route *route_find(const char *url)
+{
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        if (strcmp(url, routes[i].path) == 0)
+            return &routes[i];
+    }
+    return NULL;
+}
+
+static bool method_ok(const struct route *r, const char *method)
+{
+    if (strcmp(method, r->method) == 0)
+        return true;
+    return strcmp(r->method, "GET") == 0 && strcmp(method, "HEAD") == 0;
+}
+
+/* application/json, any case, optionally with parameters ("; charset=utf-8"). */
+static bool content_type_json(const char *ct)
+{
+    static const char want[] = "application/json";
+    size_t n = sizeof(want) - 1;
+
+    if (ct == NULL || strncasecmp(ct, want, n) != 0)
+        return false;
+    ct += n;
+    while (*ct == ' ' || *ct == '\t')
+        ct++;
+    return *ct == '\0' || *ct == ';';
+}
+
+/* The first call for a request: route, method, headers. Returns true with *result set when an
+ * answer was queued already. */
+static bool screen(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
+                   struct request *rq, enum MHD_Result *result)
+{
+    const char *ct, *cl;
+    char msg[160];
+    unsigned long long announced;
+    char *end;
+
+    rq->route = route_find(url);
+    if (rq->route == NULL) {
+        *result = respond_error(s, c, MHD_HTTP_NOT_FOUND, url,
+                                "no such path; gpuadmit serves /mutate, /validate, /healthz and "
+                                "/readyz",
+                                NULL);
+        return true;
+    }
+    if (!method_ok(rq->route, method)) {
+        snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
+                 rq->route->path, rq->route->allow);
+        *result = respond_error(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, url, msg, rq->route->allow);
+        return true;
+    }
+    if (!rq->route->has_body)
+        return false;
+    ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!content_type_json(ct)) {
+        snprintf(msg, sizeof(msg), "Content-Type must be application/json, got \"%.64s\"",
+                 ct ? ct : "");
+        *result = respond_error(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, url, msg, NULL);
+        return true;
+    }
+    cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl != NULL) {
+        errno = 0;
+        announced = strtoull(cl, &end, 10);
+        if (errno == 0 && end != cl && announced > s->cfg.max_body) {
+            snprintf(msg, sizeof(msg), "body of %llu bytes is over the limit of %zu bytes",
+                     announced, s->cfg.max_body);
+            *result = respond_error(s, c, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
+            return true;
+        }
+        if (errno == 0 && end != cl && announced > 0 && announced <= s->cfg.max_body)
+            rq->cap = (size_t)announced; /* allocate once */
+    }
+    return false;
+}
+
+/* Appends a piece of the body. Returns false when the connection should be dropped. */
+static bool take_body(struct server *s, struct request *rq, const char *data, size_t n)
+{
+    size_t cap;
+    char *grown;
+
+    rq->seen += n;
+    if (rq->too_large)
+        return rq->seen <= (size_t)s->cfg.max_body * BODY_DRAIN_FACTOR;
+    if (rq->len + n > s->cfg.max_body) {
+        rq->too_large = true;
+        free(rq->body);
+        rq->body = NULL;
+        rq->len = 0;
+        return true;
+    }
+    if (rq->len + n > rq->cap || rq->body == NULL) {
+        cap = rq->cap ? rq->cap : BODY_INITIAL_BYTES;
+        while (cap < rq->len + n)
+            cap *= 2;
+        if (cap > s->cfg.max_body)
+            cap = s->cfg.max_body;
+        grown = realloc(rq->body, cap);
+        if (grown == NULL)
+            return false;
+        rq->body = grown;
+        rq->cap = cap;
+    }
+    memcpy(rq->body + rq->len, data, n);
+    rq->len += n;
+    return true;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_data_size, void **req_cls)
+{
+    struct server *s = cls;
+    struct request *rq = *req_cls;
+    enum MHD_Result result;
+    char msg[128];
+
+    (void)version;
+    if (rq == NULL) {
+        rq = calloc(1, sizeof(*rq));
+        if (rq == NULL)
+            return MHD_NO;
+        *req_cls = rq;
+        atomic_fetch_add(&s->in_flight, 1);
+        if (screen(s, c, url, method, rq, &result))
+            return result;
+        if (!rq->route->has_body)
+            return rq->route->fn(s, c, rq);
+        return MHD_YES;
+    }
+    if (*upload_data_size > 0) {
+        if (!take_body(s, rq, upload_data, *upload_data_size)) {
+            log_event(LOG_WARN, "connection dropped: body far over the limit",
+                      json_pack("{s:s, s:I}", "path", url, "bytes", (json_int_t)rq->seen));
+            return MHD_NO;
+        }
+        *upload_data_size = 0;
+        return MHD_YES;
+    }
+    if (rq->too_large) {
+        snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %zu bytes", rq->seen,
+                 s->cfg.max_body);
+        return respond_error(s, c, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
+    }
+    return rq->route->fn(s, c, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct server *s = cls;
+    struct request *rq = *req_cls;
+
+    (void)c;
+    (void)toe;
+    if (rq == NULL)
+        return;
+    free(rq->body);
+    free(rq);
+    *req_cls = NULL;
+    atomic_fetch_sub(&s->in_flight, 1);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct server *s = cls;
+
+    (void)c;
+    (void)socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&s->connections, 1);
+    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        atomic_fetch_sub(&s->connections, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    char buf[512];
+    size_t n;
+
+    (void)cls;
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    log_event(LOG_INFO, "libmicrohttpd", json_pack("{s:s}", "detail", buf));
+}
+
+static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                          const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                          gnutls_pcert_st **pcert, unsigned int *pcert_length,
+                          gnutls_privkey_t *pkey)
+{
+    (void)session;
+    (void)req_ca_dn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    creds_current(tls_creds, pcert, pcert_length, pkey);
+    return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static int parse_listen(const char *listen, struct sockaddr_storage *out, struct diag *d)
+{
+    char host[256];
+    const char *colon = strrchr(listen, ':');
+    const char *port;
+    size_t hlen;
+    struct addrinfo hints, *res = NULL;
+    int err;
+
+    if (colon == NULL || colon[1] == '\0') {
+        diag_set(d, NULL, 0, 0, "--listen %s: expected ADDR:PORT, e.g. 0.0.0.0:8443 or [::]:8443",
+                 listen);
+        return -1;
+    }
+    port = colon + 1;
+    hlen = (size_t)(colon - listen);
+    if (hlen >= 2 && listen[0] == '[' && listen[hlen - 1] == ']') {
+        listen++;
+        hlen -= 2;
+    }
+    if (hlen == 0 || hlen >= sizeof(host)) {
+        diag_set(d, NULL, 0, 0, "--listen: missing or overlong address");
+        return -1;
+    }
+    memcpy(host, listen, hlen);
+    host[hlen] = '\0';
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
+    err = getaddrinfo(host, port, &hints, &res);
+    if (err != 0) {
+        diag_set(d, NULL, 0, 0, "--listen %s:%s: %s", host, port, gai_strerror(err));
+        return -1;
+    }
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+/* TLS 1.2 and 1.3 only, AEAD ciphers with forward secrecy, the server's order. */
+static const char tls_priorities[] =
+    "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
+    "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE";
+
+struct server *server_start(const struct server_config *cfg, struct creds *creds, struct diag *d)
+{
+    struct server *s = calloc(1, sizeof(*s));
+    unsigned threads = cfg->threads;
+    unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG;
+    long ncpu;
+
+    if (s == NULL) {
+        diag_set(d, NULL, 0, 0, "out of memory");
+        return NULL;
+    }
+    s->cfg = *cfg;
+    if (parse_listen(cfg->listen, &s->addr, d) < 0)
+        goto fail;
+    if (s->addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (threads == 0) {
+        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = ncpu > 0 ? (unsigned)ncpu : 1;
+    }
+    tls_creds = creds;
+    {
+        struct MHD_OptionItem opts[] = {
+            /* first, so that libmicrohttpd's own start-up messages come through it */
+            {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL},
+            {MHD_OPTION_SOCK_ADDR, 0, &s->addr},
+            {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
+            {MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s, NULL},
+            {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_BYTES, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
+            {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)tls_priorities},
+            {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_certificate},
+            {MHD_OPTION_END, 0, NULL},
+        };
+
+        s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts,
+                                  MHD_OPTION_END);
+    }
+    if (s->mhd == NULL) {
+        diag_set(d, NULL, 0, 0,
+                 "cannot serve on %s (address in use, no permission, or bad TLS "
+                 "settings; see the libmicrohttpd log line above)",
+                 cfg->listen);
+        goto fail;
+    }
+    return s;
+fail:
+    free(s);
+    return NULL;
+}
+
+unsigned server_port(const struct server *s)
+{
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+
+    return i ? i->port : 0;
+}
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int server_stop(struct server *s)
+{
+    MHD_socket fd;
+    long long start = now_ms(), idle_since = 0, now;
+    int rc = 0;
+    struct timespec pause = {0, SHUTDOWN_POLL_MS * 1000000L};
+
+    atomic_store(&s->stopping, 1);
+    fd = MHD_quiesce_daemon(s->mhd);
+    if (fd != MHD_INVALID_SOCKET)
+        close(fd);
+    log_event(LOG_INFO, "stopped accepting; draining",
+              json_pack("{s:I, s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight),
+                        "connections", (json_int_t)atomic_load(&s->connections)));
+    for (;;) {
+        now = now_ms();
+        if (atomic_load(&s->connections) == 0)
+            break;
+        if (atomic_load(&s->in_flight) == 0) {
+            /* idle keep-alive connections get a moment to send one more request, answered
+             * with Connection: close, before they are closed under the client */
+            if (idle_since == 0)
+                idle_since = now;
+            if (now - idle_since >= SHUTDOWN_IDLE_DRAIN_MS)
+                break;
+        } else {
+            idle_since = 0;
+        }
+        if (now - start >= (long long)s->cfg.shutdown_grace_s * 1000) {
+            log_event(LOG_WARN, "grace period over; closing the remaining requests",
+                      json_pack("{s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight)));
+            rc = -1;
+            break;
+        }
+        nanosleep(&pause, NULL);
+    }
+    MHD_stop_daemon(s->mhd);
+    free(s);
+    return rc;
+}

@@ -1,0 +1,37 @@
+/*
+ * server.h: the HTTPS endpoint (libmicrohttpd over GnuTLS): routes, limits, graceful stop.
+ *
+ * Routes: POST /mutate, POST /validate, GET /healthz, GET /readyz. Every answer is a response:
+ * admission reviews get 200 with an AdmissionReview; bad requests get a 4xx with a
+ * metav1.Status body and a log line.
+ */
+#ifndef GPUADMIT_SERVER_H
+#define GPUADMIT_SERVER_H
+
+#include <stddef.h>
+
+#include "creds.h"
+#include "diag.h"
+
+struct server_config {
+    const char *listen; /* "ADDR:PORT"; IPv6 as "[::1]:8443"; port 0 picks a free one */
+    size_t max_body;    /* bytes */
+    unsigned threads;   /* 0: one per online CPU */
+    unsigned max_connections;
+    unsigned idle_timeout_s;
+    unsigned shutdown_grace_s;
+};
+
+struct server;
+
+/* Starts serving with creds (borrowed; must outlive the server). New: stop with
+ * server_stop(). NULL with d filled when the address cannot be used. */
+struct server *server_start(const struct server_config *cfg, struct creds *creds, struct diag *d);
+/* The port actually bound (useful with port 0). */
+unsigned server_port(const struct server *s);
+/* Stops accepting, lets in-flight requests finish (responses now carry Connection: close and
+ * /readyz answers 503), waits at most the grace period, then stops and frees the server.
+ * Returns 0 when everything in flight finished, -1 when the grace period ran out. */
+int server_stop(struct server *s);
+
+#endif

@@ -1,0 +1,14 @@
+/* text.h: UTF-8 clean-up of outgoing strings. */
+#ifndef GPUADMIT_TEXT_H
+#define GPUADMIT_TEXT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* New (free with free()): text as valid UTF-8, a bad byte replaced by '?', at most max_runes
+ * code points, control characters (C0, DEL, C1) turned into spaces when controls_to_space. */
+char *text_utf8_clean(const char *text, size_t max_runes, bool controls_to_space);
+/* In place: replaces invalid bytes by '?'. */
+void text_utf8_fix(char *s);
+
+#endif
