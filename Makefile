@@ -95,7 +95,7 @@ run: deps
 	@certs/dev-certs.sh certs/dev
 	@echo
 	@echo "Try it (in another terminal):"
-	@echo "  curl --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data @tests/data/review-pod.json https://127.0.0.1:8443/validate"
+	@echo "  curl -sS --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data @tests/data/review-pod.json https://127.0.0.1:8443/validate"
 	@echo
 	exec build/release/gpuadmit serve --listen 127.0.0.1:8443 --tls-cert certs/dev/tls.crt \
 		--tls-key certs/dev/tls.key --rules rules

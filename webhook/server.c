@@ -9,6 +9,7 @@
 #include "server.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -35,12 +36,16 @@ struct server {
     struct MHD_Daemon *mhd;
     struct sockaddr_storage addr;
     atomic_int stopping;
-    atomic_long in_flight;   /* requests between their first call and completion */
-    atomic_long connections; /* open connections */
+    atomic_long in_flight;     /* requests between their first call and completion */
+    atomic_long connections;   /* open connections */
+    atomic_llong last_done_ms; /* monotonic time the last request completed */
 };
 
 struct request {
-    const struct route *route;
+    const struct route *route; /* NULL when err_status says why */
+    unsigned err_status;       /* an error to answer once the body is drained, or 0 */
+    const char *err_allow;
+    char err_msg[200];
     char *body;
     size_t len, cap;
     size_t seen; /* bytes received, kept or not */
@@ -70,6 +75,14 @@ static const struct route routes[] = {
     {"/healthz", "GET", "GET, HEAD", false, route_healthz},
     {"/readyz", "GET", "GET, HEAD", false, route_readyz},
 };
+
+static long long now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ---- responses ---- */
 
@@ -213,29 +226,56 @@ static bool content_type_json(const char *ct)
     return *ct == '\0' || *ct == ';';
 }
 
+/* Announced body length, or -1 when there is none (chunked) or it does not parse. */
+static long long content_length(struct MHD_Connection *c)
+{
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    unsigned long long v;
+    char *end;
+
+    if (cl == NULL)
+        return -1;
+    errno = 0;
+    v = strtoull(cl, &end, 10);
+    return errno == 0 && end != cl && v <= (unsigned long long)LLONG_MAX ? (long long)v : -1;
+}
+
+/* Records an error answer for the end of the request: the body (if any) is read and dropped
+ * first, so that the connection stays usable for the next request. */
+static void defer_error(struct request *rq, unsigned status, const char *msg, const char *allow)
+{
+    rq->err_status = status;
+    snprintf(rq->err_msg, sizeof(rq->err_msg), "%s", msg);
+    rq->err_allow = allow;
+}
+
 /* The first call for a request: route, method, headers. Returns true with *result set when an
- * answer was queued already. */
+ * answer had to be queued at once (a body announced over the limit, which is never read). */
 static bool screen(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                    struct request *rq, enum MHD_Result *result)
 {
-    const char *ct, *cl;
+    const char *ct;
     char msg[160];
-    unsigned long long announced;
-    char *end;
+    long long announced = content_length(c);
 
+    if (announced > (long long)s->cfg.max_body) {
+        snprintf(msg, sizeof(msg), "body of %lld bytes is over the limit of %zu bytes", announced,
+                 s->cfg.max_body);
+        *result = respond_error(s, c, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
+        return true;
+    }
     rq->route = route_find(url);
     if (rq->route == NULL) {
-        *result = respond_error(s, c, MHD_HTTP_NOT_FOUND, url,
-                                "no such path; gpuadmit serves /mutate, /validate, /healthz and "
-                                "/readyz",
-                                NULL);
-        return true;
+        defer_error(rq, MHD_HTTP_NOT_FOUND,
+                    "no such path; gpuadmit serves /mutate, /validate, /healthz and /readyz", NULL);
+        return false;
     }
     if (!method_ok(rq->route, method)) {
         snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
                  rq->route->path, rq->route->allow);
-        *result = respond_error(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, url, msg, rq->route->allow);
-        return true;
+        defer_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, msg, rq->route->allow);
+        return false;
     }
     if (!rq->route->has_body)
         return false;
@@ -243,22 +283,11 @@ static bool screen(struct server *s, struct MHD_Connection *c, const char *url, 
     if (!content_type_json(ct)) {
         snprintf(msg, sizeof(msg), "Content-Type must be application/json, got \"%.64s\"",
                  ct ? ct : "");
-        *result = respond_error(s, c, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, url, msg, NULL);
-        return true;
+        defer_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL);
+        return false;
     }
-    cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (cl != NULL) {
-        errno = 0;
-        announced = strtoull(cl, &end, 10);
-        if (errno == 0 && end != cl && announced > s->cfg.max_body) {
-            snprintf(msg, sizeof(msg), "body of %llu bytes is over the limit of %zu bytes",
-                     announced, s->cfg.max_body);
-            *result = respond_error(s, c, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
-            return true;
-        }
-        if (errno == 0 && end != cl && announced > 0 && announced <= s->cfg.max_body)
-            rq->cap = (size_t)announced; /* allocate once */
-    }
+    if (announced > 0)
+        rq->cap = (size_t)announced; /* allocate once */
     return false;
 }
 
@@ -269,7 +298,7 @@ static bool take_body(struct server *s, struct request *rq, const char *data, si
     char *grown;
 
     rq->seen += n;
-    if (rq->too_large)
+    if (rq->err_status != 0 || rq->too_large)
         return rq->seen <= (size_t)s->cfg.max_body * BODY_DRAIN_FACTOR;
     if (rq->len + n > s->cfg.max_body) {
         rq->too_large = true;
@@ -313,8 +342,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         atomic_fetch_add(&s->in_flight, 1);
         if (screen(s, c, url, method, rq, &result))
             return result;
-        if (!rq->route->has_body)
-            return rq->route->fn(s, c, rq);
+        /* answers come on a later call, once the body (if any) is in: a response queued
+         * before that makes libmicrohttpd close the connection */
         return MHD_YES;
     }
     if (*upload_data_size > 0) {
@@ -326,6 +355,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (rq->err_status != 0)
+        return respond_error(s, c, rq->err_status, url, rq->err_msg, rq->err_allow);
     if (rq->too_large) {
         snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %zu bytes", rq->seen,
                  s->cfg.max_body);
@@ -347,6 +378,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     free(rq->body);
     free(rq);
     *req_cls = NULL;
+    atomic_store(&s->last_done_ms, now_ms());
     atomic_fetch_sub(&s->in_flight, 1);
 }
 
@@ -497,18 +529,10 @@ unsigned server_port(const struct server *s)
     return i ? i->port : 0;
 }
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int server_stop(struct server *s)
 {
     MHD_socket fd;
-    long long start = now_ms(), idle_since = 0, now;
+    long long start = now_ms(), now, quiet_since;
     int rc = 0;
     struct timespec pause = {0, SHUTDOWN_POLL_MS * 1000000L};
 
@@ -524,14 +548,14 @@ int server_stop(struct server *s)
         if (atomic_load(&s->connections) == 0)
             break;
         if (atomic_load(&s->in_flight) == 0) {
-            /* idle keep-alive connections get a moment to send one more request, answered
-             * with Connection: close, before they are closed under the client */
-            if (idle_since == 0)
-                idle_since = now;
-            if (now - idle_since >= SHUTDOWN_IDLE_DRAIN_MS)
+            /* idle keep-alive connections get a moment after the last answer to send one more
+             * request, answered with Connection: close, before they are closed under the
+             * client */
+            quiet_since = atomic_load(&s->last_done_ms);
+            if (quiet_since < start)
+                quiet_since = start;
+            if (now - quiet_since >= SHUTDOWN_IDLE_DRAIN_MS)
                 break;
-        } else {
-            idle_since = 0;
         }
         if (now - start >= (long long)s->cfg.shutdown_grace_s * 1000) {
             log_event(LOG_WARN, "grace period over; closing the remaining requests",
