@@ -75,11 +75,16 @@ unit: $(release_UNIT)
 unit-san: $(san_UNIT)
 	@$(SAN_ENV) tests/run-tests.sh $(san_UNIT)
 
+E2E := $(sort $(wildcard tests/e2e/test_*.py))
+# Debian's interpreter, with Debian's python3-jsonschema: not whatever python3 is first in PATH
+PYTHON := /usr/bin/python3
+
 e2e: build/release/gpuadmit
-	@GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_server.py
+	@for t in $(E2E); do GPUADMIT_BIN=build/release/gpuadmit $(PYTHON) $$t || exit 1; done
 
 e2e-san: build/san/gpuadmit
-	@$(SAN_ENV) GPUADMIT_BIN=build/san/gpuadmit GPUADMIT_SLOW=1 python3 tests/e2e/test_server.py
+	@for t in $(E2E); do \
+		$(SAN_ENV) GPUADMIT_BIN=build/san/gpuadmit GPUADMIT_SLOW=1 $(PYTHON) $$t || exit 1; done
 
 check: deps
 	@$(MAKE) --no-print-directory check-run
@@ -88,14 +93,15 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	@tests/run-suites.sh "unit" "$(MAKE) --no-print-directory unit" \
 	                     "unit (sanitizers)" "$(MAKE) --no-print-directory unit-san" \
 	                     "e2e" "$(MAKE) --no-print-directory e2e" \
-	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san"
+	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san" \
+	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
 
 run: deps
 	@$(MAKE) --no-print-directory all
 	@certs/dev-certs.sh certs/dev
 	@echo
 	@echo "Try it (in another terminal):"
-	@echo "  curl -sS --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data @tests/data/review-pod.json https://127.0.0.1:8443/validate"
+	@echo "  curl -sS --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data @tests/data/review-pod.json https://127.0.0.1:8443/mutate"
 	@echo
 	exec build/release/gpuadmit serve --listen 127.0.0.1:8443 --tls-cert certs/dev/tls.crt \
 		--tls-key certs/dev/tls.key --rules rules

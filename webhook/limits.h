@@ -47,6 +47,9 @@
 #define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
 #define AUDIT_KEY_MAX     63u  /* qualified-name part of an audit annotation key */
 
+/* Policy reload: changes closer together than this are one reload. */
+#define RULES_RELOAD_DEBOUNCE_MS 100
+
 /* Logs. */
 #define LOG_LINE_MAX (16u * 1024u)
 

@@ -11,13 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "creds.h"
 #include "limits.h"
 #include "log.h"
+#include "policy.h"
+#include "rules.h"
 #include "server.h"
 
 #ifndef GPUADMIT_VERSION
@@ -48,7 +52,11 @@ static const char usage_serve[] =
     "  --tls-key FILE            PEM private key (ECDSA or RSA, unencrypted)\n"
     "                            both files are re-read when they change; a broken pair is\n"
     "                            refused and the previous one stays in use\n"
-    "  --rules DIR               policy directory (default rules)\n"
+    "  --rules DIR               policy directory (default rules); reloaded when a file in it\n"
+    "                            changes and on SIGHUP; a broken policy is refused and the\n"
+    "                            last good one stays in force\n"
+    "  --audit-only              report what every rule would do (warnings are not sent;\n"
+    "                            audit annotations and logs are), deny and patch nothing\n"
     "  --max-body-bytes N        largest request body (default 8388608); larger gets 413\n"
     "  --threads N               worker threads (default: one per CPU)\n"
     "  --max-connections N       concurrent connections (default 1024)\n"
@@ -56,7 +64,7 @@ static const char usage_serve[] =
     "  --shutdown-grace SECONDS  on SIGTERM, wait this long for in-flight requests (default 25)\n"
     "  --log-level LEVEL         debug, info, warn or error (default info)\n"
     "\n"
-    "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the certificate now.\n";
+    "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the rules and the certificate now.\n";
 
 struct serve_opts {
     struct server_config server;
@@ -96,6 +104,7 @@ enum {
     OPT_IDLE,
     OPT_GRACE,
     OPT_LOG_LEVEL,
+    OPT_AUDIT_ONLY,
     OPT_HELP
 };
 
@@ -110,6 +119,7 @@ static const struct option serve_longopts[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE},
     {"shutdown-grace", required_argument, NULL, OPT_GRACE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
+    {"audit-only", no_argument, NULL, OPT_AUDIT_ONLY},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -172,6 +182,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
             }
             log_set_level(level);
             break;
+        case OPT_AUDIT_ONLY: o->server.audit_only = true; break;
         case OPT_HELP: fputs(usage_serve, stdout); return 1;
         case ':':
             fprintf(stderr, "gpuadmit serve: %s needs a value\n", argv[optind - 1]);
@@ -193,40 +204,114 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
     return 0;
 }
 
-static int check_rules_dir(const char *dir)
+/* Logs every error of a refused policy, one line each. */
+static void log_rules_errors(const char *msg, const char *dir, const struct rules_errors *e)
 {
-    struct stat st;
+    char text[DIAG_MSG_MAX + 300];
 
-    errno = 0;
-    if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "gpuadmit serve: --rules %s: not a directory%s%s\n", dir, errno ? ": " : "",
-                errno ? strerror(errno) : "");
-        return -1;
+    for (size_t i = 0; i < e->n; i++)
+        log_event(LOG_ERROR, msg,
+                  json_pack("{s:s, s:s}", "rules", dir, "error",
+                            diag_format(&e->items[i], text, sizeof(text))));
+    if (e->dropped > 0)
+        log_event(LOG_ERROR, msg,
+                  json_pack("{s:s, s:I}", "rules", dir, "more_errors", (json_int_t)e->dropped));
+}
+
+static void log_policy(const char *msg, const char *dir, const struct policy *p)
+{
+    size_t rules = 0;
+
+    for (size_t i = 0; i < p->n_docs; i++)
+        rules += p->docs[i].n_rules;
+    log_event(LOG_INFO, msg,
+              json_pack("{s:s, s:I, s:I, s:I}", "rules", dir, "generation",
+                        (json_int_t)p->generation, "policies", (json_int_t)p->n_docs, "rule_count",
+                        (json_int_t)rules));
+}
+
+/* Loads the rules directory and, when it is good, puts it in force. */
+static void reload_rules(struct policy_holder *h, const char *dir)
+{
+    struct rules_errors errs;
+    struct policy *p = rules_load_dir(dir, &errs);
+    struct policy *now;
+
+    if (p == NULL) {
+        log_rules_errors("policy refused; the last good policy stays in force", dir, &errs);
+        return;
     }
-    return 0;
+    policy_holder_swap(h, p);
+    now = policy_holder_get(h);
+    log_policy("policy reloaded", dir, now);
+    policy_unref(now);
+}
+
+/* Watches dir for changes to its entries (a ConfigMap volume swaps a "..data" symlink). */
+static int watch_rules(int ifd, const char *dir)
+{
+    int wd = inotify_add_watch(ifd, dir,
+                               IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
+                                   IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF);
+
+    if (wd < 0)
+        log_event(LOG_WARN, "cannot watch the rules directory; reload with SIGHUP",
+                  json_pack("{s:s, s:s}", "rules", dir, "error", strerror(errno)));
+    return wd;
+}
+
+static long long mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Runs until SIGTERM or SIGINT. Returns the process exit code. */
-static int serve_loop(int sfd, struct server *srv, struct creds *creds)
+static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
+                      struct policy_holder *policies, const char *rules_dir)
 {
-    struct pollfd pfd = {sfd, POLLIN, 0};
+    struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
     struct signalfd_siginfo si;
-    int n;
+    char events[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    long long next_cert = mono_ms() + DEFAULT_CERT_POLL_MS, reload_at = 0, now;
+    int n, timeout, wd = ifd >= 0 ? watch_rules(ifd, rules_dir) : -1;
 
     for (;;) {
-        n = poll(&pfd, 1, (int)DEFAULT_CERT_POLL_MS);
+        now = mono_ms();
+        timeout = (int)(next_cert - now);
+        if (reload_at && reload_at - now < timeout)
+            timeout = (int)(reload_at - now);
+        n = poll(pfd, ifd >= 0 ? 2 : 1, timeout < 0 ? 0 : timeout);
         if (n < 0 && errno != EINTR) {
             log_event(LOG_ERROR, "poll failed", json_pack("{s:s}", "error", strerror(errno)));
             break;
         }
-        if (n <= 0) {
-            creds_poll(creds, false);
-            continue;
+        now = mono_ms();
+        if (n > 0 && (pfd[1].revents & POLLIN)) {
+            /* collect a burst of changes (an editor's save, a volume swap) into one reload */
+            while (read(ifd, events, sizeof(events)) > 0)
+                ;
+            reload_at = now + RULES_RELOAD_DEBOUNCE_MS;
         }
+        if (reload_at && now >= reload_at) {
+            reload_at = 0;
+            if (wd < 0 && ifd >= 0)
+                wd = watch_rules(ifd, rules_dir);
+            reload_rules(policies, rules_dir);
+        }
+        if (now >= next_cert) {
+            creds_poll(creds, false);
+            next_cert = now + DEFAULT_CERT_POLL_MS;
+        }
+        if (n <= 0 || !(pfd[0].revents & POLLIN))
+            continue;
         if (read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
             continue;
         if (si.ssi_signo == SIGHUP) {
             log_event(LOG_INFO, "SIGHUP: reloading", NULL);
+            reload_rules(policies, rules_dir);
             creds_poll(creds, true);
             continue;
         }
@@ -247,17 +332,29 @@ static int cmd_serve(int argc, char **argv)
     char msg[DIAG_MSG_MAX + 300];
     struct creds *creds = NULL;
     struct server *srv = NULL;
+    struct policy *policy;
+    struct policy_holder *policies = NULL;
+    struct rules_errors errs;
     sigset_t mask;
-    int sfd = -1, rc = EXIT_USAGE;
+    int sfd = -1, ifd = -1, rc = EXIT_USAGE;
 
     memset(&o, 0, sizeof(o));
     switch (parse_serve(argc, argv, &o)) {
     case 1: return 0;
     case -1: return EXIT_USAGE;
     }
-    if (check_rules_dir(o.rules) < 0)
-        return EXIT_USAGE;
     json_object_seed(0);
+    policy = rules_load_dir(o.rules, &errs);
+    if (policy == NULL) {
+        log_rules_errors("policy refused", o.rules, &errs);
+        return EXIT_USAGE;
+    }
+    policies = policy_holder_new(policy);
+    if (policies == NULL) {
+        policy_free(policy);
+        return 1;
+    }
+    o.server.policies = policies;
     signal(SIGPIPE, SIG_IGN);
     /* block before any thread starts, so that every thread inherits the mask and only the
      * signalfd sees these */
@@ -286,15 +383,25 @@ static int cmd_serve(int argc, char **argv)
         rc = 1;
         goto out;
     }
+    ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (ifd < 0)
+        log_event(LOG_WARN, "inotify unavailable; reload the rules with SIGHUP",
+                  json_pack("{s:s}", "error", strerror(errno)));
+    policy = policy_holder_get(policies);
+    log_policy("policy loaded", o.rules, policy);
+    policy_unref(policy);
     log_event(LOG_INFO, "serving",
-              json_pack("{s:s, s:i, s:s, s:s, s:I}", "listen", o.server.listen, "port",
+              json_pack("{s:s, s:i, s:s, s:s, s:I, s:b}", "listen", o.server.listen, "port",
                         (int)server_port(srv), "cert", o.cert, "rules", o.rules, "max_body_bytes",
-                        (json_int_t)o.server.max_body));
-    rc = serve_loop(sfd, srv, creds);
+                        (json_int_t)o.server.max_body, "audit_only", o.server.audit_only));
+    rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules);
 out:
     creds_free(creds);
+    policy_holder_free(policies);
     if (sfd >= 0)
         close(sfd);
+    if (ifd >= 0)
+        close(ifd);
     return rc;
 }
 

@@ -24,6 +24,7 @@
 
 #include "limits.h"
 #include "log.h"
+#include "eval.h"
 #include "review.h"
 
 /* GnuTLS's certificate callback has no user pointer, so the one credential store this process
@@ -144,6 +145,8 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
     char *out = NULL;
     size_t len = 0;
     char msg[DIAG_MSG_MAX + 64];
+    struct policy *policy;
+    int rc;
 
     diag_clear(&d);
     r = review_decode(rq->body ? rq->body : "", rq->len, &d);
@@ -151,13 +154,15 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
         snprintf(msg, sizeof(msg), "not a valid AdmissionReview: %s", d.msg);
         return respond_error(s, c, MHD_HTTP_BAD_REQUEST, url, msg, NULL);
     }
-    /* The policy engine is not wired in yet: every review is allowed, with no patch. */
     decision_init(&dec);
-    if (review_encode(r, &dec, mutating, &out, &len) < 0) {
+    policy = policy_holder_get(s->cfg.policies);
+    rc = eval_review(policy, r, mutating, s->cfg.audit_only, &dec);
+    policy_unref(policy);
+    if (rc < 0 || review_encode(r, &dec, mutating, &out, &len) < 0) {
         decision_release(&dec);
         review_free(r);
         return respond_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, url,
-                             "could not encode the response", NULL);
+                             "could not evaluate the review (out of memory)", NULL);
     }
     if (log_enabled(LOG_DEBUG))
         log_event(LOG_DEBUG, "review",

@@ -8,10 +8,12 @@
 #ifndef GPUADMIT_SERVER_H
 #define GPUADMIT_SERVER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "creds.h"
 #include "diag.h"
+#include "policy.h"
 
 struct server_config {
     const char *listen; /* "ADDR:PORT"; IPv6 as "[::1]:8443"; port 0 picks a free one */
@@ -20,6 +22,8 @@ struct server_config {
     unsigned max_connections;
     unsigned idle_timeout_s;
     unsigned shutdown_grace_s;
+    struct policy_holder *policies; /* borrowed; must outlive the server */
+    bool audit_only;                /* every rule reports instead of denying or patching */
 };
 
 struct server;

@@ -126,6 +126,10 @@ class Server:
         self.log_path = os.path.join(workdir, "%s-%d.log" % (name, time.monotonic_ns()))
         self.rules = os.path.join(workdir, "rules")
         os.makedirs(self.rules, exist_ok=True)
+        # these tests are about the server, not the policy: a policy with no rules allows all
+        with open(os.path.join(self.rules, "empty.yaml"), "w") as f:
+            f.write("apiVersion: gpuadmit.io/v1alpha1\nkind: GPUPolicy\n"
+                    "metadata:\n  name: empty\nspec:\n  rules: []\n")
         self.args = [BIN, "serve", "--listen", "127.0.0.1:0", "--tls-cert", cert, "--tls-key",
                      key, "--rules", self.rules] + list(extra)
         if "--shutdown-grace" not in extra:

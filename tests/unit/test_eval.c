@@ -1,0 +1,783 @@
+/*
+ * test_eval.c: the policy engine, table-driven. Each case is a policy file from
+ * tests/data/policies, an endpoint, an object, and the expected decision and patch. Every patch
+ * is then applied (by an applier written here, independent of patch.c) and the patched object is
+ * judged again: /mutate must return no patch (idempotence) and /validate must allow it.
+ */
+#include <jansson.h>
+#include <unistd.h>
+
+#include "eval.h"
+#include "harness.h"
+#include "log.h"
+#include "rules.h"
+
+#define POLICIES "tests/data/policies/"
+
+static json_t *js(const char *text)
+{
+    char *buf = strdup(text);
+    json_t *v;
+    json_error_t err;
+
+    for (char *p = buf; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    v = json_loads(buf, 0, &err);
+    if (v == NULL)
+        printf("bad test JSON (%s): %s\n", err.text, text);
+    free(buf);
+    return v;
+}
+
+static struct policy *load(const char *file)
+{
+    char path[256];
+    const char *paths[1] = {path};
+    struct rules_errors errs;
+    struct policy *p;
+
+    /* a bare name is a test policy; a path is the shipped policy or its examples */
+    snprintf(path, sizeof(path), "%s%s", strchr(file, '/') ? "" : POLICIES, file);
+    p = rules_load_files(paths, 1, &errs);
+    if (p == NULL) {
+        char buf[600];
+
+        printf("cannot load %s: %s\n", path,
+               errs.n ? diag_format(&errs.items[0], buf, sizeof(buf)) : "?");
+        exit(2);
+    }
+    return p;
+}
+
+struct ecase {
+    const char *name;
+    const char *policy;
+    bool mutating;
+    bool audit_only;
+    const char *ns;       /* default "ml" */
+    const char *resource; /* "group/resource", default "/pods" */
+    const char *op;       /* default CREATE */
+    const char *object;
+    const char *old_object;
+    const char *user;
+    const char *group;
+    int allowed;
+    const char *patch;      /* expected operations, or NULL for none */
+    const char *message;    /* substring of the denial */
+    const char *warning;    /* substring of the first warning */
+    const char *annotation; /* "key=substring" */
+};
+
+static struct review *make_review(const struct ecase *c, const json_t *object)
+{
+    json_t *req, *root;
+    char *text;
+    const char *res = c->resource ? c->resource : "/pods";
+    const char *slash = strchr(res, '/');
+    char group[64];
+    struct diag d;
+    struct review *r;
+
+    snprintf(group, sizeof(group), "%.*s", (int)(slash - res), res);
+    req = json_pack("{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:[s]}, "
+                    "s:O, s:O, s:b}",
+                    "uid", "case-uid", "kind", "group", group, "version", "v1", "kind", "X",
+                    "resource", "group", group, "version", "v1", "resource", slash + 1, "name", "",
+                    "namespace", c->ns ? c->ns : "ml", "operation", c->op ? c->op : "CREATE",
+                    "userInfo", "username", c->user ? c->user : "alice", "groups",
+                    c->group ? c->group : "system:authenticated", "object", object, "oldObject",
+                    json_null(), "dryRun", 0);
+    if (c->old_object)
+        json_object_set_new(req, "oldObject", js(c->old_object));
+    root = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
+                     "AdmissionReview", "request", req);
+    text = json_dumps(root, JSON_COMPACT);
+    diag_clear(&d);
+    r = review_decode(text, strlen(text), &d);
+    if (r == NULL)
+        printf("review: %s\n", d.msg);
+    free(text);
+    json_decref(root);
+    return r;
+}
+
+/* An RFC 6902 "add" applier, written from the RFC, for checking patches. */
+static int apply_add(json_t *doc, const char *path, json_t *value)
+{
+    char tok[256];
+    json_t *node = doc;
+    const char *p = path;
+
+    for (;;) {
+        size_t n = 0;
+        const char *next;
+
+        if (*p != '/')
+            return -1;
+        for (p++; *p && *p != '/'; p++) {
+            if (*p == '~') {
+                p++;
+                tok[n++] = *p == '0' ? '~' : '/';
+            } else {
+                tok[n++] = *p;
+            }
+        }
+        tok[n] = '\0';
+        next = p;
+        if (*next == '\0') {
+            if (json_is_object(node))
+                return json_object_set(node, tok, value);
+            if (json_is_array(node) && strcmp(tok, "-") == 0)
+                return json_array_append(node, value);
+            return -1;
+        }
+        node = json_is_object(node) ? json_object_get(node, tok)
+                                    : json_array_get(node, strtoul(tok, NULL, 10));
+        if (node == NULL)
+            return -1; /* a missing parent: the apiserver would fail the patch */
+    }
+}
+
+static int apply_patch(json_t *doc, const json_t *ops)
+{
+    size_t i;
+    const json_t *op;
+
+    json_array_foreach(ops, i, op)
+    {
+        if (strcmp(json_string_value(json_object_get(op, "op")), "add") != 0 ||
+            apply_add(doc, json_string_value(json_object_get(op, "path")),
+                      json_object_get(op, "value")) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static bool has_warning(const struct decision *dec, const char *want)
+{
+    size_t i;
+    const json_t *w;
+
+    json_array_foreach(dec->warnings, i, w)
+    {
+        if (strstr(json_string_value(w), want))
+            return true;
+    }
+    return false;
+}
+
+static void check_case(const struct ecase *c)
+{
+    struct policy *p = load(c->policy);
+    json_t *object = js(c->object), *patched = NULL;
+    struct review *r = make_review(c, object), *r2 = NULL;
+    struct decision dec, again;
+    int failed_before = harness_failed;
+
+    decision_init(&dec);
+    decision_init(&again);
+    CHECK(r != NULL);
+    if (r == NULL)
+        goto out;
+    CHECK(eval_review(p, r, c->mutating, c->audit_only, &dec) == 0);
+    CHECK(dec.allowed == (c->allowed != 0));
+    if (c->message)
+        CHECK_CONTAINS(dec.message, c->message);
+    else
+        CHECK(dec.message == NULL);
+    if (c->warning)
+        CHECK(has_warning(&dec, c->warning));
+    else
+        CHECK(json_array_size(dec.warnings) == 0);
+    if (c->annotation) {
+        char key[64];
+        const char *eq = strchr(c->annotation, '=');
+
+        snprintf(key, sizeof(key), "%.*s", (int)(eq - c->annotation), c->annotation);
+        CHECK_CONTAINS(json_string_value(json_object_get(dec.annotations, key)), eq + 1);
+    }
+    if (c->patch) {
+        json_t *want = js(c->patch);
+
+        CHECK(json_equal(want, dec.patch));
+        if (!json_equal(want, dec.patch)) {
+            char *got = json_dumps(dec.patch, JSON_COMPACT);
+            printf("  patch: %s\n", got ? got : "(none)");
+            free(got);
+        }
+        json_decref(want);
+        /* the patch applies to the object as sent, and the result is settled */
+        patched = json_deep_copy(object);
+        CHECK(apply_patch(patched, dec.patch) == 0);
+        {
+            struct ecase c2 = *c;
+
+            r2 = make_review(&c2, patched);
+            CHECK(r2 != NULL && eval_review(p, r2, true, false, &again) == 0);
+            CHECK(again.patch == NULL); /* idempotent */
+            decision_release(&again);
+            decision_init(&again);
+            CHECK(r2 != NULL && eval_review(p, r2, false, false, &again) == 0);
+            CHECK(again.allowed);
+            if (!again.allowed)
+                printf("  patched object denied: %s\n", again.message);
+        }
+    } else {
+        CHECK(dec.patch == NULL);
+    }
+out:
+    if (harness_failed != failed_before)
+        printf("FAIL case \"%s\"\n", c->name);
+    decision_release(&dec);
+    decision_release(&again);
+    review_free(r);
+    review_free(r2);
+    json_decref(object);
+    json_decref(patched);
+    policy_unref(p);
+}
+
+#define POD(spec)                                                                                  \
+    "{'apiVersion':'v1','kind':'Pod','metadata':{'name':'p','labels':{'app':'t'}},'spec':" spec "}"
+#define GPU_CONTAINER                                                                              \
+    "{'name':'trainer','image':'x','resources':{'limits':{'nvidia.com/"                            \
+    "gpu':'1'},'requests':{'nvidia.com/gpu':'1'}}}"
+#define CPU_CONTAINER "{'name':'web','image':'x'}"
+#define GPU_POD       POD("{'containers':[" GPU_CONTAINER "]}")
+#define TOL           "{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'}"
+#define SETTLED_SPEC                                                                               \
+    "'priorityClassName':'gpu-standard','priority':1000,'preemptionPolicy':'PreemptLowerPriority'" \
+    ",'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'}"
+#define SETTLED_POD POD("{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}")
+#define FULL_PATCH                                                                                 \
+    "[{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"                       \
+    "{'op':'add','path':'/spec/priority','value':1000},"                                           \
+    "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'},"                 \
+    "{'op':'add','path':'/spec/tolerations','value':[" TOL "]},"                                   \
+    "{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/gpu.present':'true'}}]"
+
+/* Pods that break exactly one rule. */
+#define ONLY_GPU_REQUEST POD("{'containers':[" CPU_CONTAINER "],'runtimeClassName':'nvidia'}")
+#define ONLY_CLASS                                                                                 \
+    POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL                                    \
+        "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}")
+#define ONLY_TOLERATIONS                                                                           \
+    POD("{'containers':[" GPU_CONTAINER                                                            \
+        "],'priorityClassName':'gpu-standard','nodeSelector':{'nvidia.com/gpu.present':'true'}}")
+#define ONLY_SELECTOR                                                                              \
+    POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard','tolerations':[" TOL \
+        "]}")
+
+/* Each rule under each action and enforcement, at the endpoint that acts on it. */
+#define PER_RULE(rule, pod, patch_ops, problem)                                                    \
+    {.name = rule ": Mutate+Enforce patches at /mutate",                                           \
+     .policy = "mutate.yaml",                                                                      \
+     .mutating = true,                                                                             \
+     .object = pod,                                                                                \
+     .allowed = 1,                                                                                 \
+     .patch = patch_ops,                                                                           \
+     .annotation = rule "=patched: "},                                                             \
+        {.name = rule ": Mutate+Enforce denies at /validate when unpatched",                       \
+         .policy = "mutate.yaml",                                                                  \
+         .object = pod,                                                                            \
+         .allowed = 0,                                                                             \
+         .message = "[" rule "] " problem},                                                        \
+        {.name = rule ": Deny+Enforce denies at /validate",                                        \
+         .policy = "deny.yaml",                                                                    \
+         .object = pod,                                                                            \
+         .allowed = 0,                                                                             \
+         .message = "[" rule "] " problem},                                                        \
+        {.name = rule ": Deny never patches at /mutate",                                           \
+         .policy = "deny.yaml",                                                                    \
+         .mutating = true,                                                                         \
+         .object = pod,                                                                            \
+         .allowed = 1},                                                                            \
+        {.name = rule ": Mutate+Warn warns at /mutate",                                            \
+         .policy = "warn.yaml",                                                                    \
+         .mutating = true,                                                                         \
+         .object = pod,                                                                            \
+         .allowed = 1,                                                                             \
+         .warning = "gpuadmit [" rule "]: " problem},                                              \
+        {.name = rule ": Mutate+Warn is silent at /validate",                                      \
+         .policy = "warn.yaml",                                                                    \
+         .object = pod,                                                                            \
+         .allowed = 1},                                                                            \
+        {.name = rule ": Deny+Audit records at /validate",                                         \
+         .policy = "audit-deny.yaml",                                                              \
+         .object = pod,                                                                            \
+         .allowed = 1,                                                                             \
+         .annotation = rule "=would deny: " problem},                                              \
+    {                                                                                              \
+        .name = rule ": audit-only records the would-be patch", .policy = "mutate.yaml",           \
+        .mutating = true, .audit_only = true, .object = pod, .allowed = 1,                         \
+        .annotation = rule "=would patch: " problem                                                \
+    }
+
+static const struct ecase cases[] = {
+    PER_RULE("gpu-request", ONLY_GPU_REQUEST,
+             "[{'op':'add','path':'/spec/containers/0/resources','value':{'limits':{'nvidia.com/"
+             "gpu':'1'},'requests':{'nvidia.com/gpu':'1'}}},"
+             "{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+             "{'op':'add','path':'/spec/priority','value':1000},"
+             "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'},"
+             "{'op':'add','path':'/spec/tolerations','value':[" TOL "]},"
+             "{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/gpu.present':'true'}}]",
+             "container \"web\" targets GPU nodes (runtimeClassName nvidia) but requests no "
+             "nvidia.com/gpu"),
+    PER_RULE("priority-class", ONLY_CLASS,
+             "[{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+             "{'op':'add','path':'/spec/priority','value':1000},"
+             "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'}]",
+             "GPU pod has no priorityClassName"),
+    PER_RULE("tolerations", ONLY_TOLERATIONS,
+             "[{'op':'add','path':'/spec/tolerations','value':[" TOL "]}]",
+             "GPU pod does not tolerate the GPU node taint nvidia.com/gpu:NoSchedule"),
+    PER_RULE("node-selector", ONLY_SELECTOR,
+             "[{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/gpu.present':'true'}}]",
+             "GPU pod is not confined to GPU nodes; add nodeSelector nvidia.com/gpu.present=true"),
+    /* ---- the shipped policy and its examples ---- */
+    {.name = "default policy: a GPU pod gets the class and toleration",
+     .policy = "rules/default.yaml",
+     .mutating = true,
+     .object = GPU_POD,
+     .allowed = 1,
+     .patch =
+         "[{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+         "{'op':'add','path':'/spec/priority','value':100000},"
+         "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'},"
+         "{'op':'add','path':'/spec/tolerations','value':[" TOL "]},"
+         "{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/gpu.present':'true'}}]"},
+    {.name = "default policy: the device plugin's own namespace is left alone",
+     .policy = "rules/default.yaml",
+     .ns = "gpu-operator",
+     .object = POD(
+         "{'containers':[{'name':'c','securityContext':{'privileged':true}}],'tolerations':[" TOL
+         "]}"),
+     .allowed = 1},
+    {.name = "default policy: a CPU pod targeting GPU nodes is refused",
+     .policy = "rules/default.yaml",
+     .object =
+         POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"web\" targets GPU nodes"},
+    {.name = "EKS example: one time-slice per pod at most",
+     .policy = "rules/examples/eks-time-sliced-t4.yaml",
+     .object = POD(
+         "{'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'2'}}}]," SETTLED_SPEC
+         "}"),
+     .allowed = 0,
+     .message = "pod requests 2 nvidia.com/gpu, more than the maximum of 1 per pod"},
+    {.name = "MIG example: a MIG pod is steered to MIG nodes",
+     .policy = "rules/examples/mig-mixed.yaml",
+     .mutating = true,
+     .object =
+         POD("{'containers':[{'name':'c','resources':{'limits':{'nvidia.com/"
+             "mig-1g.5gb':'1'}}}],'priorityClassName':'gpu-standard','tolerations':[" TOL "]}"),
+     .allowed = 1,
+     .patch =
+         "[{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/mig.strategy':'mixed'}}]"},
+    {.name = "multi-tenant example: a team's pod gets its team's class",
+     .policy = "rules/examples/multi-tenant.yaml",
+     .mutating = true,
+     .ns = "team-a-train",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL "]}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/priorityClassName','value':'team-a-gpu'},"
+              "{'op':'add','path':'/spec/priority','value':200000},"
+              "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'}]"},
+    {.name = "multi-tenant example: another team's class is refused",
+     .policy = "rules/examples/multi-tenant.yaml",
+     .ns = "team-a-train",
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'team-b-gpu','tolerations':[" TOL "]}"),
+     .allowed = 0,
+     .message = "priorityClassName \"team-b-gpu\" is not allowed in namespace \"team-a-train\" "
+                "(allowed: team-a-gpu, gpu-batch)"},
+    {.name = "multi-tenant example: research is warned, not patched",
+     .policy = "rules/examples/multi-tenant.yaml",
+     .mutating = true,
+     .ns = "research",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL "]}"),
+     .allowed = 1,
+     .warning = "gpuadmit [priority-class-research]: GPU pod has no priorityClassName"},
+    /* ---- exemptions ---- */
+    {.name = "scope: a namespace outside match is not judged",
+     .policy = "scoped.yaml",
+     .ns = "web",
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "scope: inside match it is",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .object = GPU_POD,
+     .allowed = 0,
+     .message = "[node-selector]"},
+    {.name = "scope: an excluded group",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .group = "system:masters",
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "scope: an excluded service account",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .user = "system:serviceaccount:ml-ops:trainer-bot",
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "scope: another service account is judged",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .user = "system:serviceaccount:ml:trainer-bot",
+     .object = GPU_POD,
+     .allowed = 0,
+     .message = "[node-selector]"},
+    {.name = "scope: an excluded user",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .user = "admin@example.com",
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "scope: an excluding label",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .object =
+         "{'metadata':{'labels':{'gpuadmit.io/exempt':'true'}},'spec':{'containers':[" GPU_CONTAINER
+         "]}}",
+     .allowed = 1},
+    {.name = "scope: a rule's own match (label In) takes it in",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .object = "{'metadata':{'labels':{'tier':'gpu'}},'spec':{'containers':[" GPU_CONTAINER
+               "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}}",
+     .allowed = 0,
+     .message = "gpuadmit: pod [tolerations]"},
+    {.name = "scope: a rule's own match leaves others out",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .object = "{'metadata':{'labels':{'tier':'cpu'}},'spec':{'containers':[" GPU_CONTAINER
+               "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}}",
+     .allowed = 1},
+    {.name = "scope: a rule's own exclude",
+     .policy = "scoped.yaml",
+     .ns = "ml-sandbox",
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "scope: DaemonSet pods by default",
+     .policy = "scoped.yaml",
+     .ns = "ml-train",
+     .object = "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'dcgm-exporter'}]},'"
+               "spec':{'containers':[" GPU_CONTAINER "]}}",
+     .allowed = 1},
+    /* ---- Mutate + Enforce ---- */
+    {.name = "mutate: a bare GPU pod gets class, toleration and selector",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = GPU_POD,
+     .allowed = 1,
+     .patch = FULL_PATCH,
+     .annotation = "tolerations=patched: added tolerations for nvidia.com/gpu:NoSchedule"},
+    {.name = "mutate: a settled pod gets no patch",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = SETTLED_POD,
+     .allowed = 1},
+    {.name = "mutate: the bare pod is denied at /validate (the mutation did not happen)",
+     .policy = "mutate.yaml",
+     .object = GPU_POD,
+     .allowed = 0,
+     .message =
+         "[tolerations] GPU pod does not tolerate the GPU node taint nvidia.com/gpu:NoSchedule"},
+    {.name = "mutate: existing tolerations and selector are appended to, not replaced",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'gpu-standard','tolerations':[{'key':'node.kubernetes.io/"
+                   "not-ready','operator':'Exists','effect':'NoExecute','tolerationSeconds':300}],'"
+                   "nodeSelector':{'zone':'a'}}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/tolerations/-','value':" TOL "},"
+              "{'op':'add','path':'/spec/nodeSelector/nvidia.com~1gpu.present','value':'true'}]"},
+    {.name = "mutate: a pod on GPU nodes without a GPU request gets one, then the rest",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object =
+         POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/containers/0/resources','value':{'limits':{'nvidia.com/"
+              "gpu':'1'},'requests':{'nvidia.com/gpu':'1'}}},"
+              "{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+              "{'op':'add','path':'/spec/priority','value':1000},"
+              "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'},"
+              "{'op':'add','path':'/spec/tolerations','value':[" TOL "]}]",
+     .annotation = "gpu-request=added 1 nvidia.com/gpu to container \"web\""},
+    {.name = "mutate: existing resource lists get the GPU key added",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[{'name':'web','resources':{'limits':{'cpu':'1'},'requests':{'"
+                   "cpu':'1'}}}],'runtimeClassName':'nvidia'," SETTLED_SPEC "}"),
+     .allowed = 1,
+     .patch =
+         "[{'op':'add','path':'/spec/containers/0/resources/limits/nvidia.com~1gpu','value':'1'},"
+         "{'op':'add','path':'/spec/containers/0/resources/requests/"
+         "nvidia.com~1gpu','value':'1'}]"},
+    {.name = "mutate: a namespace default class",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .ns = "team-a-prod",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL
+                   "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/priorityClassName','value':'team-a-gpu'},"
+              "{'op':'add','path':'/spec/priority','value':2000},"
+              "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'}]"},
+    {.name = "mutate: an unknown class cannot be patched and is denied at /validate",
+     .policy = "mutate.yaml",
+     .object =
+         POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'nope','tolerations':[" TOL
+             "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 0,
+     .message = "[priority-class] priorityClassName \"nope\" is not a known PriorityClass"},
+    {.name = "mutate: a class not allowed in the namespace is denied",
+     .policy = "mutate.yaml",
+     .ns = "team-a",
+     .object =
+         POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-batch','tolerations':[" TOL
+             "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 0,
+     .message = "priorityClassName \"gpu-batch\" is not allowed in namespace \"team-a\" (allowed: "
+                "team-a-*)"},
+    {.name = "mutate: a system class is always known",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'system-node-critical','tolerations':[" TOL
+                   "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1},
+    {.name = "mutate: a selector naming other nodes is a conflict, not overwritten",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'gpu-standard','tolerations':[" TOL
+                   "],'nodeSelector':{'nvidia.com/gpu.present':'false'}}"),
+     .allowed = 0,
+     .message = "[node-selector] GPU pod is not confined to GPU nodes (its nodeSelector names "
+                "other nodes)"},
+    {.name = "mutate: required node affinity on the GPU label confines the pod",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'gpu-standard','tolerations':[" TOL
+                   "],'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+                   "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/"
+                   "gpu.present','operator':'In','values':['true']}]}]}}}}"),
+     .allowed = 1},
+    {.name = "mutate: a toleration with an empty key and Exists tolerates everything",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'gpu-standard','tolerations':[{'operator':'Exists'}],'"
+                   "nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1},
+    {.name = "mutate: a toleration for another effect does not count",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'gpu-standard','tolerations':[{'key':'nvidia.com/"
+                   "gpu','operator':'Exists','effect':'NoExecute'}],'nodeSelector':{'nvidia.com/"
+                   "gpu.present':'true'}}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/tolerations/-','value':" TOL "}]"},
+    {.name = "mutate: a CPU pod that does not target GPU nodes is left alone",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "mutate: NVIDIA_VISIBLE_DEVICES without a GPU request gets one",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[{'name':'sneaky','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value'"
+                   ":'all'}]}]," SETTLED_SPEC "}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/containers/0/resources','value':{'limits':{'nvidia.com/"
+              "gpu':'1'},'requests':{'nvidia.com/gpu':'1'}}}]"},
+    {.name = "mutate: NVIDIA_VISIBLE_DEVICES=void asks for no GPU",
+     .policy = "mutate.yaml",
+     .object = POD(
+         "{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':'void'}]}]}"),
+     .allowed = 1},
+    {.name = "mutate: a privileged container on GPU nodes without a GPU is denied",
+     .policy = "mutate.yaml",
+     .object = POD(
+         "{'containers':[{'name':'root','securityContext':{'privileged':true}}],'tolerations':[" TOL
+         "]}"),
+     .allowed = 0,
+     .message = "privileged container \"root\" can reach GPU devices"},
+    {.name = "mutate: a privileged pod kept off GPU nodes by the taint is not judged",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'root','securityContext':{'privileged':true}}]}"),
+     .allowed = 1},
+    {.name = "mutate: a /dev/nvidia0 hostPath on GPU nodes without a GPU is denied",
+     .policy = "mutate.yaml",
+     .object =
+         POD("{'containers':[" CPU_CONTAINER
+             "],'volumes':[{'name':'d','hostPath':{'path':'/dev//"
+             "nvidia0'}}],'nodeSelector':{'nvidia.com/"
+             "gpu.present':'true'},'priorityClassName':'gpu-standard','tolerations':[" TOL "]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/dev//nvidia0\" exposes GPU device nodes"},
+    {.name = "mutate: more GPUs than the maximum is denied",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'big','resources':{'limits':{'nvidia.com/"
+                   "gpu':'9'}}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "pod requests 9 nvidia.com/gpu, more than the maximum of 8 per pod"},
+    {.name = "mutate: a quantity that is not a number is denied with its field",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'one'}}}]}"),
+     .allowed = 0,
+     .message = "spec.containers[0].resources.limits[\"nvidia.com/gpu\"]: not a valid quantity"},
+    {.name = "mutate: an excluded namespace is left alone",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .ns = "kube-system",
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "mutate: DaemonSet pods are exempt",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'nvidia-device-plugin'}]"
+               "},'spec':{'containers':[" GPU_CONTAINER "]}}",
+     .allowed = 1},
+    {.name = "mutate: mirror pods are exempt",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = "{'metadata':{'annotations':{'kubernetes.io/"
+               "config.mirror':'x'}},'spec':{'containers':[" GPU_CONTAINER "]}}",
+     .allowed = 1},
+    {.name = "mutate: a Pod UPDATE is not judged",
+     .policy = "mutate.yaml",
+     .op = "UPDATE",
+     .object = GPU_POD,
+     .old_object = GPU_POD,
+     .allowed = 1},
+    /* ---- autogen ---- */
+    {.name = "autogen: a Deployment's template is patched, without spec.priority",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .resource = "apps/deployments",
+     .object = "{'kind':'Deployment','spec':{'replicas':2,'template':{'metadata':{'labels':{'app':'"
+               "t'}},'spec':{'containers':[" GPU_CONTAINER "]}}}}",
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/template/spec/priorityClassName','value':'gpu-standard'},"
+              "{'op':'add','path':'/spec/template/spec/tolerations','value':[" TOL "]},"
+              "{'op':'add','path':'/spec/template/spec/nodeSelector','value':{'nvidia.com/"
+              "gpu.present':'true'}}]"},
+    {.name = "autogen: a CronJob's job template is patched",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .resource = "batch/cronjobs",
+     .object = "{'kind':'CronJob','spec':{'schedule':'* * * * "
+               "*','jobTemplate':{'spec':{'template':{'spec':{'containers':[" GPU_CONTAINER
+               "],'priorityClassName':'gpu-standard','nodeSelector':{'nvidia.com/"
+               "gpu.present':'true'}}}}}}}",
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/jobTemplate/spec/template/spec/tolerations','value':[" TOL
+              "]}]"},
+    {.name = "autogen: a Job template is denied at apply time",
+     .policy = "deny.yaml",
+     .resource = "batch/jobs",
+     .object = "{'kind':'Job','spec':{'template':{'spec':{'containers':[" GPU_CONTAINER
+               "],'restartPolicy':'Never'}}}}",
+     .allowed = 0,
+     .message = "gpuadmit: Job [priority-class] GPU pod has no priorityClassName"},
+    {.name = "autogen: a workload UPDATE that keeps the template is not judged",
+     .policy = "deny.yaml",
+     .resource = "apps/statefulsets",
+     .op = "UPDATE",
+     .object = "{'spec':{'replicas':3,'template':{'spec':{'containers':[" GPU_CONTAINER "]}}}}",
+     .old_object = "{'spec':{'replicas':1,'template':{'spec':{'containers':[" GPU_CONTAINER "]}}}}",
+     .allowed = 1},
+    {.name = "autogen: a workload UPDATE that changes the template is judged",
+     .policy = "deny.yaml",
+     .resource = "apps/replicasets",
+     .op = "UPDATE",
+     .object = "{'spec':{'template':{'spec':{'containers':[" GPU_CONTAINER "]}}}}",
+     .old_object = "{'spec':{'template':{'spec':{'containers':[" CPU_CONTAINER "]}}}}",
+     .allowed = 0,
+     .message = "[tolerations]"},
+    {.name = "autogen: DaemonSets are not judged",
+     .policy = "deny.yaml",
+     .resource = "apps/daemonsets",
+     .object = "{'spec':{'template':{'spec':{'containers':[" GPU_CONTAINER "]}}}}",
+     .allowed = 1},
+    {.name = "scale subresource is not a pod rule",
+     .policy = "deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = "{'spec':{'replicas':3}}",
+     .allowed = 1},
+    /* ---- Deny ---- */
+    {.name = "deny: the bare GPU pod is denied with every reason",
+     .policy = "deny.yaml",
+     .object = GPU_POD,
+     .allowed = 0,
+     .message = "gpuadmit: pod [priority-class] GPU pod has no priorityClassName, so it cannot "
+                "preempt anything; set spec.priorityClassName: gpu-standard; [tolerations]"},
+    {.name = "deny: /mutate never patches for Deny rules",
+     .policy = "deny.yaml",
+     .mutating = true,
+     .object = GPU_POD,
+     .allowed = 1},
+    {.name = "deny: the message names the container and what to add",
+     .policy = "deny.yaml",
+     .object = POD(
+         "{'containers':[{'name':'trainer'}],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 0,
+     .message =
+         "container \"trainer\" targets GPU nodes (nodeSelector nvidia.com/gpu.present=true) "
+         "but requests no nvidia.com/gpu; add resources.limits[\"nvidia.com/gpu\"]"},
+    {.name = "deny: a settled pod is allowed",
+     .policy = "deny.yaml",
+     .object = SETTLED_POD,
+     .allowed = 1},
+    /* ---- Warn ---- */
+    {.name = "warn: /mutate warns and does not patch",
+     .policy = "warn.yaml",
+     .mutating = true,
+     .object = GPU_POD,
+     .allowed = 1,
+     .warning = "gpuadmit [tolerations]: GPU pod does not tolerate"},
+    {.name = "warn: /validate leaves Mutate-Warn rules to /mutate",
+     .policy = "warn.yaml",
+     .object = GPU_POD,
+     .allowed = 1},
+    /* ---- Audit ---- */
+    {.name = "audit: Deny-Audit rules annotate at /validate",
+     .policy = "audit-deny.yaml",
+     .object = GPU_POD,
+     .allowed = 1,
+     .annotation = "tolerations=would deny: GPU pod does not tolerate"},
+    {.name = "audit-only flag: no patch, the would-be patch recorded",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .audit_only = true,
+     .object = GPU_POD,
+     .allowed = 1,
+     .annotation = "node-selector=would patch: GPU pod is not confined to GPU nodes"},
+    {.name = "audit-only flag: no denial, the would-be denial recorded",
+     .policy = "deny.yaml",
+     .audit_only = true,
+     .object = GPU_POD,
+     .allowed = 1,
+     .annotation = "priority-class=would deny: GPU pod has no priorityClassName"},
+};
+
+int main(void)
+{
+    FILE *logf = tmpfile();
+
+    /* decisions are logged by design; keep them out of the test output */
+    dup2(fileno(logf), STDERR_FILENO);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        check_case(&cases[i]);
+    TEST_MAIN_END("test_eval");
+}

@@ -1,0 +1,950 @@
+/*
+ * eval.c: policy evaluation (see eval.h for what each endpoint does).
+ *
+ * Invariants: rules judge the pod spec as earlier patches of the same review left it (the
+ * working copy in struct patch), so patches compose and the patched object sent again yields no
+ * patch; a rule only patches under Mutate + Enforce on /mutate; nothing here blocks or does I/O
+ * but the decision log line.
+ */
+#include "eval.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "patch.h"
+#include "pod.h"
+
+#define MSG_MAX 1024
+
+/* Where the pod spec is, and whose pods it makes. */
+struct target {
+    const char *what;       /* "pod", "Deployment", ... for messages */
+    const char *prefix;     /* JSON Pointer of the pod spec in the object */
+    const char *meta_path;  /* JSON Pointer of the pod's (template's) metadata */
+    const char *owner_kind; /* templates: the kind that will own the pods */
+    bool is_pod;
+};
+
+/* Who is asking, about what: the inputs of match/exclude. */
+struct who {
+    const char *ns;
+    const json_t *labels;
+    const char *user;
+    const json_t *groups;
+    char sa[256]; /* "NAMESPACE/NAME" or "" */
+    const json_t *owners;
+    const char *owner_kind;
+};
+
+enum verdict { V_OK, V_FIXED, V_PROBLEM };
+
+struct ctx {
+    const struct policy_doc *doc;
+    const struct review *r;
+    const struct target *t;
+    struct patch *pt; /* working copy; NULL on /validate */
+    json_t *object;   /* the object judged: the working copy on /mutate */
+    json_t *spec;     /* the pod spec inside object */
+    bool fix;         /* this rule may patch */
+    char problem[MSG_MAX];
+    char fixed[MSG_MAX];
+};
+
+__attribute__((format(printf, 3, 4))) static void add_text(char *buf, size_t len, const char *fmt,
+                                                           ...)
+{
+    size_t n = strlen(buf);
+    va_list ap;
+
+    if (n >= len - 1)
+        return;
+    if (n > 0 && n < len - 2) {
+        memcpy(buf + n, "; ", 3);
+        n += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- targets ---- */
+
+static bool gvr_is(const struct review *r, const char *group, const char *resource)
+{
+    return strcmp(r->resource.group, group) == 0 && strcmp(r->resource.resource, resource) == 0;
+}
+
+static const struct target *find_target(const struct review *r, bool autogen)
+{
+    static const struct target pod = {"pod", "/spec", "/metadata", NULL, true};
+    static const struct target workloads[] = {
+        {"Deployment", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false},
+        {"ReplicaSet", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false},
+        {"StatefulSet", "/spec/template/spec", "/spec/template/metadata", "StatefulSet", false},
+        {"Job", "/spec/template/spec", "/spec/template/metadata", "Job", false},
+        {"CronJob", "/spec/jobTemplate/spec/template/spec",
+         "/spec/jobTemplate/spec/template/metadata", "Job", false},
+    };
+    static const struct {
+        const char *group, *resource;
+    } gvr[] = {{"apps", "deployments"},
+               {"apps", "replicasets"},
+               {"apps", "statefulsets"},
+               {"batch", "jobs"},
+               {"batch", "cronjobs"}};
+
+    if (r->sub_resource[0] != '\0' || r->object == NULL)
+        return NULL;
+    if (gvr_is(r, "", "pods"))
+        return r->op == REVIEW_CREATE ? &pod : NULL;
+    if (!autogen || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE))
+        return NULL;
+    for (size_t i = 0; i < sizeof(gvr) / sizeof(gvr[0]); i++) {
+        if (gvr_is(r, gvr[i].group, gvr[i].resource))
+            return &workloads[i];
+    }
+    return NULL;
+}
+
+/* ---- scope ---- */
+
+static bool glob_any(const struct strlist *l, const char *s)
+{
+    return s != NULL && pod_glob_any(l, s);
+}
+
+static bool selector_matches(const struct label_selector *sel, const json_t *labels)
+{
+    for (size_t i = 0; i < sel->n; i++) {
+        const struct label_req *q = &sel->reqs[i];
+        const char *v = json_string_value(json_object_get(labels, q->key));
+        bool in = false;
+
+        for (size_t k = 0; v != NULL && k < q->values.n; k++)
+            in = in || strcmp(q->values.v[k], v) == 0;
+        switch (q->op) {
+        case SEL_IN:
+            if (!in)
+                return false;
+            break;
+        case SEL_NOT_IN:
+            if (in)
+                return false;
+            break;
+        case SEL_EXISTS:
+            if (v == NULL)
+                return false;
+            break;
+        case SEL_DOES_NOT_EXIST:
+            if (v != NULL)
+                return false;
+            break;
+        }
+    }
+    return true;
+}
+
+static bool groups_any(const struct strlist *l, const json_t *groups)
+{
+    size_t i;
+    const json_t *g;
+
+    json_array_foreach(groups, i, g)
+    {
+        if (glob_any(l, json_string_value(g)))
+            return true;
+    }
+    return false;
+}
+
+static bool owners_any(const struct strlist *l, const struct who *w)
+{
+    size_t i;
+    const json_t *o;
+
+    if (w->owner_kind != NULL && glob_any(l, w->owner_kind))
+        return true;
+    json_array_foreach(w->owners, i, o)
+    {
+        if (glob_any(l, json_string_value(json_object_get(o, "kind"))))
+            return true;
+    }
+    return false;
+}
+
+/* Every part that is given holds. */
+static bool match_all(const struct match *m, const struct who *w)
+{
+    return (m->namespaces.n == 0 || glob_any(&m->namespaces, w->ns)) &&
+           (!m->labels.set || selector_matches(&m->labels, w->labels)) &&
+           (m->users.n == 0 || glob_any(&m->users, w->user)) &&
+           (m->groups.n == 0 || groups_any(&m->groups, w->groups)) &&
+           (m->service_accounts.n == 0 || glob_any(&m->service_accounts, w->sa)) &&
+           (m->owner_kinds.n == 0 || owners_any(&m->owner_kinds, w));
+}
+
+/* Any part that is given holds. */
+static bool match_any(const struct match *m, const struct who *w)
+{
+    return (m->namespaces.n > 0 && glob_any(&m->namespaces, w->ns)) ||
+           (m->labels.set && selector_matches(&m->labels, w->labels)) ||
+           (m->users.n > 0 && glob_any(&m->users, w->user)) ||
+           (m->groups.n > 0 && groups_any(&m->groups, w->groups)) ||
+           (m->service_accounts.n > 0 && w->sa[0] && glob_any(&m->service_accounts, w->sa)) ||
+           (m->owner_kinds.n > 0 && owners_any(&m->owner_kinds, w));
+}
+
+static bool in_scope(const struct scope *s, const struct who *w)
+{
+    return (!s->has_match || match_all(&s->match, w)) &&
+           !(s->has_exclude && match_any(&s->exclude, w));
+}
+
+static void who_init(struct who *w, const struct review *r, const struct target *t, json_t *object)
+{
+    static const char sa_prefix[] = "system:serviceaccount:";
+    const json_t *meta = patch_get(object, t->meta_path);
+    const char *rest, *colon;
+
+    memset(w, 0, sizeof(*w));
+    w->ns = r->ns;
+    w->labels = json_object_get(meta, "labels");
+    w->user = r->username;
+    w->groups = r->groups;
+    w->owners = t->is_pod ? json_object_get(meta, "ownerReferences") : NULL;
+    w->owner_kind = t->owner_kind;
+    if (strncmp(r->username, sa_prefix, sizeof(sa_prefix) - 1) == 0) {
+        rest = r->username + sizeof(sa_prefix) - 1;
+        colon = strchr(rest, ':');
+        if (colon != NULL)
+            snprintf(w->sa, sizeof(w->sa), "%.*s/%s", (int)(colon - rest), rest, colon + 1);
+    }
+}
+
+/* ---- GPU facts ---- */
+
+static const char *container_name(const json_t *c)
+{
+    const char *n = json_string_value(json_object_get(c, "name"));
+    return n ? n : "";
+}
+
+static bool label_matches(const struct node_label *l, const char *key, const char *value)
+{
+    return strcmp(l->key, key) == 0 &&
+           (l->value == NULL || (value && strcmp(l->value, value) == 0));
+}
+
+static bool tolerates(const json_t *tol, const struct taint *t)
+{
+    const char *key = json_string_value(json_object_get(tol, "key"));
+    const char *op = json_string_value(json_object_get(tol, "operator"));
+    const char *val = json_string_value(json_object_get(tol, "value"));
+    const char *eff = json_string_value(json_object_get(tol, "effect"));
+    bool exists = op != NULL && strcmp(op, "Exists") == 0;
+
+    if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
+        return false;
+    if (key == NULL || key[0] == '\0')
+        return exists; /* an empty key with Exists tolerates every taint */
+    if (strcmp(key, t->key) != 0)
+        return false;
+    if (exists)
+        return true;
+    /* Equal (the default): the values must be equal; a taint of any value needs Exists */
+    return t->value != NULL && strcmp(val ? val : "", t->value) == 0;
+}
+
+/* The GPU taints the pod does not tolerate, into missing (at most max); how many. */
+static size_t untolerated(const struct policy_doc *doc, const json_t *spec,
+                          const struct taint **missing, size_t max)
+{
+    const json_t *tols = json_object_get(spec, "tolerations"), *tol;
+    size_t i, n = 0;
+    bool ok;
+
+    for (size_t t = 0; t < doc->n_gpu_taints && n < max; t++) {
+        ok = false;
+        json_array_foreach(tols, i, tol)
+        {
+            ok = ok || tolerates(tol, &doc->gpu_taints[t]);
+        }
+        if (!ok)
+            missing[n++] = &doc->gpu_taints[t];
+    }
+    return n;
+}
+
+/* A required node affinity term that keeps the pod on GPU nodes. */
+static bool term_confines(const struct policy_doc *doc, const json_t *term)
+{
+    const json_t *exprs = json_object_get(term, "matchExpressions"), *e, *vals, *v;
+    size_t i, k;
+
+    json_array_foreach(exprs, i, e)
+    {
+        const char *key = json_string_value(json_object_get(e, "key"));
+        const char *op = json_string_value(json_object_get(e, "operator"));
+
+        if (key == NULL || op == NULL)
+            continue;
+        for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
+            const struct node_label *nl = &doc->gpu_node_labels[l];
+            bool all = true;
+
+            if (strcmp(nl->key, key) != 0)
+                continue;
+            if (strcmp(op, "Exists") == 0)
+                return true;
+            if (strcmp(op, "In") != 0)
+                continue;
+            vals = json_object_get(e, "values");
+            json_array_foreach(vals, k, v)
+            {
+                all = all && label_matches(nl, key, json_string_value(v));
+            }
+            if (all && json_array_size(vals) > 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+static const json_t *required_terms(const json_t *spec)
+{
+    return json_object_get(
+        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+                        "requiredDuringSchedulingIgnoredDuringExecution"),
+        "nodeSelectorTerms");
+}
+
+/* Whether every node the pod may land on is a GPU node; why, in words, into why. */
+static bool confined(const struct policy_doc *doc, const json_t *spec, char *why, size_t len)
+{
+    const json_t *sel = json_object_get(spec, "nodeSelector"), *terms, *term;
+    const char *key;
+    const json_t *v;
+    size_t i;
+    bool all;
+
+    json_object_foreach((json_t *)sel, key, v)
+    {
+        for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
+            if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v))) {
+                snprintf(why, len, "nodeSelector %s=%s", key, json_string_value(v));
+                return true;
+            }
+        }
+    }
+    terms = required_terms(spec);
+    all = json_array_size(terms) > 0;
+    json_array_foreach(terms, i, term)
+    {
+        all = all && term_confines(doc, term);
+    }
+    if (all)
+        snprintf(why, len, "required node affinity on GPU node labels");
+    return all;
+}
+
+static bool env_sets_visible_devices(const json_t *c)
+{
+    const json_t *env = json_object_get(c, "env"), *e;
+    size_t i;
+
+    json_array_foreach(env, i, e)
+    {
+        const char *n = json_string_value(json_object_get(e, "name"));
+        const char *v = json_string_value(json_object_get(e, "value"));
+
+        if (n == NULL || strcmp(n, "NVIDIA_VISIBLE_DEVICES") != 0)
+            continue;
+        /* "void" and "none" ask the NVIDIA runtime for no GPU; valueFrom is unknown: counted */
+        if (v != NULL && (v[0] == '\0' || strcmp(v, "void") == 0 || strcmp(v, "none") == 0) &&
+            json_object_get(e, "valueFrom") == NULL)
+            continue;
+        return true;
+    }
+    return false;
+}
+
+/* Calls fn on every container and init container until it returns true; that container. */
+static const json_t *find_container(const json_t *spec, bool (*fn)(const json_t *))
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    const json_t *c;
+    size_t i;
+
+    for (size_t l = 0; l < 2; l++) {
+        json_array_foreach(json_object_get(spec, lists[l]), i, c)
+        {
+            if (fn(c))
+                return c;
+        }
+    }
+    return NULL;
+}
+
+/* Why the pod targets GPU nodes, or false. */
+static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, char *why,
+                              size_t len)
+{
+    const json_t *sel = json_object_get(spec, "nodeSelector"), *tols, *tol, *c;
+    const char *key, *rc;
+    const json_t *v;
+    size_t i;
+
+    json_object_foreach((json_t *)sel, key, v)
+    {
+        for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
+            if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v))) {
+                snprintf(why, len, "nodeSelector %s=%s", key, json_string_value(v));
+                return true;
+            }
+        }
+    }
+    json_array_foreach(required_terms(spec), i, v)
+    {
+        if (term_confines(doc, v)) {
+            snprintf(why, len, "required node affinity on GPU node labels");
+            return true;
+        }
+    }
+    tols = json_object_get(spec, "tolerations");
+    for (size_t t = 0; t < doc->n_gpu_taints; t++) {
+        json_array_foreach(tols, i, tol)
+        {
+            if (tolerates(tol, &doc->gpu_taints[t])) {
+                snprintf(why, len, "tolerates %s:%s", doc->gpu_taints[t].key,
+                         doc->gpu_taints[t].effect);
+                return true;
+            }
+        }
+    }
+    rc = json_string_value(json_object_get(spec, "runtimeClassName"));
+    for (size_t k = 0; rc != NULL && k < doc->gpu_runtime_classes.n; k++) {
+        if (strcmp(rc, doc->gpu_runtime_classes.v[k]) == 0) {
+            snprintf(why, len, "runtimeClassName %s", rc);
+            return true;
+        }
+    }
+    c = find_container(spec, env_sets_visible_devices);
+    if (c != NULL) {
+        snprintf(why, len, "NVIDIA_VISIBLE_DEVICES in container \"%s\"", container_name(c));
+        return true;
+    }
+    return false;
+}
+
+static bool is_privileged(const json_t *c)
+{
+    return json_is_true(json_object_get(json_object_get(c, "securityContext"), "privileged"));
+}
+
+/* A hostPath that exposes NVIDIA device nodes: /dev/nvidia*, /dev itself, or the root. */
+static const char *dev_host_path(const json_t *spec)
+{
+    const json_t *vols = json_object_get(spec, "volumes"), *vol;
+    size_t i;
+
+    json_array_foreach(vols, i, vol)
+    {
+        const char *p =
+            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
+        char norm[256];
+        size_t n = 0;
+
+        if (p == NULL)
+            continue;
+        /* collapse repeated slashes and drop a trailing one */
+        for (const char *s = p; *s && n + 1 < sizeof(norm); s++) {
+            if (*s == '/' && n > 0 && norm[n - 1] == '/')
+                continue;
+            norm[n++] = *s;
+        }
+        while (n > 1 && norm[n - 1] == '/')
+            n--;
+        norm[n] = '\0';
+        if (strcmp(norm, "/") == 0 || strcmp(norm, "/dev") == 0 ||
+            fnmatch("/dev/nvidia*", norm, 0) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+/* ---- the rules ---- */
+
+static int add_at(struct ctx *c, const char *rel, const char *const *tokens, size_t n,
+                  json_t *value)
+{
+    char path[PATCH_PATH_MAX];
+
+    snprintf(path, sizeof(path), "%s%s", c->t->prefix, rel);
+    for (size_t i = 0; i < n; i++) {
+        if (patch_ptr_append(path, sizeof(path), tokens[i]) < 0) {
+            json_decref(value);
+            return -1;
+        }
+    }
+    return patch_add(c->pt, path, value);
+}
+
+/* Adds resources.{limits,requests}[res] = count to the first container. */
+static int add_gpu_request(struct ctx *c, const char *res, long long count)
+{
+    const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0);
+    const json_t *resources = json_object_get(first, "resources");
+    static const char *const lists[] = {"limits", "requests"};
+    char qty[32];
+
+    snprintf(qty, sizeof(qty), "%lld", count);
+    if (!json_is_object(resources))
+        return add_at(c, "/containers/0/resources", NULL, 0,
+                      json_pack("{s:{s:s}, s:{s:s}}", "limits", res, qty, "requests", res, qty));
+    for (size_t i = 0; i < 2; i++) {
+        const char *path[] = {lists[i], res};
+
+        if (json_is_object(json_object_get(resources, lists[i]))) {
+            if (add_at(c, "/containers/0/resources", path, 2, json_string(qty)) < 0)
+                return -1;
+        } else if (add_at(c, "/containers/0/resources", path, 1, json_pack("{s:s}", res, qty)) <
+                   0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
+{
+    struct pod_demand dm;
+    struct diag d;
+    char why[300];
+    const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0), *x;
+    const char *hp;
+    bool fixed = false;
+
+    diag_clear(&d);
+    if (pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) < 0) {
+        add_text(c->problem, sizeof(c->problem), "%s", d.msg);
+        return V_PROBLEM;
+    }
+    if (dm.n == 0 && targets_gpu_nodes(c->doc, c->spec, why, sizeof(why))) {
+        if (c->fix && first != NULL &&
+            add_gpu_request(c, ru->default_resource, (long long)ru->default_count) == 0) {
+            add_text(c->fixed, sizeof(c->fixed), "added %lld %s to container \"%s\"",
+                     (long long)ru->default_count, ru->default_resource, container_name(first));
+            fixed = true;
+            pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d);
+        } else {
+            add_text(c->problem, sizeof(c->problem),
+                     "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
+                     "resources.limits[\"%s\"]",
+                     container_name(first), why, ru->default_resource, ru->default_resource);
+        }
+    }
+    /* ways to reach GPUs without asking the device plugin */
+    if (dm.n == 0) {
+        bool reachable =
+            c->doc->n_gpu_taints == 0 || targets_gpu_nodes(c->doc, c->spec, why, sizeof(why));
+
+        if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices)))
+            add_text(c->problem, sizeof(c->problem),
+                     "container \"%s\" sets NVIDIA_VISIBLE_DEVICES without requesting a GPU, "
+                     "which bypasses the device plugin; request resources.limits[\"%s\"] or "
+                     "remove the variable",
+                     container_name(x), ru->default_resource);
+        if (reachable && ru->deny_privileged && (x = find_container(c->spec, is_privileged)))
+            add_text(c->problem, sizeof(c->problem),
+                     "privileged container \"%s\" can reach GPU devices without requesting a "
+                     "GPU; request resources.limits[\"%s\"] or drop privileged",
+                     container_name(x), ru->default_resource);
+        if (reachable && ru->deny_dev_host_path && (hp = dev_host_path(c->spec)))
+            add_text(c->problem, sizeof(c->problem),
+                     "hostPath volume \"%s\" exposes GPU device nodes without a GPU request; "
+                     "request resources.limits[\"%s\"] or remove the volume",
+                     hp, ru->default_resource);
+    }
+    for (size_t i = 0; ru->max_per_pod > 0 && i < dm.n; i++) {
+        if (dm.r[i].milli > ru->max_per_pod * 1000)
+            add_text(c->problem, sizeof(c->problem),
+                     "pod requests %lld %s, more than the maximum of %lld per pod",
+                     (long long)(dm.r[i].milli / 1000), dm.r[i].name, (long long)ru->max_per_pod);
+    }
+    return c->problem[0] ? V_PROBLEM : fixed ? V_FIXED : V_OK;
+}
+
+static bool requests_gpus(struct ctx *c)
+{
+    struct pod_demand dm;
+    struct diag d;
+
+    diag_clear(&d);
+    return pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) == 0 && dm.n > 0;
+}
+
+static const struct priority_class *find_class(const struct policy_doc *doc, const char *name)
+{
+    for (size_t i = 0; i < doc->n_classes; i++) {
+        if (strcmp(doc->classes[i].name, name) == 0)
+            return &doc->classes[i];
+    }
+    return NULL;
+}
+
+static bool is_system_class(const char *name)
+{
+    return strcmp(name, "system-cluster-critical") == 0 ||
+           strcmp(name, "system-node-critical") == 0;
+}
+
+static const char *default_class_for(const struct rule *ru, const char *ns)
+{
+    for (size_t i = 0; i < ru->n_ns_defaults; i++) {
+        if (fnmatch(ru->ns_defaults[i].ns_glob, ns, 0) == 0)
+            return ru->ns_defaults[i].value;
+    }
+    return ru->default_class;
+}
+
+/* NULL when allowed; else the allowed list's entry that refuses it. */
+static const struct ns_list *class_refused(const struct rule *ru, const char *ns, const char *cls)
+{
+    for (size_t i = 0; i < ru->n_allowed; i++) {
+        if (fnmatch(ru->allowed[i].ns_glob, ns, 0) != 0)
+            continue;
+        return pod_glob_any(&ru->allowed[i].values, cls) ? NULL : &ru->allowed[i];
+    }
+    return NULL;
+}
+
+static enum verdict set_class(struct ctx *c, const struct priority_class *pc)
+{
+    if (add_at(c, "/priorityClassName", NULL, 0, json_string(pc->name)) < 0)
+        return V_PROBLEM;
+    /* the Priority plugin has already resolved spec.priority and rejects a mismatch when the
+     * chain is reinvoked, so a Pod gets the class's value and policy with its name */
+    if (c->t->is_pod &&
+        (add_at(c, "/priority", NULL, 0, json_integer(pc->value)) < 0 ||
+         add_at(c, "/preemptionPolicy", NULL, 0, json_string(pc->preemption_policy)) < 0))
+        return V_PROBLEM;
+    add_text(c->fixed, sizeof(c->fixed), "set priorityClassName %s (priority %d, %s)", pc->name,
+             (int)pc->value, pc->preemption_policy);
+    return V_FIXED;
+}
+
+static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
+{
+    const char *cls = json_string_value(json_object_get(c->spec, "priorityClassName"));
+    const char *want;
+    const struct priority_class *pc;
+    const struct ns_list *refused;
+
+    if (!requests_gpus(c))
+        return V_OK;
+    if (cls == NULL || cls[0] == '\0') {
+        want = default_class_for(ru, c->r->ns);
+        pc = want ? find_class(c->doc, want) : NULL;
+        if (want == NULL)
+            add_text(c->problem, sizeof(c->problem),
+                     "GPU pod has no priorityClassName, so it cannot preempt anything; set "
+                     "spec.priorityClassName");
+        else if (pc == NULL)
+            add_text(c->problem, sizeof(c->problem),
+                     "GPU pod has no priorityClassName, and the default class \"%s\" is not a "
+                     "known PriorityClass; set spec.priorityClassName",
+                     want);
+        else if (c->fix && !class_refused(ru, c->r->ns, pc->name) && set_class(c, pc) == V_FIXED)
+            return V_FIXED;
+        else
+            add_text(c->problem, sizeof(c->problem),
+                     "GPU pod has no priorityClassName, so it cannot preempt anything; set "
+                     "spec.priorityClassName: %s",
+                     pc->name);
+        return V_PROBLEM;
+    }
+    if (c->doc->n_classes > 0 && !is_system_class(cls) && find_class(c->doc, cls) == NULL) {
+        add_text(c->problem, sizeof(c->problem),
+                 "priorityClassName \"%s\" is not a known PriorityClass", cls);
+        return V_PROBLEM;
+    }
+    refused = class_refused(ru, c->r->ns, cls);
+    if (refused != NULL) {
+        char list[256] = "";
+
+        for (size_t i = 0, n = 0; i < refused->values.n && n < sizeof(list); i++)
+            n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
+                                  refused->values.v[i]);
+        add_text(c->problem, sizeof(c->problem),
+                 "priorityClassName \"%s\" is not allowed in namespace \"%s\" (allowed: %s)", cls,
+                 c->r->ns, list);
+        return V_PROBLEM;
+    }
+    return V_OK;
+}
+
+static json_t *toleration_for(const struct taint *t)
+{
+    if (t->value == NULL)
+        return json_pack("{s:s, s:s, s:s}", "key", t->key, "operator", "Exists", "effect",
+                         t->effect);
+    return json_pack("{s:s, s:s, s:s, s:s}", "key", t->key, "operator", "Equal", "value", t->value,
+                     "effect", t->effect);
+}
+
+static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
+{
+    const struct taint *missing[32];
+    size_t n;
+    json_t *arr;
+    int rc = 0;
+    char names[512] = "";
+
+    (void)ru;
+    if (!requests_gpus(c))
+        return V_OK;
+    n = untolerated(c->doc, c->spec, missing, 32);
+    if (n == 0)
+        return V_OK;
+    for (size_t i = 0; i < n; i++)
+        add_text(names, sizeof(names), "%s%s%s:%s", missing[i]->key, missing[i]->value ? "=" : "",
+                 missing[i]->value ? missing[i]->value : "", missing[i]->effect);
+    if (c->fix) {
+        if (!json_is_array(json_object_get(c->spec, "tolerations"))) {
+            arr = json_array();
+            for (size_t i = 0; i < n; i++)
+                json_array_append_new(arr, toleration_for(missing[i]));
+            rc = add_at(c, "/tolerations", NULL, 0, arr);
+        } else {
+            for (size_t i = 0; i < n && rc == 0; i++)
+                rc = add_at(c, "/tolerations/-", NULL, 0, toleration_for(missing[i]));
+        }
+        if (rc == 0) {
+            add_text(c->fixed, sizeof(c->fixed), "added tolerations for %s", names);
+            return V_FIXED;
+        }
+    }
+    add_text(c->problem, sizeof(c->problem),
+             "GPU pod does not tolerate the GPU node taint %s, so it cannot be scheduled on GPU "
+             "nodes; add a toleration (key %s, operator %s, effect %s)",
+             names, missing[0]->key, missing[0]->value ? "Equal" : "Exists", missing[0]->effect);
+    return V_PROBLEM;
+}
+
+static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
+{
+    const struct node_label *labels = ru->n_labels ? ru->labels : c->doc->gpu_node_labels;
+    size_t n = ru->n_labels ? ru->n_labels : c->doc->n_gpu_node_labels;
+    const json_t *sel = json_object_get(c->spec, "nodeSelector");
+    char why[300], want[512] = "";
+    const char *have;
+    bool conflict = false;
+    json_t *obj;
+    int rc = 0;
+
+    if (!requests_gpus(c) || confined(c->doc, c->spec, why, sizeof(why)))
+        return V_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (labels[i].value == NULL)
+            continue;
+        add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
+        have = json_string_value(json_object_get(sel, labels[i].key));
+        conflict = conflict || (have != NULL && strcmp(have, labels[i].value) != 0);
+    }
+    if (want[0] == '\0') {
+        add_text(c->problem, sizeof(c->problem),
+                 "GPU pod is not confined to GPU nodes; add a nodeSelector on a GPU node label");
+        return V_PROBLEM;
+    }
+    if (c->fix && !conflict) {
+        if (!json_is_object(sel)) {
+            obj = json_object();
+            for (size_t i = 0; i < n; i++) {
+                if (labels[i].value != NULL)
+                    json_object_set_new(obj, labels[i].key, json_string(labels[i].value));
+            }
+            rc = add_at(c, "/nodeSelector", NULL, 0, obj);
+        } else {
+            for (size_t i = 0; i < n && rc == 0; i++) {
+                if (labels[i].value != NULL)
+                    rc = add_at(c, "/nodeSelector", (const char *const[]){labels[i].key}, 1,
+                                json_string(labels[i].value));
+            }
+        }
+        if (rc == 0) {
+            add_text(c->fixed, sizeof(c->fixed), "added nodeSelector %s", want);
+            return V_FIXED;
+        }
+    }
+    add_text(c->problem, sizeof(c->problem),
+             "GPU pod is not confined to GPU nodes%s; add nodeSelector %s",
+             conflict ? " (its nodeSelector names other nodes)" : "", want);
+    return V_PROBLEM;
+}
+
+/* ---- the decision ---- */
+
+typedef enum verdict (*rule_fn)(struct ctx *c, const struct rule *ru);
+
+static const rule_fn rule_fns[] = {
+    [RULE_GPU_REQUEST] = rule_gpu_request,
+    [RULE_PRIORITY_CLASS] = rule_priority_class,
+    [RULE_TOLERATIONS] = rule_tolerations,
+    [RULE_NODE_SELECTOR] = rule_node_selector,
+};
+
+static const char *const enforcement_names[] = {"Enforce", "Warn", "Audit"};
+
+struct outcomes {
+    char deny[4 * MSG_MAX]; /* the joined denial message */
+    int n_deny;
+};
+
+static void log_decision(const struct review *r, const struct target *t, const struct rule *ru,
+                         enum rule_enforcement eff, const char *outcome, const char *message)
+{
+    const char *name = r->name[0] ? r->name : "";
+
+    log_event(LOG_INFO, "decision",
+              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid", r->uid, "kind",
+                        t->is_pod ? "Pod" : t->what, "namespace", r->ns, "name", name, "operation",
+                        review_op_name(r->op), "user", r->username, "rule", ru->name, "enforcement",
+                        enforcement_names[eff], "outcome", outcome, "message", message));
+}
+
+/* Reports one rule's finding as its enforcement says. */
+static int report(struct ctx *c, const struct rule *ru, enum rule_enforcement eff, enum verdict v,
+                  bool mutating, struct decision *dec, struct outcomes *o)
+{
+    char text[MSG_MAX + 128];
+    const char *what = v == V_FIXED ? c->fixed : c->problem;
+    bool judged_here = mutating ? ru->action == ACTION_MUTATE
+                                : ru->action == ACTION_DENY || eff == ENFORCE_ENFORCE;
+
+    if (v == V_OK || !judged_here)
+        return 0;
+    if (v == V_FIXED) { /* only Mutate + Enforce on /mutate patches */
+        snprintf(text, sizeof(text), "patched: %s", what);
+        decision_annotate(dec, ru->name, text);
+        log_decision(c->r, c->t, ru, eff, "patched", what);
+        return 0;
+    }
+    if (mutating && eff == ENFORCE_ENFORCE)
+        return 0; /* could not patch: /validate denies */
+    switch (eff) {
+    case ENFORCE_ENFORCE:
+        snprintf(text, sizeof(text), "%s[%s] %s", o->n_deny ? "; " : "", ru->name, what);
+        strncat(o->deny, text, sizeof(o->deny) - strlen(o->deny) - 1);
+        o->n_deny++;
+        log_decision(c->r, c->t, ru, eff, "denied", what);
+        break;
+    case ENFORCE_WARN:
+        snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, what);
+        decision_warn(dec, text);
+        log_decision(c->r, c->t, ru, eff, "warned", what);
+        break;
+    case ENFORCE_AUDIT:
+        snprintf(text, sizeof(text), "%s: %s",
+                 ru->action == ACTION_MUTATE && mutating ? "would patch" : "would deny", what);
+        decision_annotate(dec, ru->name, text);
+        log_decision(c->r, c->t, ru, eff,
+                     ru->action == ACTION_MUTATE && mutating ? "would patch" : "would deny", what);
+        break;
+    }
+    return 0;
+}
+
+/* For a workload UPDATE: whether the pod template changed. */
+static bool template_changed(const struct review *r, const struct target *t)
+{
+    json_t *now = patch_get(r->object, t->prefix);
+    json_t *before = r->old_object ? patch_get(r->old_object, t->prefix) : NULL;
+
+    return before == NULL || !json_equal(now, before);
+}
+
+static bool is_mirror_pod(const struct review *r)
+{
+    return json_object_get(json_object_get(json_object_get(r->object, "metadata"), "annotations"),
+                           "kubernetes.io/config.mirror") != NULL;
+}
+
+static int eval_doc(const struct policy_doc *doc, const struct review *r, const struct target *t,
+                    struct patch *pt, bool mutating, bool audit_only, struct decision *dec,
+                    struct outcomes *o)
+{
+    struct ctx c;
+    struct who w;
+    json_t *object = pt ? pt->doc : r->object;
+    enum rule_enforcement eff;
+    enum verdict v;
+
+    who_init(&w, r, t, object);
+    if (!in_scope(&doc->scope, &w))
+        return 0;
+    for (size_t i = 0; i < doc->n_rules; i++) {
+        const struct rule *ru = &doc->rules[i];
+
+        if (!in_scope(&ru->scope, &w))
+            continue;
+        eff = audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
+        memset(&c, 0, sizeof(c));
+        c.doc = doc;
+        c.r = r;
+        c.t = t;
+        c.pt = pt;
+        c.object = object;
+        c.spec = patch_get(object, t->prefix);
+        c.fix = mutating && pt != NULL && ru->action == ACTION_MUTATE && eff == ENFORCE_ENFORCE;
+        if (!json_is_object(c.spec))
+            return 0;
+        v = rule_fns[ru->type](&c, ru);
+        if (report(&c, ru, eff, v, mutating, dec, o) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
+                struct decision *dec)
+{
+    const struct target *t = NULL;
+    struct patch pt = {NULL, NULL};
+    struct outcomes o;
+    bool any_autogen = false;
+    int rc = -1;
+
+    for (size_t i = 0; i < p->n_docs; i++)
+        any_autogen = any_autogen || p->docs[i].autogen;
+    t = find_target(r, any_autogen);
+    if (t == NULL || is_mirror_pod(r) || (r->op == REVIEW_UPDATE && !template_changed(r, t)))
+        return 0;
+    o.deny[0] = '\0';
+    o.n_deny = 0;
+    if (mutating && patch_init(&pt, r->object) < 0)
+        goto out;
+    for (size_t i = 0; i < p->n_docs; i++) {
+        if (!t->is_pod && !p->docs[i].autogen)
+            continue;
+        if (eval_doc(&p->docs[i], r, t, mutating ? &pt : NULL, mutating, audit_only, dec, &o) < 0)
+            goto out;
+    }
+    if (o.n_deny > 0) {
+        char msg[sizeof(o.deny) + 64];
+
+        snprintf(msg, sizeof(msg), "gpuadmit: %s %s", t->is_pod ? "pod" : t->what, o.deny);
+        if (decision_deny(dec, 403, msg) < 0)
+            goto out;
+    }
+    if (mutating && json_array_size(pt.ops) > 0) {
+        dec->patch = pt.ops;
+        pt.ops = NULL;
+    }
+    rc = 0;
+out:
+    patch_release(&pt);
+    return rc;
+}

@@ -1,0 +1,32 @@
+/*
+ * eval.h: judging one AdmissionReview against a policy.
+ *
+ * Pods are judged on CREATE; Deployments, ReplicaSets, StatefulSets, Jobs and CronJobs on CREATE
+ * and on UPDATEs that change their pod template, through the template (when autogen is on).
+ * Everything else is allowed untouched.
+ *
+ * What each endpoint does with a rule that finds a problem:
+ *
+ *   action  enforcement  /mutate                              /validate
+ *   Mutate  Enforce      patch, audit annotation "patched"    deny if the problem is still there
+ *   Mutate  Warn         warning "would patch"                -
+ *   Mutate  Audit        annotation + log "would patch"       -
+ *   Deny    Enforce      -                                    deny
+ *   Deny    Warn         -                                    warning
+ *   Deny    Audit        -                                    annotation + log "would deny"
+ *
+ * audit_only (the --audit-only flag) and a policy's spec.auditOnly turn every rule into Audit.
+ */
+#ifndef GPUADMIT_EVAL_H
+#define GPUADMIT_EVAL_H
+
+#include <stdbool.h>
+
+#include "policy.h"
+#include "review.h"
+
+/* Fills dec (initialised by the caller). Returns 0, or -1 on allocation failure. */
+int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
+                struct decision *dec);
+
+#endif

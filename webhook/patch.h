@@ -1,0 +1,38 @@
+/*
+ * patch.h: building an RFC 6902 JSON Patch while applying it to a working copy of the object,
+ * so that each rule judges the object as the patches before it left it, and the operations
+ * apply cleanly, in order, to the exact object the apiserver sent.
+ *
+ * Only "add" is produced: it creates a missing member or replaces an existing one, and with the
+ * "/-" index appends to an array. Paths are JSON Pointers (RFC 6901): a token's "~" is written
+ * "~0" and "/" is written "~1" ("nvidia.com/gpu" -> "nvidia.com~1gpu").
+ */
+#ifndef GPUADMIT_PATCH_H
+#define GPUADMIT_PATCH_H
+
+#include <jansson.h>
+#include <stddef.h>
+
+#define PATCH_PATH_MAX 512
+
+struct patch {
+    json_t *ops; /* owned array of operations */
+    json_t *doc; /* owned working copy of the object */
+};
+
+/* doc is copied (deep). Returns 0, or -1 on allocation failure. */
+int patch_init(struct patch *p, const json_t *doc);
+void patch_release(struct patch *p);
+
+/* Appends one escaped token to a pointer held in buf (NUL-terminated, size len). -1 when it
+ * does not fit. */
+int patch_ptr_append(char *buf, size_t len, const char *token);
+
+/* "add" value (stolen) at path: applied to the working copy and recorded. -1 when the parent
+ * does not exist in the working copy (nothing is recorded then). */
+int patch_add(struct patch *p, const char *path, json_t *value);
+
+/* The value at path in doc (borrowed), or NULL. */
+json_t *patch_get(json_t *doc, const char *path);
+
+#endif

@@ -1,0 +1,185 @@
+/*
+ * pod.c: GPU demand of a pod spec (see pod.h).
+ */
+#include "pod.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "quantity.h"
+
+bool pod_glob_any(const struct strlist *globs, const char *name)
+{
+    for (size_t i = 0; i < globs->n; i++) {
+        if (fnmatch(globs->v[i], name, 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+int64_t pod_demand_get(const struct pod_demand *dm, const char *name)
+{
+    for (size_t i = 0; i < dm->n; i++) {
+        if (strcmp(dm->r[i].name, name) == 0)
+            return dm->r[i].milli;
+    }
+    return 0;
+}
+
+static int64_t *demand_slot(struct pod_demand *dm, const char *name, struct diag *d)
+{
+    for (size_t i = 0; i < dm->n; i++) {
+        if (strcmp(dm->r[i].name, name) == 0)
+            return &dm->r[i].milli;
+    }
+    if (dm->n == POD_RESOURCES_MAX) {
+        diag_set(d, NULL, 0, 0, "more than %d distinct GPU resources in one pod",
+                 POD_RESOURCES_MAX);
+        return NULL;
+    }
+    dm->r[dm->n].name = name;
+    dm->r[dm->n].milli = 0;
+    return &dm->r[dm->n++].milli;
+}
+
+/* One GPU amount from a resource list entry; an error names where. */
+static int gpu_amount(const json_t *v, const char *where, const char *list, const char *name,
+                      int64_t *milli, struct diag *d)
+{
+    if (quantity_json_milli(v, milli) < 0) {
+        diag_set(d, NULL, 0, 0, "%s.resources.%s[\"%s\"]: not a valid quantity", where, list, name);
+        return -1;
+    }
+    if (*milli < 0 || *milli % 1000 != 0) {
+        diag_set(d, NULL, 0, 0, "%s.resources.%s[\"%s\"]: must be a whole, non-negative number",
+                 where, list, name);
+        return -1;
+    }
+    return 0;
+}
+
+int pod_container_gpus(const json_t *container, const char *where, const struct strlist *gpu_globs,
+                       struct pod_demand *out, struct diag *d)
+{
+    const json_t *res = json_object_get(container, "resources");
+    const json_t *req = json_object_get(res, "requests");
+    const json_t *lim = json_object_get(res, "limits");
+    const char *name;
+    const json_t *v;
+    int64_t milli, *slot;
+
+    out->n = 0;
+    /* requests first; limits stand in only where requests lack the resource */
+    json_object_foreach((json_t *)req, name, v)
+    {
+        if (!pod_glob_any(gpu_globs, name))
+            continue;
+        if (gpu_amount(v, where, "requests", name, &milli, d) < 0)
+            return -1;
+        if (milli > 0) {
+            if ((slot = demand_slot(out, name, d)) == NULL)
+                return -1;
+            *slot = milli;
+        }
+    }
+    json_object_foreach((json_t *)lim, name, v)
+    {
+        if (!pod_glob_any(gpu_globs, name) || json_object_get(req, name) != NULL)
+            continue;
+        if (gpu_amount(v, where, "limits", name, &milli, d) < 0)
+            return -1;
+        if (milli > 0) {
+            if ((slot = demand_slot(out, name, d)) == NULL)
+                return -1;
+            *slot = milli;
+        }
+    }
+    return 0;
+}
+
+static bool is_sidecar(const json_t *init)
+{
+    const char *rp = json_string_value(json_object_get(init, "restartPolicy"));
+
+    return rp != NULL && strcmp(rp, "Always") == 0;
+}
+
+/* acc[r] = op(acc[r], add[r]) for every r in add: op 0 sums, op 1 takes the maximum. */
+static int demand_merge(struct pod_demand *acc, const struct pod_demand *add, int take_max,
+                        struct diag *d)
+{
+    int64_t *slot;
+
+    for (size_t i = 0; i < add->n; i++) {
+        if ((slot = demand_slot(acc, add->r[i].name, d)) == NULL)
+            return -1;
+        if (take_max) {
+            if (add->r[i].milli > *slot)
+                *slot = add->r[i].milli;
+        } else if (__builtin_add_overflow(*slot, add->r[i].milli, slot)) {
+            diag_set(d, NULL, 0, 0, "%s: GPU amounts overflow", add->r[i].name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct pod_demand *out,
+                   struct diag *d)
+{
+    struct pod_demand app = {.n = 0}, sidecars = {.n = 0}, init_peak = {.n = 0}, one, need;
+    const json_t *list, *c, *overhead;
+    char where[64];
+    size_t i;
+    const char *name;
+    const json_t *v;
+    int64_t milli, *slot;
+
+    out->n = 0;
+    list = json_object_get(spec, "containers");
+    json_array_foreach(list, i, c)
+    {
+        snprintf(where, sizeof(where), "spec.containers[%zu]", i);
+        if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0 ||
+            demand_merge(&app, &one, 0, d) < 0)
+            return -1;
+    }
+    list = json_object_get(spec, "initContainers");
+    json_array_foreach(list, i, c)
+    {
+        snprintf(where, sizeof(where), "spec.initContainers[%zu]", i);
+        if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0)
+            return -1;
+        if (is_sidecar(c)) {
+            /* a sidecar keeps running: it adds to everything after it */
+            if (demand_merge(&sidecars, &one, 0, d) < 0 ||
+                demand_merge(&init_peak, &sidecars, 1, d) < 0)
+                return -1;
+            continue;
+        }
+        /* a regular init container runs alone, next to the sidecars started before it */
+        need = sidecars;
+        if (demand_merge(&need, &one, 0, d) < 0 || demand_merge(&init_peak, &need, 1, d) < 0)
+            return -1;
+    }
+    if (demand_merge(&app, &sidecars, 0, d) < 0 || demand_merge(out, &app, 1, d) < 0 ||
+        demand_merge(out, &init_peak, 1, d) < 0)
+        return -1;
+    overhead = json_object_get(spec, "overhead");
+    json_object_foreach((json_t *)overhead, name, v)
+    {
+        if (!pod_glob_any(gpu_globs, name))
+            continue;
+        if (quantity_json_milli(v, &milli) < 0 || milli < 0) {
+            diag_set(d, NULL, 0, 0, "spec.overhead[\"%s\"]: not a valid quantity", name);
+            return -1;
+        }
+        if (milli == 0)
+            continue;
+        if ((slot = demand_slot(out, name, d)) == NULL ||
+            __builtin_add_overflow(*slot, milli, slot))
+            return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,164 @@
+/*
+ * policy.h: the GPU policy as loaded from rule files, and its evaluation.
+ *
+ * A policy is an immutable, reference-counted snapshot of every GPUPolicy document in the rules
+ * directory. Requests take a reference (policy_ref) to the current snapshot for their whole
+ * evaluation; a reload builds a new snapshot and swaps it in, so a request never sees half a
+ * policy and a broken reload leaves the last good one in force.
+ *
+ * Ownership: everything reachable from a struct policy is owned by it and freed with the last
+ * policy_unref(). Strings are NUL-terminated UTF-8.
+ */
+#ifndef GPUADMIT_POLICY_H
+#define GPUADMIT_POLICY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "diag.h"
+#include "review.h"
+
+enum rule_type { RULE_GPU_REQUEST, RULE_PRIORITY_CLASS, RULE_TOLERATIONS, RULE_NODE_SELECTOR };
+enum rule_action { ACTION_DENY, ACTION_MUTATE };
+enum rule_enforcement { ENFORCE_ENFORCE, ENFORCE_WARN, ENFORCE_AUDIT };
+
+struct strlist {
+    char **v;
+    size_t n;
+};
+
+enum selector_op { SEL_IN, SEL_NOT_IN, SEL_EXISTS, SEL_DOES_NOT_EXIST };
+
+/* One requirement of a Kubernetes label selector; matchLabels entries become SEL_IN with one
+ * value. */
+struct label_req {
+    char *key;
+    enum selector_op op;
+    struct strlist values; /* empty for Exists and DoesNotExist */
+};
+
+struct label_selector {
+    bool set; /* false: the selector was not given (matches everything) */
+    struct label_req *reqs;
+    size_t n;
+};
+
+/* Who an object is: a "match" block needs every part that is given to hold; an "exclude" block
+ * removes the object when any part that is given holds. Lists hold globs (fnmatch, no flags). */
+struct match {
+    struct strlist namespaces;
+    struct label_selector labels;    /* on the pod's labels (the template's for workloads) */
+    struct strlist users;            /* userInfo.username */
+    struct strlist groups;           /* userInfo.groups */
+    struct strlist service_accounts; /* "NAMESPACE/NAME" of a system:serviceaccount: user */
+    struct strlist owner_kinds;      /* kinds in the pod's ownerReferences, e.g. DaemonSet */
+};
+
+struct scope {
+    bool has_match, has_exclude;
+    struct match match;
+    struct match exclude;
+};
+
+struct node_label {
+    char *key;
+    char *value; /* NULL: any value (the key must exist) */
+};
+
+struct taint {
+    char *key;
+    char *value;  /* NULL: any value (tolerated with operator Exists) */
+    char *effect; /* NoSchedule, PreferNoSchedule or NoExecute */
+};
+
+struct priority_class {
+    char *name;
+    int32_t value;
+    char *preemption_policy; /* PreemptLowerPriority or Never */
+};
+
+/* A value chosen per namespace: the first entry whose glob matches the namespace wins. */
+struct ns_value {
+    char *ns_glob;
+    char *value;
+};
+
+struct ns_list {
+    char *ns_glob;
+    struct strlist values; /* globs */
+};
+
+struct rule {
+    char *name; /* unique across the directory; a valid audit-annotation key */
+    enum rule_type type;
+    enum rule_action action;
+    enum rule_enforcement enforcement;
+    struct scope scope; /* narrows the policy's scope */
+    unsigned line;      /* where the rule starts in its file */
+
+    /* gpu-request */
+    char *default_resource; /* Mutate: the resource added to the first container */
+    int64_t default_count;  /* Mutate: how many */
+    int64_t max_per_pod;    /* 0: no maximum */
+    bool deny_visible_devices_env;
+    bool deny_privileged;
+    bool deny_dev_host_path;
+
+    /* priority-class */
+    char *default_class; /* NULL: no default (Mutate then cannot fix, and denies) */
+    struct ns_value *ns_defaults;
+    size_t n_ns_defaults;
+    struct ns_list *allowed; /* empty: any existing class is allowed */
+    size_t n_allowed;
+
+    /* node-selector: the labels added (Mutate); empty means every GPU node label of the policy
+     * that has a value */
+    struct node_label *labels;
+    size_t n_labels;
+};
+
+struct policy_doc {
+    char *name;
+    char *file;
+    bool audit_only;
+    bool autogen; /* apply the rules to pod templates of workloads too */
+    struct strlist gpu_resources;
+    struct node_label *gpu_node_labels;
+    size_t n_gpu_node_labels;
+    struct taint *gpu_taints;
+    size_t n_gpu_taints;
+    struct strlist gpu_runtime_classes;
+    struct priority_class *classes;
+    size_t n_classes;
+    struct scope scope;
+    struct rule *rules;
+    size_t n_rules;
+};
+
+struct policy {
+    atomic_long refs;
+    unsigned long generation;
+    struct policy_doc *docs;
+    size_t n_docs;
+};
+
+struct policy *policy_ref(struct policy *p);
+void policy_unref(struct policy *p);
+/* Frees a policy that was never shared (the loader's error path). */
+void policy_free(struct policy *p);
+
+/* The policy in force: readers take a reference, a reload swaps in a new snapshot. */
+struct policy_holder;
+
+/* New holder serving p (the holder takes over the caller's reference). */
+struct policy_holder *policy_holder_new(struct policy *p);
+void policy_holder_free(struct policy_holder *h);
+/* A new reference to the current policy: release with policy_unref(). Thread-safe. */
+struct policy *policy_holder_get(struct policy_holder *h);
+/* Puts p in force (taking over the caller's reference) with the next generation number, and
+ * drops the holder's reference to the old one; requests still using it keep it alive. */
+void policy_holder_swap(struct policy_holder *h, struct policy *p);
+
+#endif

@@ -1,0 +1,2134 @@
+/*
+ * rules.c: the GPUPolicy rule-file loader (design/rules-format.md) and policy_free().
+ *
+ * A file goes through two passes. The first reads libyaml events into a small tree of our own
+ * (never libyaml's document loader, which turns aliases into shared nodes): anchors, aliases and
+ * non-core tags are refused there, and depth, size and node count are capped, so the tree is at
+ * most RULES_NODES_MAX nodes and RULES_DEPTH_MAX deep. The second walks the tree against the
+ * format, filling the struct policy and recording every error with its file:line:column and key
+ * path. The tree exists because some checks need a whole mapping at once: required and duplicate
+ * keys, and keys whose meaning depends on a sibling that may come later (a rule's "default"
+ * depends on its "type").
+ *
+ * Invariants: every array in the policy is allocated zeroed at its final size before it is
+ * filled, so policy_free() can release a half-built policy on any error path; a load returns a
+ * policy only when no error at all was recorded.
+ */
+#include "rules.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define SHOW_BUF (RULES_VALUE_SHOWN * 4u + 8u) /* a value quoted with escapes and "..." */
+#define LIST_BUF 256u                          /* "one of a, b, c" lists in messages */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Errors */
+
+struct name_ref {
+    const char *name; /* borrowed from the policy being built */
+    const char *file; /* borrowed from the policy being built */
+    unsigned line, column;
+};
+
+/* One load: the policy being built, where errors go, and the names seen so far. */
+struct loader {
+    struct rules_errors *errs;
+    struct policy *p;
+    size_t docs_cap;
+    const char *file; /* the file being read, for messages */
+    struct name_ref rule_names[RULES_RULES_MAX];
+    size_t n_rules; /* rules seen, all files together */
+    bool rules_cap_reported;
+    struct name_ref *policy_names;
+    size_t n_policy_names, policy_names_cap;
+};
+
+void rules_errors_clear(struct rules_errors *e)
+{
+    memset(e, 0, sizeof(*e));
+}
+
+static void verr_at(struct loader *L, const char *file, unsigned line, unsigned column,
+                    const char *fmt, va_list ap) __attribute__((format(printf, 5, 0)));
+static void verr_at(struct loader *L, const char *file, unsigned line, unsigned column,
+                    const char *fmt, va_list ap)
+{
+    char msg[DIAG_MSG_MAX];
+    struct diag *d;
+
+    if (L->errs->n >= RULES_ERRORS_MAX) {
+        L->errs->dropped++;
+        return;
+    }
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    d = &L->errs->items[L->errs->n++];
+    diag_clear(d);
+    diag_set(d, file, line, column, "%s", msg);
+}
+
+static void err_at(struct loader *L, const char *file, unsigned line, unsigned column,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void err_at(struct loader *L, const char *file, unsigned line, unsigned column,
+                   const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    verr_at(L, file, line, column, fmt, ap);
+    va_end(ap);
+}
+
+static bool has_errors(const struct loader *L)
+{
+    return L->errs->n > 0 || L->errs->dropped > 0;
+}
+
+static void oom(struct loader *L)
+{
+    err_at(L, L->file, 0, 0, "out of memory");
+}
+
+/* Orders the errors from index start on by position: a file's errors then read top to bottom
+ * although the checks run in the format's order. Stable, and the count is small. */
+static void sort_errors(struct rules_errors *e, size_t start)
+{
+    size_t i, j;
+    struct diag t;
+
+    for (i = start + 1; i < e->n; i++) {
+        t = e->items[i];
+        for (j = i; j > start; j--) {
+            const struct diag *prev = &e->items[j - 1];
+            if (prev->line < t.line || (prev->line == t.line && prev->column <= t.column))
+                break;
+            e->items[j] = *prev;
+        }
+        e->items[j] = t;
+    }
+}
+
+/* Makes room for need elements. Returns the array, moved or not, or NULL (arr is then still
+ * valid and unchanged). */
+static void *grow(void *arr, size_t *cap, size_t need, size_t elem)
+{
+    size_t ncap;
+    void *n;
+
+    if (need <= *cap)
+        return arr;
+    ncap = *cap ? *cap : 8;
+    while (ncap < need)
+        ncap *= 2;
+    n = reallocarray(arr, ncap, elem);
+    if (n != NULL)
+        *cap = ncap;
+    return n;
+}
+
+static char *xstrdup(struct loader *L, const char *s)
+{
+    char *d = strdup(s);
+
+    if (d == NULL)
+        oom(L);
+    return d;
+}
+
+/* Zeroed array of n elements; NULL for n == 0, or on failure (recorded). */
+static void *xcalloc(struct loader *L, size_t n, size_t size)
+{
+    void *p;
+
+    if (n == 0)
+        return NULL;
+    p = calloc(n, size);
+    if (p == NULL)
+        oom(L);
+    return p;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* First pass: events to a tree */
+
+enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP, YN_BAD /* refused alias or value: stay quiet */ };
+
+/* What a scalar is, by YAML 1.2 core schema resolution of plain scalars (or its tag). */
+enum yscalar { SK_STR, SK_NULL, SK_BOOL, SK_INT, SK_FLOAT };
+
+struct ynode {
+    enum ynode_kind kind;
+    enum yscalar sk;
+    bool quoted; /* scalar not in plain style: a string even when it reads "true" */
+    unsigned line, column;
+    char *s;             /* scalars: NUL-free text */
+    struct ynode **kids; /* sequence items; mapping keys and values alternating */
+    size_t n, cap;
+};
+
+struct yparse {
+    struct loader *L;
+    const char *file;
+    struct ynode **all; /* every node made, for freeing */
+    size_t n_all, cap_all;
+    struct ynode **docs; /* roots of the documents that ended */
+    size_t n_docs, cap_docs;
+    struct ynode *stack[RULES_DEPTH_MAX];
+    size_t depth;
+    struct ynode *root; /* of the document being read */
+    size_t n_anchors;   /* anchors and aliases met; reported once, at the first */
+    size_t skipped;     /* bytes dropped before libyaml saw the text (a byte order mark) */
+    unsigned anchor_line, anchor_column;
+};
+
+static void yparse_free(struct yparse *y)
+{
+    size_t i;
+
+    for (i = 0; i < y->n_all; i++) {
+        free(y->all[i]->s);
+        free(y->all[i]->kids);
+        free(y->all[i]);
+    }
+    free(y->all);
+    free(y->docs);
+}
+
+static bool word_in(const char *s, const char *const *words, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        if (strcmp(s, words[i]) == 0)
+            return true;
+    return false;
+}
+
+#define DIGITS "0123456789"
+
+static bool looks_int(const char *s)
+{
+    if (s[0] == '0' && s[1] == 'o' && s[2])
+        return strspn(s + 2, "01234567") == strlen(s + 2);
+    if (s[0] == '0' && s[1] == 'x' && s[2])
+        return strspn(s + 2, DIGITS "abcdefABCDEF") == strlen(s + 2);
+    if (*s == '-' || *s == '+')
+        s++;
+    return *s && strspn(s, DIGITS) == strlen(s);
+}
+
+static bool looks_float(const char *s)
+{
+    static const char *const nan[] = {".nan", ".NaN", ".NAN"};
+    static const char *const inf[] = {".inf", ".Inf", ".INF"};
+    size_t digits, n;
+
+    if (word_in(s, nan, 3))
+        return true;
+    if (*s == '-' || *s == '+')
+        s++;
+    if (word_in(s, inf, 3))
+        return true;
+    digits = strspn(s, DIGITS);
+    s += digits;
+    if (*s == '.') {
+        n = strspn(s + 1, DIGITS);
+        digits += n;
+        s += 1 + n;
+    }
+    if (digits == 0)
+        return false;
+    if (*s == 'e' || *s == 'E') {
+        s++;
+        if (*s == '-' || *s == '+')
+            s++;
+        n = strspn(s, DIGITS);
+        if (n == 0)
+            return false;
+        s += n;
+    }
+    return *s == '\0';
+}
+
+static enum yscalar resolve_plain(const char *s)
+{
+    static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
+    static const char *const bools[] = {"true", "True", "TRUE", "false", "False", "FALSE"};
+
+    if (word_in(s, nulls, 5))
+        return SK_NULL;
+    if (word_in(s, bools, 6))
+        return SK_BOOL;
+    if (looks_int(s))
+        return SK_INT;
+    if (looks_float(s))
+        return SK_FLOAT;
+    return SK_STR;
+}
+
+#define CORE_TAG "tag:yaml.org,2002:"
+
+/* The core tag of a node, checked against its kind. Returns 0 with *sk set for scalars (SK_STR
+ * also for "no tag"), or -1 when the tag is refused (recorded). */
+static int check_tag(struct yparse *y, const yaml_char_t *utag, enum ynode_kind kind,
+                     const yaml_mark_t *m, enum yscalar *sk)
+{
+    static const char *const scalars[] = {"str", "null", "bool", "int", "float"};
+    const char *tag = (const char *)utag, *t;
+    size_t i;
+
+    *sk = SK_STR;
+    if (tag == NULL)
+        return 0;
+    t = strncmp(tag, CORE_TAG, strlen(CORE_TAG)) == 0 ? tag + strlen(CORE_TAG) : NULL;
+    if (t != NULL && kind == YN_MAP && strcmp(t, "map") == 0)
+        return 0;
+    if (t != NULL && kind == YN_SEQ && strcmp(t, "seq") == 0)
+        return 0;
+    for (i = 0; t != NULL && kind == YN_SCALAR && i < 5; i++) {
+        if (strcmp(t, scalars[i]) == 0) {
+            *sk = (enum yscalar)i;
+            return 0;
+        }
+    }
+    err_at(y->L, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
+           "tag \"%.64s\" is not supported on a %s (only the YAML core tags !!str, !!null, "
+           "!!bool, !!int, !!float, !!map and !!seq)",
+           tag,
+           kind == YN_MAP   ? "mapping"
+           : kind == YN_SEQ ? "sequence"
+                            : "scalar");
+    return -1;
+}
+
+static void note_anchor(struct yparse *y, const yaml_mark_t *m)
+{
+    if (y->n_anchors++ == 0) {
+        y->anchor_line = (unsigned)m->line + 1;
+        y->anchor_column = (unsigned)m->column + 1;
+    }
+}
+
+/* A new node attached to the open container (or made the document's root). NULL when the file
+ * must not be read further (recorded). */
+static struct ynode *ynode_new(struct yparse *y, enum ynode_kind kind, const yaml_mark_t *m)
+{
+    struct ynode *n, *parent, **t;
+
+    if (y->n_all >= RULES_NODES_MAX) {
+        err_at(y->L, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
+               "more than %u YAML nodes in one file", RULES_NODES_MAX);
+        return NULL;
+    }
+    t = grow(y->all, &y->cap_all, y->n_all + 1, sizeof(*y->all));
+    n = t != NULL ? calloc(1, sizeof(*n)) : NULL;
+    if (n == NULL) {
+        if (t != NULL)
+            y->all = t;
+        oom(y->L);
+        return NULL;
+    }
+    y->all = t;
+    y->all[y->n_all++] = n;
+    n->kind = kind;
+    n->line = (unsigned)m->line + 1;
+    n->column = (unsigned)m->column + 1;
+    if (y->depth == 0) {
+        y->root = n;
+        return n;
+    }
+    parent = y->stack[y->depth - 1];
+    t = grow(parent->kids, &parent->cap, parent->n + 1, sizeof(*parent->kids));
+    if (t == NULL) {
+        oom(y->L);
+        return NULL;
+    }
+    parent->kids = t;
+    parent->kids[parent->n++] = n;
+    return n;
+}
+
+static int on_scalar(struct yparse *y, const yaml_event_t *ev)
+{
+    const yaml_mark_t *m = &ev->start_mark;
+    size_t len = ev->data.scalar.length;
+    enum yscalar tagged;
+    struct ynode *n = ynode_new(y, YN_SCALAR, m);
+    int tag_rc;
+
+    if (n == NULL)
+        return -1;
+    if (ev->data.scalar.anchor != NULL)
+        note_anchor(y, m);
+    tag_rc = check_tag(y, ev->data.scalar.tag, YN_SCALAR, m, &tagged);
+    if (memchr(ev->data.scalar.value, '\0', len) != NULL) {
+        err_at(y->L, y->file, n->line, n->column, "a NUL character is not allowed in a value");
+        n->kind = YN_BAD;
+        return 0;
+    }
+    n->s = malloc(len + 1);
+    if (n->s == NULL) {
+        oom(y->L);
+        return -1;
+    }
+    memcpy(n->s, ev->data.scalar.value, len);
+    n->s[len] = '\0';
+    n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
+    if (tag_rc < 0) {
+        n->kind = YN_BAD;
+    } else if (ev->data.scalar.tag == NULL) {
+        n->sk = n->quoted ? SK_STR : resolve_plain(n->s);
+    } else if (tagged == SK_STR) {
+        n->sk = SK_STR;
+        n->quoted = true;
+    } else {
+        /* an explicit !!int etc. types the text whatever its style; it must read as one */
+        n->sk = resolve_plain(n->s);
+        n->quoted = false;
+        if (n->sk != tagged && !(tagged == SK_FLOAT && n->sk == SK_INT)) {
+            err_at(y->L, y->file, n->line, n->column, "\"%.64s\" is not a valid !!%s", n->s,
+                   (const char *)ev->data.scalar.tag + strlen(CORE_TAG));
+            n->kind = YN_BAD;
+        }
+    }
+    return 0;
+}
+
+static int on_container(struct yparse *y, const yaml_event_t *ev, enum ynode_kind kind)
+{
+    const yaml_mark_t *m = &ev->start_mark;
+    const yaml_char_t *anchor, *tag;
+    enum yscalar unused;
+    struct ynode *n;
+
+    if (kind == YN_MAP) {
+        anchor = ev->data.mapping_start.anchor;
+        tag = ev->data.mapping_start.tag;
+    } else {
+        anchor = ev->data.sequence_start.anchor;
+        tag = ev->data.sequence_start.tag;
+    }
+    if (y->depth >= RULES_DEPTH_MAX) {
+        err_at(y->L, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
+               "nesting deeper than %u levels", RULES_DEPTH_MAX);
+        return -1;
+    }
+    n = ynode_new(y, kind, m);
+    if (n == NULL)
+        return -1;
+    if (anchor != NULL)
+        note_anchor(y, m);
+    if (check_tag(y, tag, kind, m, &unused) < 0)
+        n->kind = YN_BAD; /* its children still attach to it, and are never looked at */
+    y->stack[y->depth++] = n;
+    return 0;
+}
+
+/* Returns 1 at the end of the stream, 0 to go on, -1 to stop reading the file. */
+static int on_event(struct yparse *y, const yaml_event_t *ev)
+{
+    struct ynode **t;
+
+    switch (ev->type) {
+    case YAML_STREAM_END_EVENT: return 1;
+    case YAML_DOCUMENT_START_EVENT: y->root = NULL; return 0;
+    case YAML_DOCUMENT_END_EVENT:
+        if (y->root == NULL)
+            return 0;
+        t = grow(y->docs, &y->cap_docs, y->n_docs + 1, sizeof(*y->docs));
+        if (t == NULL) {
+            oom(y->L);
+            return -1;
+        }
+        y->docs = t;
+        y->docs[y->n_docs++] = y->root;
+        return 0;
+    case YAML_ALIAS_EVENT:
+        note_anchor(y, &ev->start_mark);
+        return ynode_new(y, YN_BAD, &ev->start_mark) != NULL ? 0 : -1;
+    case YAML_SCALAR_EVENT: return on_scalar(y, ev);
+    case YAML_SEQUENCE_START_EVENT: return on_container(y, ev, YN_SEQ);
+    case YAML_MAPPING_START_EVENT: return on_container(y, ev, YN_MAP);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        if (y->depth > 0)
+            y->depth--;
+        return 0;
+    default: return 0;
+    }
+}
+
+static void syntax_error(struct yparse *y, const yaml_parser_t *p)
+{
+    const char *problem = p->problem ? p->problem : "unknown problem";
+
+    switch (p->error) {
+    case YAML_MEMORY_ERROR: oom(y->L); break;
+    case YAML_READER_ERROR:
+        if (p->problem_value != -1)
+            err_at(y->L, y->file, 0, 0, "cannot read YAML: %s (#%X at byte %zu)", problem,
+                   (unsigned)p->problem_value, p->problem_offset + y->skipped);
+        else
+            err_at(y->L, y->file, 0, 0, "cannot read YAML: %s at byte %zu", problem,
+                   p->problem_offset + y->skipped);
+        break;
+    default:
+        if (p->context != NULL)
+            err_at(y->L, y->file, (unsigned)p->problem_mark.line + 1,
+                   (unsigned)p->problem_mark.column + 1,
+                   "YAML syntax error: %s (%s at line %zu, column %zu)", problem, p->context,
+                   p->context_mark.line + 1, p->context_mark.column + 1);
+        else
+            err_at(y->L, y->file, (unsigned)p->problem_mark.line + 1,
+                   (unsigned)p->problem_mark.column + 1, "YAML syntax error: %s", problem);
+        break;
+    }
+}
+
+/* Reads text into y's documents. Returns 0, or -1 when the file could not be read to its end
+ * (recorded); the documents that ended before that are in y->docs either way. */
+static int yparse_run(struct yparse *y, const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    int rc = -1, r = 0;
+
+    if (!yaml_parser_initialize(&parser)) {
+        oom(y->L);
+        return -1;
+    }
+    /* Kubernetes manifests are UTF-8: a UTF-16 byte order mark is an error, not a hint. A UTF-8
+     * one is dropped here, as libyaml would count it as a column once the encoding is set. */
+    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
+        text += 3;
+        len -= 3;
+        y->skipped = 3;
+    }
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
+    while (r == 0) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            syntax_error(y, &parser);
+            goto out;
+        }
+        r = on_event(y, &ev);
+        yaml_event_delete(&ev);
+        if (r < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    if (y->n_anchors > 0) {
+        if (y->n_anchors > 1)
+            err_at(y->L, y->file, y->anchor_line, y->anchor_column,
+                   "anchors and aliases are not supported (%zu in this file, the first here)",
+                   y->n_anchors);
+        else
+            err_at(y->L, y->file, y->anchor_line, y->anchor_column,
+                   "anchors and aliases are not supported");
+    }
+    yaml_parser_delete(&parser);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Second pass: messages */
+
+/* The text quoted for a message: escaped, cut at RULES_VALUE_SHOWN bytes. Returns buf. */
+static const char *show(char *buf, const char *s)
+{
+    size_t i, o = 0;
+
+    buf[o++] = '"';
+    for (i = 0; i < RULES_VALUE_SHOWN && s[i]; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            buf[o++] = '\\';
+            buf[o++] = (char)c;
+        } else if (c < 0x20 || c == 0x7f) {
+            snprintf(buf + o, SHOW_BUF - o, "\\x%02x", c);
+            o += 4;
+        } else {
+            buf[o++] = (char)c;
+        }
+    }
+    if (s[i]) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = '\0';
+    return buf;
+}
+
+/* What a node is, for "got ..." in messages. Returns buf or a constant. */
+static const char *describe(char *buf, const struct ynode *n)
+{
+    switch (n->kind) {
+    case YN_MAP: return "a mapping";
+    case YN_SEQ: return "a sequence";
+    case YN_BAD: return "an alias";
+    case YN_SCALAR: break;
+    }
+    switch (n->sk) {
+    case SK_NULL: return "null";
+    case SK_STR: return show(buf, n->s);
+    default:
+        /* a plain true or 12 is not text: shown bare, so that it does not look quoted */
+        snprintf(buf, SHOW_BUF, "%.64s", n->s);
+        return buf;
+    }
+}
+
+static const char *where(char *buf, const char *path)
+{
+    if (path[0] == '\0')
+        return "at the top level";
+    snprintf(buf, RULES_PATH_MAX + 4, "in %s", path);
+    return buf;
+}
+
+/* A path cut to fit ends in "...": messages stay readable and say it was cut. */
+static void path_fit(char *out, int written)
+{
+    if (written >= (int)RULES_PATH_MAX)
+        memcpy(out + RULES_PATH_MAX - 4, "...", 4);
+}
+
+static void path_key(char *out, const char *base, const char *key)
+{
+    path_fit(out, snprintf(out, RULES_PATH_MAX, "%s%s%s", base, base[0] ? "." : "", key));
+}
+
+static void path_index(char *out, const char *base, size_t i)
+{
+    path_fit(out, snprintf(out, RULES_PATH_MAX, "%s[%zu]", base, i));
+}
+
+static void path_mapkey(char *out, const char *base, const char *key)
+{
+    char b[SHOW_BUF];
+
+    path_fit(out, snprintf(out, RULES_PATH_MAX, "%s[%s]", base, show(b, key)));
+}
+
+static void join(char *buf, size_t size, const char *const *names, size_t n)
+{
+    size_t i, o = 0;
+
+    buf[0] = '\0';
+    for (i = 0; i < n && o < size; i++) {
+        int w = snprintf(buf + o, size - o, "%s%s", i ? ", " : "", names[i]);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+static void err_node(struct loader *L, const struct ynode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void err_node(struct loader *L, const struct ynode *n, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    verr_at(L, L->file, n->line, n->column, fmt, ap);
+    va_end(ap);
+}
+
+/* "PATH: expected WHAT, got X". Quiet for refused nodes, which were reported already. */
+static void err_type(struct loader *L, const struct ynode *n, const char *path, const char *what,
+                     const char *hint)
+{
+    char b[SHOW_BUF];
+
+    if (n->kind != YN_BAD)
+        err_node(L, n, "%s: expected %s, got %s%s", path, what, describe(b, n), hint);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Second pass: values */
+
+static bool is_null(const struct ynode *n)
+{
+    return n->kind == YN_SCALAR && n->sk == SK_NULL;
+}
+
+/* An optional key that is absent or null takes its default. */
+static bool given(const struct ynode *n)
+{
+    return n != NULL && !is_null(n);
+}
+
+static bool want_map(struct loader *L, const struct ynode *n, const char *path)
+{
+    if (n->kind == YN_MAP)
+        return true;
+    err_type(L, n, path, "a mapping", "");
+    return false;
+}
+
+static bool want_seq(struct loader *L, const struct ynode *n, const char *path)
+{
+    if (n->kind == YN_SEQ)
+        return true;
+    err_type(L, n, path, "a sequence", "");
+    return false;
+}
+
+/* Borrowed text of a string scalar, or NULL (recorded). */
+static const char *get_text(struct loader *L, const struct ynode *n, const char *path)
+{
+    const char *hint = "";
+
+    if (n->kind == YN_SCALAR && n->sk == SK_STR)
+        return n->s;
+    if (n->kind == YN_SCALAR && n->sk == SK_BOOL)
+        hint = " (a boolean; quote it to make it a string)";
+    else if (n->kind == YN_SCALAR && (n->sk == SK_INT || n->sk == SK_FLOAT))
+        hint = " (a number; quote it to make it a string)";
+    err_type(L, n, path, "a string", hint);
+    return NULL;
+}
+
+static int get_bool(struct loader *L, const struct ynode *n, const char *path, bool *out)
+{
+    if (n->kind == YN_SCALAR && n->sk == SK_BOOL) {
+        *out = n->s[0] == 't' || n->s[0] == 'T';
+        return 0;
+    }
+    err_type(L, n, path, "a boolean (true or false)",
+             n->kind == YN_SCALAR && n->quoted && resolve_plain(n->s) == SK_BOOL
+                 ? " (a quoted string; remove the quotes)"
+                 : "");
+    return -1;
+}
+
+/* A decimal integer in [min, max]. Leading zeros are refused: YAML 1.1 tools read 010 as 8. */
+static int get_int(struct loader *L, const struct ynode *n, const char *path, int64_t min,
+                   int64_t max, int64_t *out)
+{
+    const char *s, *digits;
+    char *end;
+    long long v;
+
+    if (n->kind != YN_SCALAR || n->sk != SK_INT) {
+        err_type(L, n, path, "an integer",
+                 n->kind == YN_SCALAR && n->quoted && resolve_plain(n->s) == SK_INT
+                     ? " (a quoted string; remove the quotes)"
+                     : "");
+        return -1;
+    }
+    s = n->s;
+    digits = s + (*s == '-' || *s == '+');
+    if (strspn(digits, DIGITS) != strlen(digits)) {
+        err_type(L, n, path, "a decimal integer", "");
+        return -1;
+    }
+    if (digits[0] == '0' && digits[1] != '\0') {
+        err_type(L, n, path, "a decimal integer without leading zeros", "");
+        return -1;
+    }
+    errno = 0;
+    v = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end != '\0' || v < min || v > max) {
+        if (max == INT64_MAX)
+            err_node(L, n, "%s: integer %.40s out of range; expected at least %lld", path, s,
+                     (long long)min);
+        else
+            err_node(L, n, "%s: integer %.40s out of range; expected %lld to %lld", path, s,
+                     (long long)min, (long long)max);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* The index of the string value in names, or -1 (recorded). */
+static int get_enum(struct loader *L, const struct ynode *n, const char *path,
+                    const char *const *names, size_t nn)
+{
+    char list[LIST_BUF], b[SHOW_BUF];
+    size_t i;
+
+    if (n->kind == YN_SCALAR && n->sk == SK_STR)
+        for (i = 0; i < nn; i++)
+            if (strcmp(n->s, names[i]) == 0)
+                return (int)i;
+    if (n->kind == YN_BAD)
+        return -1;
+    join(list, sizeof(list), names, nn);
+    err_node(L, n, "%s: expected one of %s, got %s", path, list, describe(b, n));
+    return -1;
+}
+
+/* Name checks: each returns NULL when s is fine, else what is wrong with it. */
+
+static bool alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+static bool lower_alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, 1 to 63 bytes */
+static bool name_part_ok(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len > 63 || !alnum(s[0]) || !alnum(s[len - 1]))
+        return false;
+    for (i = 0; i < len; i++)
+        if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+/* DNS-1123 subdomain as Kubernetes checks it: dot-separated [a-z0-9]([-a-z0-9]*[a-z0-9])? */
+static bool subdomain_ok(const char *s, size_t len)
+{
+    size_t i;
+
+    if (len == 0 || len > 253)
+        return false;
+    for (i = 0; i < len; i++) {
+        bool edge = i == 0 || i == len - 1 || s[i - 1] == '.' || s[i + 1] == '.';
+        if (lower_alnum(s[i]))
+            continue;
+        if (edge || (s[i] != '-' && s[i] != '.'))
+            return false;
+    }
+    return true;
+}
+
+static const char *check_glob(const char *s)
+{
+    size_t i, j;
+    const char *close;
+
+    if (s[0] == '\0')
+        return "must not be empty";
+    for (i = 0; s[i]; i++) {
+        if (s[i] == '\\') {
+            if (s[i + 1])
+                i++;
+            continue;
+        }
+        if (s[i] != '[')
+            continue;
+        j = i + 1;
+        if (s[j] == '!' || s[j] == '^')
+            j++;
+        if (s[j] == ']')
+            j++; /* a ']' first is a member, not the end */
+        for (; s[j] && s[j] != ']'; j++) {
+            if (s[j] == '[' && (s[j + 1] == ':' || s[j + 1] == '.' || s[j + 1] == '=')) {
+                char pair[3] = {s[j + 1], ']', '\0'};
+                close = strstr(s + j + 2, pair);
+                if (close != NULL)
+                    j = (size_t)(close - s) + 1; /* on the class's ']' */
+                else
+                    continue;
+            } else if (s[j] == '\\' && s[j + 1]) {
+                j++;
+            }
+        }
+        if (s[j] == '\0')
+            return "unterminated '[' bracket expression";
+        i = j;
+    }
+    return NULL;
+}
+
+static const char *check_sa_glob(const char *s)
+{
+    const char *why = check_glob(s);
+
+    if (why == NULL && strchr(s, '/') == NULL)
+        why = "must be NAMESPACE/NAME";
+    return why;
+}
+
+static const char *check_label_key(const char *s)
+{
+    const char *slash = strchr(s, '/'), *name = s;
+
+    if (slash != NULL) {
+        if (strchr(slash + 1, '/') != NULL)
+            return "must hold at most one '/'";
+        if (!subdomain_ok(s, (size_t)(slash - s)))
+            return "the prefix before '/' must be a DNS subdomain (lowercase letters, digits, '-' "
+                   "and '.', at most 253 characters)";
+        name = slash + 1;
+    }
+    if (!name_part_ok(name, strlen(name)))
+        return "the name must be 1-63 characters of letters, digits, '-', '_' and '.', starting "
+               "and ending with a letter or digit";
+    return NULL;
+}
+
+static const char *check_label_value(const char *s)
+{
+    size_t len = strlen(s);
+
+    if (len == 0 || name_part_ok(s, len))
+        return NULL;
+    return "must be at most 63 characters of letters, digits, '-', '_' and '.', starting and "
+           "ending with a letter or digit";
+}
+
+static const char *check_subdomain(const char *s)
+{
+    if (subdomain_ok(s, strlen(s)))
+        return NULL;
+    return "must be a DNS-1123 subdomain (lowercase letters, digits, '-' and '.', at most 253 "
+           "characters, starting and ending with a letter or digit)";
+}
+
+static const char *check_dns_label(const char *s)
+{
+    if (subdomain_ok(s, strlen(s)) && strchr(s, '.') == NULL && strlen(s) <= 63)
+        return NULL;
+    return "must be a DNS-1123 label (lowercase letters, digits and '-', at most 63 characters, "
+           "starting and ending with a letter or digit)";
+}
+
+static const char *check_rule_name(const char *s)
+{
+    if (name_part_ok(s, strlen(s)))
+        return NULL;
+    return "must be a valid audit annotation key: 1-63 characters of letters, digits, '-', '_' "
+           "and '.', starting and ending with a letter or digit";
+}
+
+struct check {
+    const char *what;
+    const char *(*fn)(const char *s);
+};
+
+static const struct check VAL_GLOB = {"glob", check_glob};
+static const struct check VAL_SA_GLOB = {"service account glob", check_sa_glob};
+static const struct check VAL_LABEL_KEY = {"label key", check_label_key};
+static const struct check VAL_LABEL_VALUE = {"label value", check_label_value};
+static const struct check VAL_SUBDOMAIN = {"name", check_subdomain};
+static const struct check VAL_POLICY_NAME = {"policy name", check_dns_label};
+static const struct check VAL_RULE_NAME = {"rule name", check_rule_name};
+static const struct check VAL_RESOURCE = {"resource name", check_label_key};
+
+static bool check_text(struct loader *L, const struct ynode *n, const char *path,
+                       const struct check *c, const char *s)
+{
+    const char *why = c->fn(s);
+    char b[SHOW_BUF];
+
+    if (why == NULL)
+        return true;
+    err_node(L, n, "%s: bad %s %s: %s", path, c->what, show(b, s), why);
+    return false;
+}
+
+/* A checked string copied into *out. Returns 0 or -1 (recorded). */
+static int get_str(struct loader *L, const struct ynode *n, const char *path, const struct check *c,
+                   char **out)
+{
+    const char *s = get_text(L, n, path);
+
+    if (s == NULL || (c != NULL && !check_text(L, n, path, c, s)))
+        return -1;
+    *out = xstrdup(L, s);
+    return *out != NULL ? 0 : -1;
+}
+
+static void set_strlist(struct loader *L, struct strlist *l, const char *const *v, size_t n)
+{
+    size_t i;
+
+    l->v = xcalloc(L, n, sizeof(*l->v));
+    if (l->v == NULL)
+        return;
+    l->n = n;
+    for (i = 0; i < n; i++)
+        l->v[i] = xstrdup(L, v[i]);
+}
+
+static void load_strlist(struct loader *L, const struct ynode *n, const char *path,
+                         const struct check *c, struct strlist *out)
+{
+    char p[RULES_PATH_MAX];
+    size_t i;
+
+    if (!want_seq(L, n, path))
+        return;
+    out->v = xcalloc(L, n->n, sizeof(*out->v));
+    if (out->v == NULL)
+        return;
+    out->n = n->n;
+    for (i = 0; i < n->n; i++) {
+        path_index(p, path, i);
+        get_str(L, n->kids[i], p, c, &out->v[i]);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Second pass: mappings */
+
+struct field {
+    const char *name;
+    bool required;
+};
+
+static void join_fields(char *buf, size_t size, const struct field *f, size_t nf)
+{
+    const char *names[16];
+    size_t i;
+
+    for (i = 0; i < nf && i < 16; i++)
+        names[i] = f[i].name;
+    join(buf, size, names, i);
+}
+
+/* A key of a mapping must be a string; returns its text, or NULL (recorded). */
+static const char *key_text(struct loader *L, const struct ynode *k, const char *path)
+{
+    char b[SHOW_BUF], w[RULES_PATH_MAX + 4];
+
+    if (k->kind == YN_SCALAR && k->sk != SK_NULL)
+        return k->s; /* a plain 1 or true as a key is the text "1" or "true", as in JSON */
+    if (k->kind != YN_BAD)
+        err_node(L, k, "expected a string key %s, got %s", where(w, path), describe(b, k));
+    return NULL;
+}
+
+/* Sorts the pairs of map by fields: vals[i] and keys[i] get the value and key of fields[i], or
+ * NULL. Reports unknown, duplicate and missing required keys. False when map is not a mapping. */
+static bool map_fields(struct loader *L, const struct ynode *map, const char *path,
+                       const struct field *fields, size_t nf, const struct ynode **vals,
+                       const struct ynode **keys)
+{
+    char list[LIST_BUF], w[RULES_PATH_MAX + 4], b[SHOW_BUF];
+    const char *k;
+    size_t i, f;
+
+    for (f = 0; f < nf; f++)
+        vals[f] = keys[f] = NULL;
+    if (!want_map(L, map, path))
+        return false;
+    for (i = 0; i + 1 < map->n; i += 2) {
+        k = key_text(L, map->kids[i], path);
+        if (k == NULL)
+            continue;
+        for (f = 0; f < nf && strcmp(fields[f].name, k) != 0; f++)
+            ;
+        if (f == nf) {
+            join_fields(list, sizeof(list), fields, nf);
+            err_node(L, map->kids[i], "unknown key %s %s; expected one of %s", show(b, k),
+                     where(w, path), list);
+        } else if (keys[f] != NULL) {
+            err_node(L, map->kids[i], "duplicate key %s %s (first at line %u, column %u)",
+                     show(b, k), where(w, path), keys[f]->line, keys[f]->column);
+        } else {
+            keys[f] = map->kids[i];
+            vals[f] = map->kids[i + 1];
+        }
+    }
+    for (f = 0; f < nf; f++)
+        if (fields[f].required && keys[f] == NULL)
+            err_node(L, map, "missing required key \"%s\" %s", fields[f].name, where(w, path));
+    return true;
+}
+
+/* For mappings with keys of the user's choosing: the text of key i, or NULL when it is not a
+ * string or repeats an earlier key (recorded). */
+static const char *free_key(struct loader *L, const struct ynode *map, size_t i, const char *path)
+{
+    char w[RULES_PATH_MAX + 4], b[SHOW_BUF];
+    const char *k = key_text(L, map->kids[i], path);
+    size_t j;
+
+    for (j = 0; k != NULL && j < i; j += 2) {
+        const struct ynode *prev = map->kids[j];
+        if (prev->kind == YN_SCALAR && prev->sk != SK_NULL && strcmp(prev->s, k) == 0) {
+            err_node(L, map->kids[i], "duplicate key %s %s (first at line %u, column %u)",
+                     show(b, k), where(w, path), prev->line, prev->column);
+            return NULL;
+        }
+    }
+    return k;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Second pass: the format */
+
+static const char *const RULE_TYPES[] = {"gpu-request", "priority-class", "tolerations",
+                                         "node-selector"};
+static const char *const ACTIONS[] = {"Deny", "Mutate"};
+static const char *const ENFORCEMENTS[] = {"Enforce", "Warn", "Audit"};
+static const char *const EFFECTS[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+static const char *const PREEMPTIONS[] = {"PreemptLowerPriority", "Never"};
+static const char *const OPERATORS[] = {"In", "NotIn", "Exists", "DoesNotExist"};
+static const char *const DEFAULT_RESOURCES[] = {"nvidia.com/gpu", "nvidia.com/gpu.shared",
+                                                "nvidia.com/mig-*"};
+static const char *const DEFAULT_EXCLUDED_KINDS[] = {"DaemonSet"};
+
+#define API_VERSION      "gpuadmit.io/v1alpha1"
+#define KIND             "GPUPolicy"
+#define DEFAULT_RESOURCE "nvidia.com/gpu"
+#define DEFAULT_LABEL    "nvidia.com/gpu.present"
+#define DEFAULT_TAINT    "nvidia.com/gpu"
+
+/* Label maps: gpu.nodeLabels ("" or null: the key must exist) and a node-selector rule's labels
+ * (value_required: a non-empty value). */
+static void load_label_map(struct loader *L, const struct ynode *n, const char *path,
+                           bool value_required, struct node_label **out, size_t *n_out)
+{
+    char p[RULES_PATH_MAX];
+    const char *k, *v;
+    size_t i;
+
+    if (!want_map(L, n, path))
+        return;
+    *out = xcalloc(L, n->n / 2, sizeof(**out));
+    if (*out == NULL)
+        return;
+    *n_out = n->n / 2;
+    for (i = 0; i + 1 < n->n; i += 2) {
+        struct node_label *nl = &(*out)[i / 2];
+        const struct ynode *val = n->kids[i + 1];
+        k = free_key(L, n, i, path);
+        if (k == NULL || !check_text(L, n->kids[i], path, &VAL_LABEL_KEY, k))
+            continue;
+        nl->key = xstrdup(L, k);
+        path_mapkey(p, path, k);
+        if (!value_required &&
+            (is_null(val) || (val->kind == YN_SCALAR && val->sk == SK_STR && val->s[0] == '\0')))
+            continue; /* any value */
+        v = get_text(L, val, p);
+        if (v == NULL)
+            continue;
+        if (value_required && v[0] == '\0') {
+            err_node(L, val, "%s: expected a non-empty label value", p);
+            continue;
+        }
+        if (check_text(L, val, p, &VAL_LABEL_VALUE, v))
+            nl->value = xstrdup(L, v);
+    }
+}
+
+enum { SEL_MATCH_LABELS, SEL_MATCH_EXPRESSIONS, SEL_N };
+static const struct field SELECTOR_FIELDS[SEL_N] = {{"matchLabels", false},
+                                                    {"matchExpressions", false}};
+enum { EXPR_KEY, EXPR_OPERATOR, EXPR_VALUES, EXPR_N };
+static const struct field EXPR_FIELDS[EXPR_N] = {
+    {"key", true}, {"operator", true}, {"values", false}};
+
+static void load_expression(struct loader *L, const struct ynode *n, const char *path,
+                            struct label_req *r)
+{
+    const struct ynode *v[EXPR_N], *k[EXPR_N];
+    char p[RULES_PATH_MAX];
+    int op = -1;
+
+    if (!map_fields(L, n, path, EXPR_FIELDS, EXPR_N, v, k))
+        return;
+    if (v[EXPR_KEY] != NULL) {
+        path_key(p, path, "key");
+        get_str(L, v[EXPR_KEY], p, &VAL_LABEL_KEY, &r->key);
+    }
+    if (v[EXPR_OPERATOR] != NULL) {
+        path_key(p, path, "operator");
+        op = get_enum(L, v[EXPR_OPERATOR], p, OPERATORS, 4);
+    }
+    path_key(p, path, "values");
+    if (given(v[EXPR_VALUES]))
+        load_strlist(L, v[EXPR_VALUES], p, &VAL_LABEL_VALUE, &r->values);
+    /* a values of the wrong type was reported already */
+    if (op < 0 || (given(v[EXPR_VALUES]) && v[EXPR_VALUES]->kind != YN_SEQ))
+        return;
+    r->op = (enum selector_op)op;
+    if ((op == SEL_IN || op == SEL_NOT_IN) && r->values.n == 0)
+        err_node(L, given(v[EXPR_VALUES]) ? v[EXPR_VALUES] : n,
+                 "%s: operator %s needs at least one value", p, OPERATORS[op]);
+    if ((op == SEL_EXISTS || op == SEL_DOES_NOT_EXIST) && r->values.n > 0)
+        err_node(L, v[EXPR_VALUES], "%s: operator %s takes no values", p, OPERATORS[op]);
+}
+
+static void load_selector(struct loader *L, const struct ynode *n, const char *path,
+                          struct label_selector *sel)
+{
+    const struct ynode *v[SEL_N], *k[SEL_N], *ml, *me;
+    char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
+    size_t i, n_ml = 0, n_me = 0;
+
+    if (!map_fields(L, n, path, SELECTOR_FIELDS, SEL_N, v, k))
+        return;
+    sel->set = true;
+    ml = v[SEL_MATCH_LABELS];
+    me = v[SEL_MATCH_EXPRESSIONS];
+    path_key(p, path, "matchLabels");
+    if (given(ml) && want_map(L, ml, p))
+        n_ml = ml->n / 2;
+    path_key(q, path, "matchExpressions");
+    if (given(me) && want_seq(L, me, q))
+        n_me = me->n;
+    sel->reqs = xcalloc(L, n_ml + n_me, sizeof(*sel->reqs));
+    if (sel->reqs == NULL)
+        return;
+    sel->n = n_ml + n_me;
+    for (i = 0; i < n_ml; i++) {
+        struct label_req *r = &sel->reqs[i];
+        const char *key = free_key(L, ml, 2 * i, p);
+        char vp[RULES_PATH_MAX];
+        r->op = SEL_IN;
+        if (key == NULL || !check_text(L, ml->kids[2 * i], p, &VAL_LABEL_KEY, key))
+            continue;
+        r->key = xstrdup(L, key);
+        path_mapkey(vp, p, key);
+        r->values.v = xcalloc(L, 1, sizeof(char *));
+        if (r->values.v == NULL)
+            continue;
+        r->values.n = 1;
+        get_str(L, ml->kids[2 * i + 1], vp, &VAL_LABEL_VALUE, &r->values.v[0]);
+    }
+    for (i = 0; i < n_me; i++) {
+        char ep[RULES_PATH_MAX];
+        path_index(ep, q, i);
+        load_expression(L, me->kids[i], ep, &sel->reqs[n_ml + i]);
+    }
+}
+
+enum { M_NAMESPACES, M_LABELS, M_USERS, M_GROUPS, M_SAS, M_OWNERS, M_N };
+static const struct field MATCH_FIELDS[M_N] = {{"namespaces", false},      {"labelSelector", false},
+                                               {"users", false},           {"groups", false},
+                                               {"serviceAccounts", false}, {"ownerKinds", false}};
+
+static void load_match(struct loader *L, const struct ynode *n, const char *path, struct match *m)
+{
+    const struct ynode *v[M_N], *k[M_N];
+    char p[RULES_PATH_MAX];
+
+    if (!map_fields(L, n, path, MATCH_FIELDS, M_N, v, k))
+        return;
+    path_key(p, path, "namespaces");
+    if (given(v[M_NAMESPACES]))
+        load_strlist(L, v[M_NAMESPACES], p, &VAL_GLOB, &m->namespaces);
+    path_key(p, path, "labelSelector");
+    if (given(v[M_LABELS]))
+        load_selector(L, v[M_LABELS], p, &m->labels);
+    path_key(p, path, "users");
+    if (given(v[M_USERS]))
+        load_strlist(L, v[M_USERS], p, &VAL_GLOB, &m->users);
+    path_key(p, path, "groups");
+    if (given(v[M_GROUPS]))
+        load_strlist(L, v[M_GROUPS], p, &VAL_GLOB, &m->groups);
+    path_key(p, path, "serviceAccounts");
+    if (given(v[M_SAS]))
+        load_strlist(L, v[M_SAS], p, &VAL_SA_GLOB, &m->service_accounts);
+    path_key(p, path, "ownerKinds");
+    if (given(v[M_OWNERS]))
+        load_strlist(L, v[M_OWNERS], p, &VAL_GLOB, &m->owner_kinds);
+}
+
+/* match and exclude of a policy or a rule; with_default: a policy without exclude excludes
+ * DaemonSets. */
+static void load_scope(struct loader *L, const struct ynode *match, const struct ynode *exclude,
+                       const char *path, bool with_default, struct scope *s)
+{
+    char p[RULES_PATH_MAX];
+
+    if (given(match)) {
+        s->has_match = true;
+        path_key(p, path, "match");
+        load_match(L, match, p, &s->match);
+    }
+    if (given(exclude)) {
+        s->has_exclude = true;
+        path_key(p, path, "exclude");
+        load_match(L, exclude, p, &s->exclude);
+    } else if (with_default) {
+        s->has_exclude = true;
+        set_strlist(L, &s->exclude.owner_kinds, DEFAULT_EXCLUDED_KINDS, 1);
+    }
+}
+
+enum { T_KEY, T_VALUE, T_EFFECT, T_N };
+static const struct field TAINT_FIELDS[T_N] = {{"key", true}, {"value", false}, {"effect", false}};
+
+static void load_taints(struct loader *L, const struct ynode *n, const char *path,
+                        struct policy_doc *doc)
+{
+    const struct ynode *v[T_N], *k[T_N];
+    char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
+    size_t i;
+    int e;
+
+    if (!want_seq(L, n, path))
+        return;
+    doc->gpu_taints = xcalloc(L, n->n, sizeof(*doc->gpu_taints));
+    if (doc->gpu_taints == NULL)
+        return;
+    doc->n_gpu_taints = n->n;
+    for (i = 0; i < n->n; i++) {
+        struct taint *t = &doc->gpu_taints[i];
+        path_index(p, path, i);
+        if (!map_fields(L, n->kids[i], p, TAINT_FIELDS, T_N, v, k))
+            continue;
+        path_key(q, p, "key");
+        if (v[T_KEY] != NULL)
+            get_str(L, v[T_KEY], q, &VAL_LABEL_KEY, &t->key);
+        path_key(q, p, "value");
+        if (given(v[T_VALUE]))
+            get_str(L, v[T_VALUE], q, &VAL_LABEL_VALUE, &t->value);
+        path_key(q, p, "effect");
+        e = given(v[T_EFFECT]) ? get_enum(L, v[T_EFFECT], q, EFFECTS, 3) : 0;
+        if (e >= 0)
+            t->effect = xstrdup(L, EFFECTS[e]);
+    }
+}
+
+enum { G_RESOURCES, G_NODE_LABELS, G_TAINTS, G_RUNTIME_CLASSES, G_N };
+static const struct field GPU_FIELDS[G_N] = {
+    {"resources", false}, {"nodeLabels", false}, {"taints", false}, {"runtimeClasses", false}};
+
+static void load_gpu(struct loader *L, const struct ynode *n, const char *path,
+                     struct policy_doc *doc)
+{
+    const struct ynode *v[G_N] = {NULL}, *k[G_N];
+    char p[RULES_PATH_MAX];
+
+    if (given(n) && !map_fields(L, n, path, GPU_FIELDS, G_N, v, k))
+        return;
+    path_key(p, path, "resources");
+    if (given(v[G_RESOURCES]))
+        load_strlist(L, v[G_RESOURCES], p, &VAL_GLOB, &doc->gpu_resources);
+    else
+        set_strlist(L, &doc->gpu_resources, DEFAULT_RESOURCES, 3);
+    path_key(p, path, "nodeLabels");
+    if (given(v[G_NODE_LABELS])) {
+        load_label_map(L, v[G_NODE_LABELS], p, false, &doc->gpu_node_labels,
+                       &doc->n_gpu_node_labels);
+    } else {
+        doc->gpu_node_labels = xcalloc(L, 1, sizeof(*doc->gpu_node_labels));
+        if (doc->gpu_node_labels != NULL) {
+            doc->n_gpu_node_labels = 1;
+            doc->gpu_node_labels[0].key = xstrdup(L, DEFAULT_LABEL);
+            doc->gpu_node_labels[0].value = xstrdup(L, "true");
+        }
+    }
+    path_key(p, path, "taints");
+    if (given(v[G_TAINTS])) {
+        load_taints(L, v[G_TAINTS], p, doc);
+    } else {
+        doc->gpu_taints = xcalloc(L, 1, sizeof(*doc->gpu_taints));
+        if (doc->gpu_taints != NULL) {
+            doc->n_gpu_taints = 1;
+            doc->gpu_taints[0].key = xstrdup(L, DEFAULT_TAINT);
+            doc->gpu_taints[0].effect = xstrdup(L, "NoSchedule");
+        }
+    }
+    path_key(p, path, "runtimeClasses");
+    if (given(v[G_RUNTIME_CLASSES]))
+        load_strlist(L, v[G_RUNTIME_CLASSES], p, &VAL_SUBDOMAIN, &doc->gpu_runtime_classes);
+}
+
+enum { PC_NAME, PC_VALUE, PC_PREEMPTION, PC_N };
+static const struct field CLASS_FIELDS[PC_N] = {
+    {"name", true}, {"value", true}, {"preemptionPolicy", false}};
+
+static void load_classes(struct loader *L, const struct ynode *n, const char *path,
+                         struct policy_doc *doc)
+{
+    const struct ynode *v[PC_N], *k[PC_N];
+    char p[RULES_PATH_MAX], q[RULES_PATH_MAX], b[SHOW_BUF];
+    size_t i, j;
+    int64_t value;
+    int e;
+
+    if (!want_seq(L, n, path))
+        return;
+    doc->classes = xcalloc(L, n->n, sizeof(*doc->classes));
+    if (doc->classes == NULL)
+        return;
+    doc->n_classes = n->n;
+    for (i = 0; i < n->n; i++) {
+        struct priority_class *c = &doc->classes[i];
+        path_index(p, path, i);
+        if (!map_fields(L, n->kids[i], p, CLASS_FIELDS, PC_N, v, k))
+            continue;
+        path_key(q, p, "name");
+        if (v[PC_NAME] != NULL && get_str(L, v[PC_NAME], q, &VAL_SUBDOMAIN, &c->name) == 0) {
+            for (j = 0; j < i; j++) {
+                if (doc->classes[j].name != NULL && strcmp(doc->classes[j].name, c->name) == 0) {
+                    err_node(L, v[PC_NAME], "%s: duplicate priority class %s (also %s[%zu])", q,
+                             show(b, c->name), path, j);
+                    break;
+                }
+            }
+        }
+        path_key(q, p, "value");
+        if (v[PC_VALUE] != NULL && get_int(L, v[PC_VALUE], q, INT32_MIN, INT32_MAX, &value) == 0)
+            c->value = (int32_t)value;
+        path_key(q, p, "preemptionPolicy");
+        e = given(v[PC_PREEMPTION]) ? get_enum(L, v[PC_PREEMPTION], q, PREEMPTIONS, 2) : 0;
+        if (e >= 0)
+            c->preemption_policy = xstrdup(L, PREEMPTIONS[e]);
+    }
+}
+
+/* Rules */
+
+enum {
+    R_NAME,
+    R_TYPE,
+    R_ACTION,
+    R_ENFORCEMENT,
+    R_MATCH,
+    R_EXCLUDE,
+    R_DEFAULT,
+    R_MAX_PER_POD,
+    R_DENY_ENV,
+    R_DENY_PRIVILEGED,
+    R_DENY_HOST_PATH,
+    R_NS_DEFAULTS,
+    R_ALLOWED,
+    R_LABELS,
+    R_N
+};
+static const struct field RULE_FIELDS[R_N] = {
+    {"name", true},
+    {"type", true},
+    {"action", false},
+    {"enforcement", false},
+    {"match", false},
+    {"exclude", false},
+    {"default", false},
+    {"maxPerPod", false},
+    {"denyVisibleDevicesEnv", false},
+    {"denyPrivileged", false},
+    {"denyDevHostPath", false},
+    {"namespaceDefaults", false},
+    {"allowed", false},
+    {"labels", false},
+};
+
+#define FOR_GPU   (1u << RULE_GPU_REQUEST)
+#define FOR_PC    (1u << RULE_PRIORITY_CLASS)
+#define FOR_TOL   (1u << RULE_TOLERATIONS)
+#define FOR_NODES (1u << RULE_NODE_SELECTOR)
+#define FOR_ALL   (FOR_GPU | FOR_PC | FOR_TOL | FOR_NODES)
+
+/* The rule types each key of RULE_FIELDS is valid for. */
+static const unsigned RULE_FIELD_TYPES[R_N] = {
+    FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_GPU | FOR_PC,
+    FOR_GPU, FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES,
+};
+
+/* Refuses keys of another rule type. */
+static void check_rule_keys(struct loader *L, enum rule_type type, const struct ynode **keys,
+                            const char *path)
+{
+    const char *names[4];
+    char list[LIST_BUF];
+    size_t f, t, n;
+
+    for (f = 0; f < R_N; f++) {
+        if (keys[f] == NULL || (RULE_FIELD_TYPES[f] & (1u << type)))
+            continue;
+        for (t = 0, n = 0; t < 4; t++)
+            if (RULE_FIELD_TYPES[f] & (1u << t))
+                names[n++] = RULE_TYPES[t];
+        if (n == 2)
+            snprintf(list, sizeof(list), "%s and %s", names[0], names[1]);
+        else
+            join(list, sizeof(list), names, n);
+        err_node(L, keys[f], "%s: %s is only valid for %s rules, not %s", path, RULE_FIELDS[f].name,
+                 list, RULE_TYPES[type]);
+    }
+}
+
+static bool resource_covered(const struct strlist *globs, const char *resource)
+{
+    size_t i;
+
+    for (i = 0; i < globs->n; i++)
+        if (globs->v[i] != NULL && fnmatch(globs->v[i], resource, 0) == 0)
+            return true;
+    return false;
+}
+
+enum { GD_RESOURCE, GD_COUNT, GD_N };
+static const struct field GPU_DEFAULT_FIELDS[GD_N] = {{"resource", false}, {"count", false}};
+
+static void load_gpu_rule(struct loader *L, const struct policy_doc *doc, const struct ynode *map,
+                          const struct ynode **v, const char *path, struct rule *r)
+{
+    const struct ynode *dv[GD_N] = {NULL}, *dk[GD_N];
+    char p[RULES_PATH_MAX], q[RULES_PATH_MAX], b[SHOW_BUF];
+    const struct ynode *at = map;
+
+    r->default_count = 1;
+    r->deny_visible_devices_env = r->deny_privileged = r->deny_dev_host_path = true;
+    path_key(p, path, "default");
+    if (!given(v[R_DEFAULT]) || map_fields(L, v[R_DEFAULT], p, GPU_DEFAULT_FIELDS, GD_N, dv, dk)) {
+        path_key(q, p, "resource");
+        if (given(dv[GD_RESOURCE])) {
+            at = dv[GD_RESOURCE];
+            get_str(L, at, q, &VAL_RESOURCE, &r->default_resource);
+        } else {
+            r->default_resource = xstrdup(L, DEFAULT_RESOURCE);
+        }
+        /* the default resource matters when it is given, or when the rule mutates */
+        if (r->default_resource != NULL && (at != map || r->action == ACTION_MUTATE) &&
+            !resource_covered(&doc->gpu_resources, r->default_resource))
+            err_node(L, at, "%s: %s is not matched by spec.gpu.resources", q,
+                     show(b, r->default_resource));
+        path_key(q, p, "count");
+        if (given(dv[GD_COUNT]))
+            get_int(L, dv[GD_COUNT], q, 1, INT64_MAX, &r->default_count);
+    }
+    path_key(p, path, "maxPerPod");
+    if (given(v[R_MAX_PER_POD]))
+        get_int(L, v[R_MAX_PER_POD], p, 0, INT64_MAX, &r->max_per_pod);
+    path_key(p, path, "denyVisibleDevicesEnv");
+    if (given(v[R_DENY_ENV]))
+        get_bool(L, v[R_DENY_ENV], p, &r->deny_visible_devices_env);
+    path_key(p, path, "denyPrivileged");
+    if (given(v[R_DENY_PRIVILEGED]))
+        get_bool(L, v[R_DENY_PRIVILEGED], p, &r->deny_privileged);
+    path_key(p, path, "denyDevHostPath");
+    if (given(v[R_DENY_HOST_PATH]))
+        get_bool(L, v[R_DENY_HOST_PATH], p, &r->deny_dev_host_path);
+}
+
+enum { ND_NAMESPACE, ND_CLASS, ND_N };
+static const struct field NS_DEFAULT_FIELDS[ND_N] = {{"namespace", true}, {"class", true}};
+enum { AL_NAMESPACE, AL_CLASSES, AL_N };
+static const struct field ALLOWED_FIELDS[AL_N] = {{"namespace", true}, {"classes", true}};
+
+static void load_ns_defaults(struct loader *L, const struct ynode *n, const char *path,
+                             struct rule *r)
+{
+    const struct ynode *v[ND_N], *k[ND_N];
+    char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
+    size_t i;
+
+    if (!want_seq(L, n, path))
+        return;
+    r->ns_defaults = xcalloc(L, n->n, sizeof(*r->ns_defaults));
+    if (r->ns_defaults == NULL)
+        return;
+    r->n_ns_defaults = n->n;
+    for (i = 0; i < n->n; i++) {
+        path_index(p, path, i);
+        if (!map_fields(L, n->kids[i], p, NS_DEFAULT_FIELDS, ND_N, v, k))
+            continue;
+        path_key(q, p, "namespace");
+        if (v[ND_NAMESPACE] != NULL)
+            get_str(L, v[ND_NAMESPACE], q, &VAL_GLOB, &r->ns_defaults[i].ns_glob);
+        path_key(q, p, "class");
+        if (v[ND_CLASS] != NULL)
+            get_str(L, v[ND_CLASS], q, &VAL_SUBDOMAIN, &r->ns_defaults[i].value);
+    }
+}
+
+static void load_allowed(struct loader *L, const struct ynode *n, const char *path, struct rule *r)
+{
+    const struct ynode *v[AL_N], *k[AL_N];
+    char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
+    size_t i;
+
+    if (!want_seq(L, n, path))
+        return;
+    r->allowed = xcalloc(L, n->n, sizeof(*r->allowed));
+    if (r->allowed == NULL)
+        return;
+    r->n_allowed = n->n;
+    for (i = 0; i < n->n; i++) {
+        path_index(p, path, i);
+        if (!map_fields(L, n->kids[i], p, ALLOWED_FIELDS, AL_N, v, k))
+            continue;
+        path_key(q, p, "namespace");
+        if (v[AL_NAMESPACE] != NULL)
+            get_str(L, v[AL_NAMESPACE], q, &VAL_GLOB, &r->allowed[i].ns_glob);
+        path_key(q, p, "classes");
+        if (v[AL_CLASSES] != NULL)
+            load_strlist(L, v[AL_CLASSES], q, &VAL_GLOB, &r->allowed[i].values);
+    }
+}
+
+static void load_class_rule(struct loader *L, const struct ynode **v, const char *path,
+                            struct rule *r)
+{
+    char p[RULES_PATH_MAX];
+
+    path_key(p, path, "default");
+    if (given(v[R_DEFAULT]))
+        get_str(L, v[R_DEFAULT], p, &VAL_SUBDOMAIN, &r->default_class);
+    path_key(p, path, "namespaceDefaults");
+    if (given(v[R_NS_DEFAULTS]))
+        load_ns_defaults(L, v[R_NS_DEFAULTS], p, r);
+    path_key(p, path, "allowed");
+    if (given(v[R_ALLOWED]))
+        load_allowed(L, v[R_ALLOWED], p, r);
+}
+
+/* Records a rule name, or reports it as a duplicate of an earlier one in any file. */
+static void register_rule(struct loader *L, const char *file, const struct ynode *map,
+                          const struct ynode *name_node, const char *name)
+{
+    const struct name_ref *prev;
+    char b[SHOW_BUF];
+    size_t i;
+
+    for (i = 0; i < L->n_rules && i < RULES_RULES_MAX; i++) {
+        prev = &L->rule_names[i];
+        if (prev->name != NULL && strcmp(prev->name, name) == 0) {
+            err_node(L, name_node, "duplicate rule name %s (first defined at %s:%u:%u)",
+                     show(b, name), prev->file, prev->line, prev->column);
+            return;
+        }
+    }
+    /* L->n_rules counts this rule already */
+    L->rule_names[L->n_rules - 1] = (struct name_ref){name, file, map->line, map->column};
+}
+
+static void load_rule(struct loader *L, const struct policy_doc *doc, const struct ynode *n,
+                      const char *path, struct rule *r)
+{
+    const struct ynode *v[R_N], *k[R_N];
+    char p[RULES_PATH_MAX];
+    int type = -1, e;
+
+    if (!map_fields(L, n, path, RULE_FIELDS, R_N, v, k))
+        return;
+    r->line = n->line;
+    path_key(p, path, "name");
+    if (v[R_NAME] != NULL && get_str(L, v[R_NAME], p, &VAL_RULE_NAME, &r->name) == 0)
+        register_rule(L, doc->file, n, v[R_NAME], r->name);
+    path_key(p, path, "type");
+    if (v[R_TYPE] != NULL && (type = get_enum(L, v[R_TYPE], p, RULE_TYPES, 4)) >= 0)
+        r->type = (enum rule_type)type;
+    path_key(p, path, "action");
+    e = given(v[R_ACTION]) ? get_enum(L, v[R_ACTION], p, ACTIONS, 2) : ACTION_DENY;
+    r->action = e >= 0 ? (enum rule_action)e : ACTION_DENY;
+    path_key(p, path, "enforcement");
+    e = given(v[R_ENFORCEMENT]) ? get_enum(L, v[R_ENFORCEMENT], p, ENFORCEMENTS, 3)
+                                : ENFORCE_ENFORCE;
+    r->enforcement = e >= 0 ? (enum rule_enforcement)e : ENFORCE_ENFORCE;
+    load_scope(L, v[R_MATCH], v[R_EXCLUDE], path, false, &r->scope);
+    /* the keys of a type mean something only once the type is known */
+    if (type < 0)
+        return;
+    check_rule_keys(L, r->type, k, path);
+    switch (r->type) {
+    case RULE_GPU_REQUEST: load_gpu_rule(L, doc, n, v, path, r); break;
+    case RULE_PRIORITY_CLASS: load_class_rule(L, v, path, r); break;
+    case RULE_NODE_SELECTOR:
+        path_key(p, path, "labels");
+        if (given(v[R_LABELS]))
+            load_label_map(L, v[R_LABELS], p, true, &r->labels, &r->n_labels);
+        break;
+    case RULE_TOLERATIONS: break;
+    }
+}
+
+static void load_rules(struct loader *L, const struct ynode *n, const char *path,
+                       struct policy_doc *doc)
+{
+    char p[RULES_PATH_MAX];
+    size_t i;
+
+    if (!want_seq(L, n, path))
+        return;
+    doc->rules = xcalloc(L, n->n, sizeof(*doc->rules));
+    if (doc->rules == NULL)
+        return;
+    doc->n_rules = n->n;
+    for (i = 0; i < n->n; i++) {
+        if (L->n_rules >= RULES_RULES_MAX) {
+            if (!L->rules_cap_reported)
+                err_node(L, n->kids[i], "more than %u rules (the limit for all files together)",
+                         RULES_RULES_MAX);
+            L->rules_cap_reported = true;
+            return;
+        }
+        L->n_rules++;
+        path_index(p, path, i);
+        load_rule(L, doc, n->kids[i], p, &doc->rules[i]);
+    }
+}
+
+enum { S_AUDIT_ONLY, S_AUTOGEN, S_GPU, S_CLASSES, S_MATCH, S_EXCLUDE, S_RULES, S_N };
+static const struct field SPEC_FIELDS[S_N] = {
+    {"auditOnly", false}, {"autogen", false}, {"gpu", false}, {"priorityClasses", false},
+    {"match", false},     {"exclude", false}, {"rules", true}};
+
+static void load_spec(struct loader *L, const struct ynode *n, struct policy_doc *doc)
+{
+    const struct ynode *v[S_N], *k[S_N];
+
+    if (!map_fields(L, n, "spec", SPEC_FIELDS, S_N, v, k))
+        return;
+    if (given(v[S_AUDIT_ONLY]))
+        get_bool(L, v[S_AUDIT_ONLY], "spec.auditOnly", &doc->audit_only);
+    if (given(v[S_AUTOGEN]))
+        get_bool(L, v[S_AUTOGEN], "spec.autogen", &doc->autogen);
+    load_gpu(L, v[S_GPU], "spec.gpu", doc); /* before the rules, which check against it */
+    if (given(v[S_CLASSES]))
+        load_classes(L, v[S_CLASSES], "spec.priorityClasses", doc);
+    load_scope(L, v[S_MATCH], v[S_EXCLUDE], "spec", true, &doc->scope);
+    if (v[S_RULES] != NULL)
+        load_rules(L, v[S_RULES], "spec.rules", doc);
+}
+
+static void register_policy(struct loader *L, const struct ynode *name_node, const char *name,
+                            const char *file)
+{
+    const struct name_ref *prev;
+    struct name_ref *t;
+    char b[SHOW_BUF];
+    size_t i;
+
+    for (i = 0; i < L->n_policy_names; i++) {
+        prev = &L->policy_names[i];
+        if (strcmp(prev->name, name) == 0) {
+            err_node(L, name_node, "duplicate policy name %s (first defined at %s:%u:%u)",
+                     show(b, name), prev->file, prev->line, prev->column);
+            return;
+        }
+    }
+    t = grow(L->policy_names, &L->policy_names_cap, L->n_policy_names + 1, sizeof(*t));
+    if (t == NULL) {
+        oom(L);
+        return;
+    }
+    L->policy_names = t;
+    t[L->n_policy_names++] = (struct name_ref){name, file, name_node->line, name_node->column};
+}
+
+enum { D_API_VERSION, D_KIND, D_METADATA, D_SPEC, D_N };
+static const struct field DOC_FIELDS[D_N] = {
+    {"apiVersion", true}, {"kind", true}, {"metadata", true}, {"spec", true}};
+enum { MD_NAME, MD_N };
+static const struct field METADATA_FIELDS[MD_N] = {{"name", true}};
+
+/* A new zeroed document at the end of the policy, or NULL (recorded). */
+static struct policy_doc *add_doc(struct loader *L)
+{
+    struct policy *p = L->p;
+    struct policy_doc *t = grow(p->docs, &L->docs_cap, p->n_docs + 1, sizeof(*t));
+
+    if (t == NULL) {
+        oom(L);
+        return NULL;
+    }
+    p->docs = t;
+    memset(&t[p->n_docs], 0, sizeof(*t));
+    return &t[p->n_docs++];
+}
+
+static void load_doc(struct loader *L, const struct ynode *root)
+{
+    const struct ynode *v[D_N], *k[D_N], *mv[MD_N], *mk[MD_N];
+    struct policy_doc *doc;
+    char b[SHOW_BUF];
+    const char *s;
+
+    if (root->kind != YN_MAP) {
+        err_type(L, root, "document", "a mapping (a GPUPolicy)", "");
+        return;
+    }
+    doc = add_doc(L);
+    if (doc == NULL)
+        return;
+    doc->autogen = true;
+    doc->file = xstrdup(L, L->file);
+    if (doc->file == NULL || !map_fields(L, root, "", DOC_FIELDS, D_N, v, k))
+        return;
+    if (v[D_API_VERSION] != NULL && (s = get_text(L, v[D_API_VERSION], "apiVersion")) != NULL &&
+        strcmp(s, API_VERSION) != 0)
+        err_node(L, v[D_API_VERSION], "apiVersion: expected \"%s\", got %s", API_VERSION,
+                 show(b, s));
+    if (v[D_KIND] != NULL && (s = get_text(L, v[D_KIND], "kind")) != NULL && strcmp(s, KIND) != 0)
+        err_node(L, v[D_KIND], "kind: expected \"%s\", got %s", KIND, show(b, s));
+    if (v[D_METADATA] != NULL &&
+        map_fields(L, v[D_METADATA], "metadata", METADATA_FIELDS, MD_N, mv, mk) &&
+        mv[MD_NAME] != NULL &&
+        get_str(L, mv[MD_NAME], "metadata.name", &VAL_POLICY_NAME, &doc->name) == 0)
+        register_policy(L, mv[MD_NAME], doc->name, doc->file);
+    if (v[D_SPEC] != NULL)
+        load_spec(L, v[D_SPEC], doc);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Files */
+
+static void load_text(struct loader *L, const char *file, const char *text, size_t len)
+{
+    struct yparse y;
+    size_t i, first_error = L->errs->n;
+
+    L->file = file;
+    if (len > RULES_FILE_MAX_BYTES) {
+        err_at(L, file, 0, 0, "file of %zu bytes is over the limit of %u bytes", len,
+               RULES_FILE_MAX_BYTES);
+        return;
+    }
+    memset(&y, 0, sizeof(y));
+    y.L = L;
+    y.file = file;
+    yparse_run(&y, text, len);
+    for (i = 0; i < y.n_docs; i++)
+        if (!is_null(y.docs[i])) /* an empty document, e.g. after a trailing "---" */
+            load_doc(L, y.docs[i]);
+    yparse_free(&y);
+    sort_errors(L->errs, first_error);
+}
+
+/* The whole of a regular file, NUL-terminated. NULL when it cannot be read or is too large
+ * (recorded). */
+static char *read_file(struct loader *L, const char *path, size_t *len)
+{
+    struct stat st;
+    char *buf = NULL, *text = NULL;
+    size_t n = 0;
+    ssize_t r;
+    int fd;
+
+    /* O_NONBLOCK: a FIFO named like a rule file must not hang the load */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0) {
+        err_at(L, path, 0, 0, "cannot open: %s", strerror(errno));
+        goto out;
+    }
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        err_at(L, path, 0, 0, "not a regular file");
+        goto out;
+    }
+    if (st.st_size > (off_t)RULES_FILE_MAX_BYTES) {
+        err_at(L, path, 0, 0, "file of %lld bytes is over the limit of %u bytes",
+               (long long)st.st_size, RULES_FILE_MAX_BYTES);
+        goto out;
+    }
+    /* room for one byte past the limit, to see a file that grew since fstat(), and the NUL */
+    buf = malloc(RULES_FILE_MAX_BYTES + 2u);
+    if (buf == NULL) {
+        oom(L);
+        goto out;
+    }
+    while (n <= RULES_FILE_MAX_BYTES) {
+        r = read(fd, buf + n, RULES_FILE_MAX_BYTES + 1u - n);
+        if (r == 0)
+            break;
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            err_at(L, path, 0, 0, "cannot read: %s", strerror(errno));
+            goto out;
+        }
+        n += (size_t)r;
+    }
+    if (n > RULES_FILE_MAX_BYTES) {
+        err_at(L, path, 0, 0, "file is over the limit of %u bytes", RULES_FILE_MAX_BYTES);
+        goto out;
+    }
+    buf[n] = '\0';
+    *len = n;
+    text = buf;
+    buf = NULL;
+out:
+    free(buf);
+    if (fd >= 0)
+        close(fd);
+    return text;
+}
+
+static void load_file(struct loader *L, const char *path)
+{
+    size_t len = 0;
+    char *text = read_file(L, path, &len);
+
+    if (text != NULL)
+        load_text(L, path, text, len);
+    free(text);
+}
+
+static int loader_init(struct loader *L, struct rules_errors *errs)
+{
+    memset(L, 0, sizeof(*L));
+    rules_errors_clear(errs);
+    L->errs = errs;
+    L->p = calloc(1, sizeof(*L->p));
+    if (L->p == NULL) {
+        oom(L);
+        return -1;
+    }
+    atomic_init(&L->p->refs, 1);
+    L->p->generation = 0;
+    return 0;
+}
+
+/* The policy when nothing went wrong, else NULL; the loader is released either way. */
+static struct policy *loader_finish(struct loader *L, const char *place)
+{
+    struct policy *p = L->p;
+
+    if (p != NULL && !has_errors(L) && p->n_docs == 0)
+        err_at(L, NULL, 0, 0, "no GPUPolicy found in %s", place);
+    if (has_errors(L)) {
+        policy_free(p);
+        p = NULL;
+    }
+    free(L->policy_names);
+    return p;
+}
+
+struct policy *rules_load_buffer(const char *name, const char *text, size_t len,
+                                 struct rules_errors *errs)
+{
+    struct rules_errors local;
+    struct loader L;
+
+    if (errs == NULL)
+        errs = &local;
+    if (name == NULL)
+        name = "<buffer>";
+    if (loader_init(&L, errs) == 0)
+        load_text(&L, name, text, len);
+    return loader_finish(&L, name);
+}
+
+struct policy *rules_load_files(const char *const *paths, size_t n, struct rules_errors *errs)
+{
+    struct rules_errors local;
+    struct loader L;
+    size_t i;
+
+    if (errs == NULL)
+        errs = &local;
+    if (loader_init(&L, errs) == 0) {
+        if (n > RULES_FILES_MAX)
+            err_at(&L, NULL, 0, 0, "%zu rule files are more than the limit of %u", n,
+                   RULES_FILES_MAX);
+        else
+            for (i = 0; i < n; i++)
+                load_file(&L, paths[i]);
+    }
+    return loader_finish(&L, "the given files");
+}
+
+static bool rule_file_name(const char *name)
+{
+    size_t len = strlen(name);
+
+    if (name[0] == '.')
+        return false;
+    return (len > 5 && strcmp(name + len - 5, ".yaml") == 0) ||
+           (len > 4 && strcmp(name + len - 4, ".yml") == 0);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The paths of the rule files in dir, sorted; directories are skipped. Returns 0 or -1
+ * (recorded); *out and *n are set either way, for the caller to free. */
+static int list_dir(struct loader *L, const char *dir, char ***out, size_t *n_out)
+{
+    DIR *d = NULL;
+    struct dirent *de;
+    struct stat st;
+    char **v = NULL, **t, *path = NULL;
+    size_t n = 0, cap = 0, plen;
+    bool slash = dir[0] && dir[strlen(dir) - 1] == '/';
+    int rc = -1;
+
+    d = opendir(dir);
+    if (d == NULL) {
+        err_at(L, dir, 0, 0, "cannot open the rules directory: %s", strerror(errno));
+        goto out;
+    }
+    while ((errno = 0, de = readdir(d)) != NULL) {
+        if (!rule_file_name(de->d_name))
+            continue;
+        plen = strlen(dir) + strlen(de->d_name) + 2;
+        path = malloc(plen);
+        if (path == NULL) {
+            oom(L);
+            goto out;
+        }
+        snprintf(path, plen, "%s%s%s", dir, slash ? "" : "/", de->d_name);
+        if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            free(path); /* subdirectories are not read */
+            path = NULL;
+            continue;
+        }
+        t = grow(v, &cap, n + 1, sizeof(*v));
+        if (t == NULL) {
+            oom(L);
+            goto out;
+        }
+        v = t;
+        v[n++] = path;
+        path = NULL;
+    }
+    if (errno != 0) {
+        err_at(L, dir, 0, 0, "cannot read the rules directory: %s", strerror(errno));
+        goto out;
+    }
+    if (n > RULES_FILES_MAX) {
+        err_at(L, dir, 0, 0, "%zu rule files are more than the limit of %u", n, RULES_FILES_MAX);
+        goto out;
+    }
+    if (n > 0)
+        qsort(v, n, sizeof(*v), cmp_str);
+    rc = 0;
+out:
+    *out = v;
+    *n_out = n;
+    free(path);
+    if (d != NULL)
+        closedir(d);
+    return rc;
+}
+
+struct policy *rules_load_dir(const char *dir, struct rules_errors *errs)
+{
+    struct rules_errors local;
+    struct loader L;
+    char **paths = NULL;
+    size_t n = 0, i;
+
+    if (errs == NULL)
+        errs = &local;
+    if (loader_init(&L, errs) == 0 && list_dir(&L, dir, &paths, &n) == 0)
+        for (i = 0; i < n; i++)
+            load_file(&L, paths[i]);
+    for (i = 0; i < n; i++)
+        free(paths[i]);
+    free(paths);
+    return loader_finish(&L, dir);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Freeing */
+
+static void strlist_free(struct strlist *l)
+{
+    size_t i;
+
+    for (i = 0; i < l->n; i++)
+        free(l->v[i]);
+    free(l->v);
+}
+
+static void selector_free(struct label_selector *s)
+{
+    size_t i;
+
+    for (i = 0; i < s->n; i++) {
+        free(s->reqs[i].key);
+        strlist_free(&s->reqs[i].values);
+    }
+    free(s->reqs);
+}
+
+static void match_free(struct match *m)
+{
+    strlist_free(&m->namespaces);
+    selector_free(&m->labels);
+    strlist_free(&m->users);
+    strlist_free(&m->groups);
+    strlist_free(&m->service_accounts);
+    strlist_free(&m->owner_kinds);
+}
+
+static void scope_free(struct scope *s)
+{
+    match_free(&s->match);
+    match_free(&s->exclude);
+}
+
+static void node_labels_free(struct node_label *l, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++) {
+        free(l[i].key);
+        free(l[i].value);
+    }
+    free(l);
+}
+
+static void rule_free(struct rule *r)
+{
+    size_t i;
+
+    free(r->name);
+    scope_free(&r->scope);
+    free(r->default_resource);
+    free(r->default_class);
+    for (i = 0; i < r->n_ns_defaults; i++) {
+        free(r->ns_defaults[i].ns_glob);
+        free(r->ns_defaults[i].value);
+    }
+    free(r->ns_defaults);
+    for (i = 0; i < r->n_allowed; i++) {
+        free(r->allowed[i].ns_glob);
+        strlist_free(&r->allowed[i].values);
+    }
+    free(r->allowed);
+    node_labels_free(r->labels, r->n_labels);
+}
+
+static void doc_free(struct policy_doc *d)
+{
+    size_t i;
+
+    free(d->name);
+    free(d->file);
+    strlist_free(&d->gpu_resources);
+    node_labels_free(d->gpu_node_labels, d->n_gpu_node_labels);
+    for (i = 0; i < d->n_gpu_taints; i++) {
+        free(d->gpu_taints[i].key);
+        free(d->gpu_taints[i].value);
+        free(d->gpu_taints[i].effect);
+    }
+    free(d->gpu_taints);
+    strlist_free(&d->gpu_runtime_classes);
+    for (i = 0; i < d->n_classes; i++) {
+        free(d->classes[i].name);
+        free(d->classes[i].preemption_policy);
+    }
+    free(d->classes);
+    scope_free(&d->scope);
+    for (i = 0; i < d->n_rules; i++)
+        rule_free(&d->rules[i]);
+    free(d->rules);
+}
+
+void policy_free(struct policy *p)
+{
+    size_t i;
+
+    if (p == NULL)
+        return;
+    for (i = 0; i < p->n_docs; i++)
+        doc_free(&p->docs[i]);
+    free(p->docs);
+    free(p);
+}
