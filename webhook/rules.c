@@ -1,5 +1,5 @@
 /*
- * rules.c: the GPUPolicy rule-file loader (design/rules-format.md) and policy_free().
+ * rules.c: the GPUPolicy rule-file loader (rules/README.md) and policy_free().
  *
  * A file goes through two passes. The first reads libyaml events into a small tree of our own
  * (never libyaml's document loader, which turns aliases into shared nodes): anchors, aliases and

@@ -1,5 +1,5 @@
 /*
- * rules.h: the loader of GPUPolicy rule files (design/rules-format.md) into a struct policy.
+ * rules.h: the loader of GPUPolicy rule files (rules/README.md) into a struct policy.
  *
  * A load reads YAML with libyaml's event API, refuses anchors, aliases and non-core tags, caps
  * nesting, size and counts, checks every key, type and value against the format, and collects
