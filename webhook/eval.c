@@ -152,8 +152,7 @@ static bool groups_any(const struct strlist *l, const json_t *groups)
     size_t i;
     const json_t *g;
 
-    json_array_foreach(groups, i, g)
-    {
+    json_array_foreach (groups, i, g) {
         if (glob_any(l, json_string_value(g)))
             return true;
     }
@@ -167,8 +166,7 @@ static bool owners_any(const struct strlist *l, const struct who *w)
 
     if (w->owner_kind != NULL && glob_any(l, w->owner_kind))
         return true;
-    json_array_foreach(w->owners, i, o)
-    {
+    json_array_foreach (w->owners, i, o) {
         if (glob_any(l, json_string_value(json_object_get(o, "kind"))))
             return true;
     }
@@ -268,8 +266,7 @@ static size_t untolerated(const struct policy_doc *doc, const json_t *spec,
 
     for (size_t t = 0; t < doc->n_gpu_taints && n < max; t++) {
         ok = false;
-        json_array_foreach(tols, i, tol)
-        {
+        json_array_foreach (tols, i, tol) {
             ok = ok || tolerates(tol, &doc->gpu_taints[t]);
         }
         if (!ok)
@@ -284,8 +281,7 @@ static bool term_confines(const struct policy_doc *doc, const json_t *term)
     const json_t *exprs = json_object_get(term, "matchExpressions"), *e, *vals, *v;
     size_t i, k;
 
-    json_array_foreach(exprs, i, e)
-    {
+    json_array_foreach (exprs, i, e) {
         const char *key = json_string_value(json_object_get(e, "key"));
         const char *op = json_string_value(json_object_get(e, "operator"));
 
@@ -302,8 +298,7 @@ static bool term_confines(const struct policy_doc *doc, const json_t *term)
             if (strcmp(op, "In") != 0)
                 continue;
             vals = json_object_get(e, "values");
-            json_array_foreach(vals, k, v)
-            {
+            json_array_foreach (vals, k, v) {
                 all = all && label_matches(nl, key, json_string_value(v));
             }
             if (all && json_array_size(vals) > 0)
@@ -322,16 +317,14 @@ static const json_t *required_terms(const json_t *spec)
 }
 
 /* Whether every node the pod may land on is a GPU node; why, in words, into why. */
-static bool confined(const struct policy_doc *doc, const json_t *spec, char *why, size_t len)
+/* Whether the nodeSelector names a GPU node label; which, in words, into why. */
+static bool selects_gpu_label(const struct policy_doc *doc, const json_t *spec, char *why,
+                              size_t len)
 {
-    const json_t *sel = json_object_get(spec, "nodeSelector"), *terms, *term;
+    const json_t *sel = json_object_get(spec, "nodeSelector"), *v;
     const char *key;
-    const json_t *v;
-    size_t i;
-    bool all;
 
-    json_object_foreach((json_t *)sel, key, v)
-    {
+    json_object_foreach ((json_t *)sel, key, v) {
         for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
             if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v))) {
                 snprintf(why, len, "nodeSelector %s=%s", key, json_string_value(v));
@@ -339,10 +332,20 @@ static bool confined(const struct policy_doc *doc, const json_t *spec, char *why
             }
         }
     }
+    return false;
+}
+
+static bool confined(const struct policy_doc *doc, const json_t *spec, char *why, size_t len)
+{
+    const json_t *terms, *term;
+    size_t i;
+    bool all;
+
+    if (selects_gpu_label(doc, spec, why, len))
+        return true;
     terms = required_terms(spec);
     all = json_array_size(terms) > 0;
-    json_array_foreach(terms, i, term)
-    {
+    json_array_foreach (terms, i, term) {
         all = all && term_confines(doc, term);
     }
     if (all)
@@ -355,8 +358,7 @@ static bool env_sets_visible_devices(const json_t *c)
     const json_t *env = json_object_get(c, "env"), *e;
     size_t i;
 
-    json_array_foreach(env, i, e)
-    {
+    json_array_foreach (env, i, e) {
         const char *n = json_string_value(json_object_get(e, "name"));
         const char *v = json_string_value(json_object_get(e, "value"));
 
@@ -379,8 +381,7 @@ static const json_t *find_container(const json_t *spec, bool (*fn)(const json_t 
     size_t i;
 
     for (size_t l = 0; l < 2; l++) {
-        json_array_foreach(json_object_get(spec, lists[l]), i, c)
-        {
+        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
             if (fn(c))
                 return c;
         }
@@ -392,22 +393,13 @@ static const json_t *find_container(const json_t *spec, bool (*fn)(const json_t 
 static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, char *why,
                               size_t len)
 {
-    const json_t *sel = json_object_get(spec, "nodeSelector"), *tols, *tol, *c;
-    const char *key, *rc;
-    const json_t *v;
+    const json_t *tols, *tol, *c, *v;
+    const char *rc;
     size_t i;
 
-    json_object_foreach((json_t *)sel, key, v)
-    {
-        for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
-            if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v))) {
-                snprintf(why, len, "nodeSelector %s=%s", key, json_string_value(v));
-                return true;
-            }
-        }
-    }
-    json_array_foreach(required_terms(spec), i, v)
-    {
+    if (selects_gpu_label(doc, spec, why, len))
+        return true;
+    json_array_foreach (required_terms(spec), i, v) {
         if (term_confines(doc, v)) {
             snprintf(why, len, "required node affinity on GPU node labels");
             return true;
@@ -415,8 +407,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
     }
     tols = json_object_get(spec, "tolerations");
     for (size_t t = 0; t < doc->n_gpu_taints; t++) {
-        json_array_foreach(tols, i, tol)
-        {
+        json_array_foreach (tols, i, tol) {
             if (tolerates(tol, &doc->gpu_taints[t])) {
                 snprintf(why, len, "tolerates %s:%s", doc->gpu_taints[t].key,
                          doc->gpu_taints[t].effect);
@@ -450,8 +441,7 @@ static const char *dev_host_path(const json_t *spec)
     const json_t *vols = json_object_get(spec, "volumes"), *vol;
     size_t i;
 
-    json_array_foreach(vols, i, vol)
-    {
+    json_array_foreach (vols, i, vol) {
         const char *p =
             json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
         char norm[256];

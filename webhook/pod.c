@@ -71,8 +71,7 @@ int pod_container_gpus(const json_t *container, const char *where, const struct 
 
     out->n = 0;
     /* requests first; limits stand in only where requests lack the resource */
-    json_object_foreach((json_t *)req, name, v)
-    {
+    json_object_foreach ((json_t *)req, name, v) {
         if (!pod_glob_any(gpu_globs, name))
             continue;
         if (gpu_amount(v, where, "requests", name, &milli, d) < 0)
@@ -83,8 +82,7 @@ int pod_container_gpus(const json_t *container, const char *where, const struct 
             *slot = milli;
         }
     }
-    json_object_foreach((json_t *)lim, name, v)
-    {
+    json_object_foreach ((json_t *)lim, name, v) {
         if (!pod_glob_any(gpu_globs, name) || json_object_get(req, name) != NULL)
             continue;
         if (gpu_amount(v, where, "limits", name, &milli, d) < 0)
@@ -138,16 +136,14 @@ int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct p
 
     out->n = 0;
     list = json_object_get(spec, "containers");
-    json_array_foreach(list, i, c)
-    {
+    json_array_foreach (list, i, c) {
         snprintf(where, sizeof(where), "spec.containers[%zu]", i);
         if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0 ||
             demand_merge(&app, &one, 0, d) < 0)
             return -1;
     }
     list = json_object_get(spec, "initContainers");
-    json_array_foreach(list, i, c)
-    {
+    json_array_foreach (list, i, c) {
         snprintf(where, sizeof(where), "spec.initContainers[%zu]", i);
         if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0)
             return -1;
@@ -167,8 +163,7 @@ int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct p
         demand_merge(out, &init_peak, 1, d) < 0)
         return -1;
     overhead = json_object_get(spec, "overhead");
-    json_object_foreach((json_t *)overhead, name, v)
-    {
+    json_object_foreach ((json_t *)overhead, name, v) {
         if (!pod_glob_any(gpu_globs, name))
             continue;
         if (quantity_json_milli(v, &milli) < 0 || milli < 0) {

@@ -160,8 +160,7 @@ static int decode_user(const json_t *req, struct review *r, struct diag *d)
                  json_type_name(groups));
         return -1;
     }
-    json_array_foreach(groups, i, g)
-    {
+    json_array_foreach (groups, i, g) {
         if (!json_is_string(g)) {
             diag_set(d, NULL, 0, 0, "request.userInfo.groups[%zu]: expected a string, got %s", i,
                      json_type_name(g));
@@ -321,8 +320,7 @@ int decision_warn(struct decision *dec, const char *text)
         rc = -1;
         goto out;
     }
-    json_array_foreach(dec->warnings, i, w)
-    {
+    json_array_foreach (dec->warnings, i, w) {
         if (strcmp(json_string_value(w), clean) == 0)
             goto out;
     }

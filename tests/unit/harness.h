@@ -85,4 +85,26 @@ static inline char *harness_slurp(const char *path, size_t *len)
     return buf;
 }
 
+#ifdef JANSSON_H
+/* A JSON value from text written with single quotes, for readability in C strings. New value;
+ * aborts the run on a typo in a test. */
+static inline json_t *harness_json(const char *text)
+{
+    char *buf = strdup(text);
+    json_t *v;
+    json_error_t err;
+
+    for (char *p = buf; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    v = json_loads(buf, 0, &err);
+    if (v == NULL) {
+        printf("bad test JSON (%s): %s\n", err.text, text);
+        exit(2);
+    }
+    free(buf);
+    return v;
+}
+#endif
+
 #endif

@@ -14,21 +14,7 @@
 
 #define POLICIES "tests/data/policies/"
 
-static json_t *js(const char *text)
-{
-    char *buf = strdup(text);
-    json_t *v;
-    json_error_t err;
-
-    for (char *p = buf; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    v = json_loads(buf, 0, &err);
-    if (v == NULL)
-        printf("bad test JSON (%s): %s\n", err.text, text);
-    free(buf);
-    return v;
-}
+#define js harness_json
 
 static struct policy *load(const char *file)
 {
@@ -144,8 +130,7 @@ static int apply_patch(json_t *doc, const json_t *ops)
     size_t i;
     const json_t *op;
 
-    json_array_foreach(ops, i, op)
-    {
+    json_array_foreach (ops, i, op) {
         if (strcmp(json_string_value(json_object_get(op, "op")), "add") != 0 ||
             apply_add(doc, json_string_value(json_object_get(op, "path")),
                       json_object_get(op, "value")) < 0)
@@ -159,8 +144,7 @@ static bool has_warning(const struct decision *dec, const char *want)
     size_t i;
     const json_t *w;
 
-    json_array_foreach(dec->warnings, i, w)
-    {
+    json_array_foreach (dec->warnings, i, w) {
         if (strstr(json_string_value(w), want))
             return true;
     }
@@ -618,8 +602,7 @@ static const struct ecase cases[] = {
     {.name = "mutate: a /dev/nvidia0 hostPath on GPU nodes without a GPU is denied",
      .policy = "mutate.yaml",
      .object =
-         POD("{'containers':[" CPU_CONTAINER
-             "],'volumes':[{'name':'d','hostPath':{'path':'/dev//"
+         POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{'path':'/dev//"
              "nvidia0'}}],'nodeSelector':{'nvidia.com/"
              "gpu.present':'true'},'priorityClassName':'gpu-standard','tolerations':[" TOL "]}"),
      .allowed = 0,

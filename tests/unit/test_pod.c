@@ -6,21 +6,7 @@
 #include "quantity.h"
 
 /* JSON written with single quotes, for readability. New value. */
-static json_t *js(const char *text)
-{
-    char *buf = strdup(text);
-    json_t *v;
-    json_error_t err;
-
-    for (char *p = buf; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    v = json_loads(buf, 0, &err);
-    if (v == NULL)
-        fprintf(stdout, "bad test JSON: %s: %s\n", err.text, text);
-    free(buf);
-    return v;
-}
+#define js harness_json
 
 static void test_quantity(void)
 {
