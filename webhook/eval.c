@@ -49,8 +49,9 @@ struct ctx {
     json_t *object;   /* the object judged: the working copy on /mutate */
     json_t *spec;     /* the pod spec inside object */
     bool fix;         /* this rule may patch */
-    char problem[MSG_MAX];
-    char fixed[MSG_MAX];
+    char problem[MSG_MAX]; /* problems left as they are */
+    char fixable[MSG_MAX]; /* problems this rule's patch fixed */
+    char fixed[MSG_MAX];   /* what the patch did */
 };
 
 __attribute__((format(printf, 3, 4))) static void add_text(char *buf, size_t len, const char *fmt,
@@ -523,17 +524,21 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
         return V_PROBLEM;
     }
     if (dm.n == 0 && targets_gpu_nodes(c->doc, c->spec, why, sizeof(why))) {
+        char desc[MSG_MAX];
+
+        snprintf(desc, sizeof(desc),
+                 "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
+                 "resources.limits[\"%s\"]",
+                 container_name(first), why, ru->default_resource, ru->default_resource);
         if (c->fix && first != NULL &&
             add_gpu_request(c, ru->default_resource, (long long)ru->default_count) == 0) {
+            add_text(c->fixable, sizeof(c->fixable), "%s", desc);
             add_text(c->fixed, sizeof(c->fixed), "added %lld %s to container \"%s\"",
                      (long long)ru->default_count, ru->default_resource, container_name(first));
             fixed = true;
             pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d);
         } else {
-            add_text(c->problem, sizeof(c->problem),
-                     "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
-                     "resources.limits[\"%s\"]",
-                     container_name(first), why, ru->default_resource, ru->default_resource);
+            add_text(c->problem, sizeof(c->problem), "%s", desc);
         }
     }
     /* ways to reach GPUs without asking the device plugin */
@@ -613,12 +618,16 @@ static const struct ns_list *class_refused(const struct rule *ru, const char *ns
 
 static enum verdict set_class(struct ctx *c, const struct priority_class *pc)
 {
-    if (add_at(c, "/priorityClassName", NULL, 0, json_string(pc->name)) < 0)
-        return V_PROBLEM;
-    /* the Priority plugin has already resolved spec.priority and rejects a mismatch when the
-     * chain is reinvoked, so a Pod gets the class's value and policy with its name */
-    if (c->t->is_pod &&
-        (add_at(c, "/priority", NULL, 0, json_integer(pc->value)) < 0 ||
+    /* The Priority plugin resolves spec.priority and spec.preemptionPolicy from the class, and
+     * refuses a pod whose values disagree with it, also when the chain is reinvoked after this
+     * patch. A Pod has them already (the plugin ran before the webhook), so they are set to the
+     * class's; a template gets them only when it already carries them. */
+    bool priority = c->t->is_pod || json_object_get(c->spec, "priority") != NULL;
+    bool preemption = c->t->is_pod || json_object_get(c->spec, "preemptionPolicy") != NULL;
+
+    if (add_at(c, "/priorityClassName", NULL, 0, json_string(pc->name)) < 0 ||
+        (priority && add_at(c, "/priority", NULL, 0, json_integer(pc->value)) < 0) ||
+        (preemption &&
          add_at(c, "/preemptionPolicy", NULL, 0, json_string(pc->preemption_policy)) < 0))
         return V_PROBLEM;
     add_text(c->fixed, sizeof(c->fixed), "set priorityClassName %s (priority %d, %s)", pc->name,
@@ -632,29 +641,33 @@ static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
     const char *want;
     const struct priority_class *pc;
     const struct ns_list *refused;
+    char *target = c->problem;
 
     if (!requests_gpus(c))
         return V_OK;
     if (cls == NULL || cls[0] == '\0') {
         want = default_class_for(ru, c->r->ns);
         pc = want ? find_class(c->doc, want) : NULL;
-        if (want == NULL)
+        if (want == NULL) {
             add_text(c->problem, sizeof(c->problem),
                      "GPU pod has no priorityClassName, so it cannot preempt anything; set "
                      "spec.priorityClassName");
-        else if (pc == NULL)
+            return V_PROBLEM;
+        }
+        if (pc == NULL) {
             add_text(c->problem, sizeof(c->problem),
                      "GPU pod has no priorityClassName, and the default class \"%s\" is not a "
                      "known PriorityClass; set spec.priorityClassName",
                      want);
-        else if (c->fix && !class_refused(ru, c->r->ns, pc->name) && set_class(c, pc) == V_FIXED)
-            return V_FIXED;
-        else
-            add_text(c->problem, sizeof(c->problem),
-                     "GPU pod has no priorityClassName, so it cannot preempt anything; set "
-                     "spec.priorityClassName: %s",
-                     pc->name);
-        return V_PROBLEM;
+            return V_PROBLEM;
+        }
+        if (c->fix && !class_refused(ru, c->r->ns, pc->name) && set_class(c, pc) == V_FIXED)
+            target = c->fixable;
+        add_text(target, MSG_MAX,
+                 "GPU pod has no priorityClassName, so it cannot preempt anything; set "
+                 "spec.priorityClassName: %s",
+                 pc->name);
+        return target == c->fixable ? V_FIXED : V_PROBLEM;
     }
     if (c->doc->n_classes > 0 && !is_system_class(cls) && find_class(c->doc, cls) == NULL) {
         add_text(c->problem, sizeof(c->problem),
@@ -691,7 +704,7 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
     size_t n;
     json_t *arr;
     int rc = 0;
-    char names[512] = "";
+    char names[512] = "", desc[MSG_MAX];
 
     (void)ru;
     if (!requests_gpus(c))
@@ -702,6 +715,10 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
     for (size_t i = 0; i < n; i++)
         add_text(names, sizeof(names), "%s%s%s:%s", missing[i]->key, missing[i]->value ? "=" : "",
                  missing[i]->value ? missing[i]->value : "", missing[i]->effect);
+    snprintf(desc, sizeof(desc),
+             "GPU pod does not tolerate the GPU node taint %s, so it cannot be scheduled on GPU "
+             "nodes; add a toleration (key %s, operator %s, effect %s)",
+             names, missing[0]->key, missing[0]->value ? "Equal" : "Exists", missing[0]->effect);
     if (c->fix) {
         if (!json_is_array(json_object_get(c->spec, "tolerations"))) {
             arr = json_array();
@@ -713,14 +730,12 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
                 rc = add_at(c, "/tolerations/-", NULL, 0, toleration_for(missing[i]));
         }
         if (rc == 0) {
+            add_text(c->fixable, sizeof(c->fixable), "%s", desc);
             add_text(c->fixed, sizeof(c->fixed), "added tolerations for %s", names);
             return V_FIXED;
         }
     }
-    add_text(c->problem, sizeof(c->problem),
-             "GPU pod does not tolerate the GPU node taint %s, so it cannot be scheduled on GPU "
-             "nodes; add a toleration (key %s, operator %s, effect %s)",
-             names, missing[0]->key, missing[0]->value ? "Equal" : "Exists", missing[0]->effect);
+    add_text(c->problem, sizeof(c->problem), "%s", desc);
     return V_PROBLEM;
 }
 
@@ -729,7 +744,7 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
     const struct node_label *labels = ru->n_labels ? ru->labels : c->doc->gpu_node_labels;
     size_t n = ru->n_labels ? ru->n_labels : c->doc->n_gpu_node_labels;
     const json_t *sel = json_object_get(c->spec, "nodeSelector");
-    char why[300], want[512] = "";
+    char why[300], want[512] = "", desc[MSG_MAX];
     const char *have;
     bool conflict = false;
     json_t *obj;
@@ -749,6 +764,8 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
                  "GPU pod is not confined to GPU nodes; add a nodeSelector on a GPU node label");
         return V_PROBLEM;
     }
+    snprintf(desc, sizeof(desc), "GPU pod is not confined to GPU nodes%s; add nodeSelector %s",
+             conflict ? " (its nodeSelector names other nodes)" : "", want);
     if (c->fix && !conflict) {
         if (!json_is_object(sel)) {
             obj = json_object();
@@ -765,13 +782,12 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
             }
         }
         if (rc == 0) {
+            add_text(c->fixable, sizeof(c->fixable), "%s", desc);
             add_text(c->fixed, sizeof(c->fixed), "added nodeSelector %s", want);
             return V_FIXED;
         }
     }
-    add_text(c->problem, sizeof(c->problem),
-             "GPU pod is not confined to GPU nodes%s; add nodeSelector %s",
-             conflict ? " (its nodeSelector names other nodes)" : "", want);
+    add_text(c->problem, sizeof(c->problem), "%s", desc);
     return V_PROBLEM;
 }
 
@@ -788,7 +804,18 @@ static const rule_fn rule_fns[] = {
 
 static const char *const enforcement_names[] = {"Enforce", "Warn", "Audit"};
 
-struct outcomes {
+/* One review's evaluation. On /mutate two working copies are kept: "real" carries only what
+ * enforcing rules patch (the patch that is sent), "pred" what every Mutate rule would patch if it
+ * were enforced, so that Warn and Audit report what enforcing would really do, each rule seeing
+ * the earlier rules' would-be patches. pred is made only when a rule needs it. */
+struct run {
+    const struct review *r;
+    const struct target *t;
+    bool mutating;
+    bool audit_only;
+    struct patch real;
+    struct patch pred;
+    struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
 };
@@ -805,46 +832,93 @@ static void log_decision(const struct review *r, const struct target *t, const s
                         enforcement_names[eff], "outcome", outcome, "message", message));
 }
 
-/* Reports one rule's finding as its enforcement says. */
-static int report(struct ctx *c, const struct rule *ru, enum rule_enforcement eff, enum verdict v,
-                  bool mutating, struct decision *dec, struct outcomes *o)
+static void record_deny(struct run *rn, const struct rule *ru, const char *what)
 {
     char text[MSG_MAX + 128];
-    const char *what = v == V_FIXED ? c->fixed : c->problem;
-    bool judged_here = mutating ? ru->action == ACTION_MUTATE
-                                : ru->action == ACTION_DENY || eff == ENFORCE_ENFORCE;
 
-    if (v == V_OK || !judged_here)
-        return 0;
-    if (v == V_FIXED) { /* only Mutate + Enforce on /mutate patches */
-        snprintf(text, sizeof(text), "patched: %s", what);
-        decision_annotate(dec, ru->name, text);
-        log_decision(c->r, c->t, ru, eff, "patched", what);
+    snprintf(text, sizeof(text), "%s[%s] %s", rn->n_deny ? "; " : "", ru->name, what);
+    strncat(rn->deny, text, sizeof(rn->deny) - strlen(rn->deny) - 1);
+    rn->n_deny++;
+    log_decision(rn->r, rn->t, ru, ENFORCE_ENFORCE, "denied", what);
+}
+
+/* A Warn or Audit finding: label ("would patch" or "would deny") and what. */
+static void record_report(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                          const char *label, const char *what)
+{
+    char body[MSG_MAX + 32], text[MSG_MAX + 128];
+
+    snprintf(body, sizeof(body), "%s: %s", label, what);
+    if (eff == ENFORCE_WARN) {
+        snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, body);
+        decision_warn(rn->dec, text);
+        log_decision(rn->r, rn->t, ru, eff, "warned", body);
+    } else {
+        decision_annotate(rn->dec, ru->name, body);
+        log_decision(rn->r, rn->t, ru, eff, label, what);
+    }
+}
+
+static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
+                             struct patch *pt, struct ctx *c)
+{
+    memset(c, 0, sizeof(*c));
+    c->doc = doc;
+    c->r = rn->r;
+    c->t = rn->t;
+    c->pt = pt;
+    c->fix = pt != NULL;
+    c->object = pt ? pt->doc : rn->r->object;
+    c->spec = patch_get(c->object, rn->t->prefix);
+    if (!json_is_object(c->spec))
+        return V_OK;
+    return rule_fns[ru->type](c, ru);
+}
+
+/* /mutate: Mutate rules patch (Enforce) or report what they would do (Warn, Audit). */
+static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
+                       enum rule_enforcement eff)
+{
+    struct ctx c;
+    char text[MSG_MAX + 16];
+    enum verdict v;
+
+    if (eff == ENFORCE_ENFORCE) {
+        v = run_rule(rn, doc, ru, &rn->real, &c);
+        if (v == V_FIXED) {
+            snprintf(text, sizeof(text), "patched: %s", c.fixed);
+            decision_annotate(rn->dec, ru->name, text);
+            log_decision(rn->r, rn->t, ru, eff, "patched", c.fixed);
+        }
+        /* a problem it cannot patch is denied at /validate */
+        if (rn->pred.doc != NULL)
+            run_rule(rn, doc, ru, &rn->pred, &c);
         return 0;
     }
-    if (mutating && eff == ENFORCE_ENFORCE)
-        return 0; /* could not patch: /validate denies */
-    switch (eff) {
-    case ENFORCE_ENFORCE:
-        snprintf(text, sizeof(text), "%s[%s] %s", o->n_deny ? "; " : "", ru->name, what);
-        strncat(o->deny, text, sizeof(o->deny) - strlen(o->deny) - 1);
-        o->n_deny++;
-        log_decision(c->r, c->t, ru, eff, "denied", what);
-        break;
-    case ENFORCE_WARN:
-        snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, what);
-        decision_warn(dec, text);
-        log_decision(c->r, c->t, ru, eff, "warned", what);
-        break;
-    case ENFORCE_AUDIT:
-        snprintf(text, sizeof(text), "%s: %s",
-                 ru->action == ACTION_MUTATE && mutating ? "would patch" : "would deny", what);
-        decision_annotate(dec, ru->name, text);
-        log_decision(c->r, c->t, ru, eff,
-                     ru->action == ACTION_MUTATE && mutating ? "would patch" : "would deny", what);
-        break;
-    }
+    if (rn->pred.doc == NULL && patch_init(&rn->pred, rn->real.doc) < 0)
+        return -1;
+    v = run_rule(rn, doc, ru, &rn->pred, &c);
+    if (v == V_FIXED)
+        record_report(rn, ru, eff, "would patch", c.fixable);
+    else if (v == V_PROBLEM)
+        record_report(rn, ru, eff, "would deny", c.problem);
     return 0;
+}
+
+/* /validate: Deny rules, and Mutate rules that enforce (their patch may not have happened). */
+static void validate_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
+                          enum rule_enforcement eff)
+{
+    struct ctx c;
+
+    if (ru->action == ACTION_MUTATE && eff != ENFORCE_ENFORCE)
+        return; /* reported at /mutate */
+    if (run_rule(rn, doc, ru, NULL, &c) != V_PROBLEM)
+        return;
+    if (eff == ENFORCE_ENFORCE)
+        record_deny(rn, ru, c.problem);
+    else
+        record_report(rn, ru, eff, "would deny", c.problem);
 }
 
 /* For a workload UPDATE: whether the pod template changed. */
@@ -862,17 +936,12 @@ static bool is_mirror_pod(const struct review *r)
                            "kubernetes.io/config.mirror") != NULL;
 }
 
-static int eval_doc(const struct policy_doc *doc, const struct review *r, const struct target *t,
-                    struct patch *pt, bool mutating, bool audit_only, struct decision *dec,
-                    struct outcomes *o)
+static int eval_doc(struct run *rn, const struct policy_doc *doc)
 {
-    struct ctx c;
     struct who w;
-    json_t *object = pt ? pt->doc : r->object;
     enum rule_enforcement eff;
-    enum verdict v;
 
-    who_init(&w, r, t, object);
+    who_init(&w, rn->r, rn->t, rn->r->object);
     if (!in_scope(&doc->scope, &w))
         return 0;
     for (size_t i = 0; i < doc->n_rules; i++) {
@@ -880,19 +949,10 @@ static int eval_doc(const struct policy_doc *doc, const struct review *r, const 
 
         if (!in_scope(&ru->scope, &w))
             continue;
-        eff = audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
-        memset(&c, 0, sizeof(c));
-        c.doc = doc;
-        c.r = r;
-        c.t = t;
-        c.pt = pt;
-        c.object = object;
-        c.spec = patch_get(object, t->prefix);
-        c.fix = mutating && pt != NULL && ru->action == ACTION_MUTATE && eff == ENFORCE_ENFORCE;
-        if (!json_is_object(c.spec))
-            return 0;
-        v = rule_fns[ru->type](&c, ru);
-        if (report(&c, ru, eff, v, mutating, dec, o) < 0)
+        eff = rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
+        if (!rn->mutating)
+            validate_rule(rn, doc, ru, eff);
+        else if (ru->action == ACTION_MUTATE && mutate_rule(rn, doc, ru, eff) < 0)
             return -1;
     }
     return 0;
@@ -901,40 +961,42 @@ static int eval_doc(const struct policy_doc *doc, const struct review *r, const 
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct decision *dec)
 {
-    const struct target *t = NULL;
-    struct patch pt = {NULL, NULL};
-    struct outcomes o;
+    struct run rn;
     bool any_autogen = false;
     int rc = -1;
 
+    memset(&rn, 0, sizeof(rn));
     for (size_t i = 0; i < p->n_docs; i++)
         any_autogen = any_autogen || p->docs[i].autogen;
-    t = find_target(r, any_autogen);
-    if (t == NULL || is_mirror_pod(r) || (r->op == REVIEW_UPDATE && !template_changed(r, t)))
+    rn.t = find_target(r, any_autogen);
+    if (rn.t == NULL || is_mirror_pod(r) || (r->op == REVIEW_UPDATE && !template_changed(r, rn.t)))
         return 0;
-    o.deny[0] = '\0';
-    o.n_deny = 0;
-    if (mutating && patch_init(&pt, r->object) < 0)
+    rn.r = r;
+    rn.mutating = mutating;
+    rn.audit_only = audit_only;
+    rn.dec = dec;
+    if (mutating && patch_init(&rn.real, r->object) < 0)
         goto out;
     for (size_t i = 0; i < p->n_docs; i++) {
-        if (!t->is_pod && !p->docs[i].autogen)
+        if (!rn.t->is_pod && !p->docs[i].autogen)
             continue;
-        if (eval_doc(&p->docs[i], r, t, mutating ? &pt : NULL, mutating, audit_only, dec, &o) < 0)
+        if (eval_doc(&rn, &p->docs[i]) < 0)
             goto out;
     }
-    if (o.n_deny > 0) {
-        char msg[sizeof(o.deny) + 64];
+    if (rn.n_deny > 0) {
+        char msg[sizeof(rn.deny) + 64];
 
-        snprintf(msg, sizeof(msg), "gpuadmit: %s %s", t->is_pod ? "pod" : t->what, o.deny);
+        snprintf(msg, sizeof(msg), "gpuadmit: %s %s", rn.t->is_pod ? "pod" : rn.t->what, rn.deny);
         if (decision_deny(dec, 403, msg) < 0)
             goto out;
     }
-    if (mutating && json_array_size(pt.ops) > 0) {
-        dec->patch = pt.ops;
-        pt.ops = NULL;
+    if (mutating && json_array_size(rn.real.ops) > 0) {
+        dec->patch = rn.real.ops;
+        rn.real.ops = NULL;
     }
     rc = 0;
 out:
-    patch_release(&pt);
+    patch_release(&rn.real);
+    patch_release(&rn.pred);
     return rc;
 }

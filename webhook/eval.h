@@ -7,13 +7,17 @@
  *
  * What each endpoint does with a rule that finds a problem:
  *
- *   action  enforcement  /mutate                              /validate
- *   Mutate  Enforce      patch, audit annotation "patched"    deny if the problem is still there
- *   Mutate  Warn         warning "would patch"                -
- *   Mutate  Audit        annotation + log "would patch"       -
- *   Deny    Enforce      -                                    deny
- *   Deny    Warn         -                                    warning
- *   Deny    Audit        -                                    annotation + log "would deny"
+ *   action  enforcement  /mutate                                /validate
+ *   Mutate  Enforce      patch; annotation "patched: ..."       deny if the problem is still there
+ *   Mutate  Warn         warning "would patch: ..."             -
+ *   Mutate  Audit        annotation + log "would patch: ..."    -
+ *   Deny    Enforce      -                                      deny
+ *   Deny    Warn         -                                      warning "would deny: ..."
+ *   Deny    Audit        -                                      annotation + log "would deny: ..."
+ *
+ * A Mutate rule under Warn or Audit reports "would deny" for a problem it could not patch, and
+ * judges the object as the earlier Mutate rules would have patched it, so that its report is
+ * what enforcing would really do.
  *
  * audit_only (the --audit-only flag) and a policy's spec.auditOnly turn every rule into Audit.
  */
