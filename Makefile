@@ -20,7 +20,7 @@ PKG_CFLAGS = $(shell $(PKG_CONFIG) --cflags $(PKGS))
 PKG_LIBS = $(shell $(PKG_CONFIG) --libs $(PKGS))
 
 WARN := -Wall -Wextra -Wformat=2 -Wvla -Wshadow -Wstrict-prototypes -Werror
-BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP $(WARN) -DGPUADMIT_VERSION='"$(VERSION)"'
+BASE_CFLAGS := -std=c11 -D_GNU_SOURCE -MMD -MP $(WARN) -iquote build
 RELEASE_CFLAGS := -O2 -g
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 LDLIBS_EXTRA := -lpthread
@@ -53,6 +53,15 @@ build/$(1)/tests/test_%: build/$(1)/tests/unit/test_%.o $$($(1)_LIB_OBJ)
 -include $$(patsubst %.o,%.d,$$($(1)_OBJ))
 -include $$(patsubst %,build/$(1)/tests/unit/%.d,$$(UNIT_NAMES))
 endef
+
+# The version lives in a generated header that is rewritten only when it changes, so that a new
+# commit rebuilds main.c and nothing else.
+build/version.h: FORCE
+	@mkdir -p build
+	@echo '#define GPUADMIT_VERSION "$(VERSION)"' > $@.tmp
+	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+FORCE:
+build/release/webhook/main.o build/san/webhook/main.o: build/version.h
 
 $(eval $(call variant,release,$(RELEASE_CFLAGS)))
 $(eval $(call variant,san,$(SAN_CFLAGS)))
@@ -101,7 +110,7 @@ run: deps
 	@certs/dev-certs.sh certs/dev
 	@echo
 	@echo "Try it (in another terminal):"
-	@echo "  curl -sS --cacert certs/dev/ca.crt -H 'Content-Type: application/json' --data @tests/data/review-pod.json https://127.0.0.1:8443/mutate"
+	@echo "  curl -sS --cacert $(CURDIR)/certs/dev/ca.crt -H 'Content-Type: application/json' --data @$(CURDIR)/tests/data/review-pod.json https://127.0.0.1:8443/mutate"
 	@echo
 	exec build/release/gpuadmit serve --listen 127.0.0.1:8443 --tls-cert certs/dev/tls.crt \
 		--tls-key certs/dev/tls.key --rules rules

@@ -21,6 +21,7 @@ valid() {
   openssl verify -CAfile ca.crt tls.crt >/dev/null 2>&1 || return 1
   openssl x509 -in tls.crt -noout -checkend 86400 >/dev/null 2>&1 || return 1
   openssl x509 -in tls.crt -noout -checkhost "$dns" 2>/dev/null | grep -q 'does match' || return 1
+  openssl x509 -in tls.crt -noout -checkhost localhost 2>/dev/null | grep -q 'does match' || return 1
   openssl x509 -in tls.crt -noout -checkip 127.0.0.1 2>/dev/null | grep -q 'does match' || return 1
   [[ "$(openssl x509 -in tls.crt -noout -pubkey)" == "$(openssl pkey -in tls.key -pubout 2>/dev/null)" ]]
 }

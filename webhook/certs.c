@@ -25,7 +25,8 @@ int certs_read_file(const char *path, size_t max, char **out, size_t *len, struc
     ssize_t n;
 
     *out = NULL;
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO put in the file's place must not hang the caller in open() */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0 || fstat(fd, &st) < 0) {
         diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
         goto out;
@@ -133,6 +134,7 @@ int certs_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
                  ssl_error(err, sizeof(err)));
         goto out;
     }
+    info->not_before = asn1_to_time(X509_get0_notBefore(leaf));
     info->not_after = asn1_to_time(X509_get0_notAfter(leaf));
     X509_NAME_oneline(X509_get_subject_name(leaf), info->subject, sizeof(info->subject));
     rc = 0;

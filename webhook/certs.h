@@ -11,7 +11,8 @@
 #include "diag.h"
 
 struct certs_info {
-    time_t not_after;   /* of the leaf certificate */
+    time_t not_before; /* of the leaf certificate */
+    time_t not_after;
     unsigned chain_len; /* certificates in the PEM file */
     char subject[256];  /* of the leaf, one line */
 };

@@ -116,6 +116,7 @@ static struct credset *credset_load(const char *cert_path, const char *key_path,
     struct certs_info info;
     struct diag pair;
     struct credset *s = NULL;
+    time_t now;
 
     if (certs_read_file(cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0 ||
         certs_read_file(key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
@@ -124,6 +125,18 @@ static struct credset *credset_load(const char *cert_path, const char *key_path,
     if (certs_check_pair(cert, cert_len, key, key_len, &info, &pair) < 0) {
         /* the check knows the parts, not the files: name them */
         diag_set(d, NULL, 0, 0, "%s with %s: %s", cert_path, key_path, pair.msg);
+        goto out;
+    }
+    /* a certificate every client would refuse is no better than a broken one */
+    now = time(NULL);
+    if (now > info.not_after) {
+        diag_set(d, cert_path, 0, 0, "the certificate expired %.0f days ago",
+                 difftime(now, info.not_after) / 86400.0);
+        goto out;
+    }
+    if (now + CERT_CLOCK_SKEW_S < info.not_before) {
+        diag_set(d, cert_path, 0, 0, "the certificate is not valid for another %.0f minutes",
+                 difftime(info.not_before, now) / 60.0);
         goto out;
     }
     s = credset_from_pem(cert, cert_len, key, key_len, cert_path, d);

@@ -45,10 +45,10 @@ struct ctx {
     const struct policy_doc *doc;
     const struct review *r;
     const struct target *t;
-    struct patch *pt; /* working copy; NULL on /validate */
-    json_t *object;   /* the object judged: the working copy on /mutate */
-    json_t *spec;     /* the pod spec inside object */
-    bool fix;         /* this rule may patch */
+    struct patch *pt;      /* working copy; NULL on /validate */
+    json_t *object;        /* the object judged: the working copy on /mutate */
+    json_t *spec;          /* the pod spec inside object */
+    bool fix;              /* this rule may patch */
     char problem[MSG_MAX]; /* problems left as they are */
     char fixable[MSG_MAX]; /* problems this rule's patch fixed */
     char fixed[MSG_MAX];   /* what the patch did */

@@ -18,11 +18,18 @@
  * past this many times the limit it is not worth reading any more and the connection dies. */
 #define BODY_DRAIN_FACTOR 2u
 
+/* All request bodies held at once; past it a request gets 503 instead of more memory. */
+#define DEFAULT_MAX_BODY_MEMORY_BYTES (256u * 1024u * 1024u)
+/* Error answers wait for the body to be drained (keeping the connection) only when the body is
+ * this small; a larger one is refused at once and the connection closed. */
+#define DEFER_ERROR_BODY_MAX (64u * 1024u)
+
 /* Connections. */
-#define DEFAULT_CONNECTION_LIMIT 1024u
-#define DEFAULT_IDLE_TIMEOUT_S   30u /* idle or stalled connections are closed after this */
-#define MAX_IDLE_TIMEOUT_S       3600u
-#define MAX_THREADS              256u
+#define DEFAULT_CONNECTION_LIMIT  1024u
+#define DEFAULT_IDLE_TIMEOUT_S    30u /* idle or stalled connections are closed after this */
+#define MAX_IDLE_TIMEOUT_S        3600u
+#define DEFAULT_REQUEST_TIMEOUT_S 30u /* the apiserver itself gives up on a webhook after 30 s */
+#define MAX_THREADS               256u
 /* libmicrohttpd's per-connection pool for headers and response bookkeeping. */
 #define CONNECTION_MEMORY_BYTES (64u * 1024u)
 
@@ -42,6 +49,8 @@
  * it within microseconds of choosing it, so this is a wide margin. */
 #define CERT_RETIRE_S         120u
 #define CERT_EXPIRY_WARN_DAYS 30
+/* A certificate issued just now by a machine whose clock runs a little ahead is still taken. */
+#define CERT_CLOCK_SKEW_S 300
 
 /* AdmissionReview content. */
 #define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */

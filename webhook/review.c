@@ -205,7 +205,8 @@ static int decode_request(const json_t *req, struct review *r, struct diag *d)
 
     if (get_string(req, "uid", "request", NULL, &r->uid, d) < 0)
         return -1;
-    if (r->uid[0] == '\0') {
+    r->uid_json = json_object_get(req, "uid");
+    if (json_string_length(r->uid_json) == 0) {
         diag_set(d, NULL, 0, 0, "request.uid: empty");
         return -1;
     }
@@ -234,8 +235,15 @@ struct review *review_decode(const char *body, size_t len, struct diag *d)
     json_t *root;
     const json_t *req;
 
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+    /* JSON_ALLOW_NUL: the apiserver encodes a NUL in a string as \u0000 and any annotation
+     * may hold one; refusing it would be a call error, i.e. a bypass under failurePolicy Ignore */
+    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (root == NULL) {
+        /* jansson quotes the text near the error; it may be part of a Secret: leave it out */
+        char *near = strstr(jerr.text, " near '");
+
+        if (near != NULL)
+            *near = '\0';
         diag_set(d, NULL, 0, 0, "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
                  jerr.text);
         goto fail;
@@ -433,9 +441,10 @@ int review_encode(const struct review *r, const struct decision *dec, bool mutat
     int rc = -1;
 
     *out = NULL;
-    root = json_pack("{s:s, s:s, s:{s:s, s:b}}", "apiVersion",
+    /* the uid goes back as the value it came in, byte for byte, NULs included */
+    root = json_pack("{s:s, s:s, s:{s:O, s:b}}", "apiVersion",
                      r->version == REVIEW_V1 ? API_V1 : API_V1BETA1, "kind", "AdmissionReview",
-                     "response", "uid", r->uid, "allowed", dec->allowed);
+                     "response", "uid", r->uid_json, "allowed", dec->allowed);
     if (root == NULL)
         goto out;
     resp = json_object_get(root, "response");

@@ -35,6 +35,7 @@ struct review {
     json_t *root; /* owned */
     enum review_version version;
     const char *uid;
+    json_t *uid_json; /* the uid as sent, for the echo (it may hold a NUL) */
     struct review_gvk kind;
     struct review_gvr resource;
     const char *sub_resource; /* "" when absent */

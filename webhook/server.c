@@ -9,6 +9,10 @@
 #include "server.h"
 
 #include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/socket.h>
 #include <limits.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
@@ -26,11 +30,21 @@
 #include "log.h"
 #include "eval.h"
 #include "review.h"
+#include "text.h"
 
 /* GnuTLS's certificate callback has no user pointer, so the one credential store this process
  * serves is reachable from here. It is written once, before the daemon starts, and only read
  * after that; the store itself is thread-safe (creds.h). */
 static struct creds *tls_creds;
+
+/* One open connection, for the deadline sweep: libmicrohttpd's own timeout restarts on every
+ * byte, so a client that trickles a byte now and then would hold its connection for ever. */
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    atomic_llong phase_start_ms; /* connection start, or the end of its last request */
+    bool cut;                    /* already shut down by the sweep */
+};
 
 struct server {
     struct server_config cfg;
@@ -40,6 +54,9 @@ struct server {
     atomic_long in_flight;     /* requests between their first call and completion */
     atomic_long connections;   /* open connections */
     atomic_llong last_done_ms; /* monotonic time the last request completed */
+    atomic_llong body_bytes;   /* request body memory held by all requests together */
+    pthread_mutex_t conns_lock;
+    struct conn *conns; /* every open connection, under conns_lock */
 };
 
 struct request {
@@ -49,7 +66,8 @@ struct request {
     char err_msg[200];
     char *body;
     size_t len, cap;
-    size_t seen; /* bytes received, kept or not */
+    size_t reserved; /* bytes of s->body_bytes this request holds */
+    size_t seen;     /* bytes received, kept or not */
     bool too_large;
 };
 
@@ -125,9 +143,15 @@ static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c,
 {
     char *body = NULL;
     size_t len = 0;
+    char path[256], error[DIAG_MSG_MAX + 64];
 
+    /* the path and some messages carry client bytes: keep the log line valid JSON */
+    snprintf(path, sizeof(path), "%s", url);
+    snprintf(error, sizeof(error), "%s", message);
+    text_utf8_fix(path);
+    text_utf8_fix(error);
     log_event(status >= 500 ? LOG_ERROR : LOG_WARN, "request refused",
-              json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", url, "error", message));
+              json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", path, "error", error));
     if (review_status_body((int)status, NULL, message, &body, &len) < 0)
         return MHD_NO;
     return respond(s, c, status, "application/json", body, len, allow);
@@ -231,6 +255,30 @@ static bool content_type_json(const char *ct)
     return *ct == '\0' || *ct == ';';
 }
 
+/* Grows rq's share of the process-wide body memory to want bytes; false when that would pass
+ * --max-body-memory (many large bodies at once: refuse one rather than run out of memory). */
+static bool reserve(struct server *s, struct request *rq, size_t want)
+{
+    long long delta = (long long)want - (long long)rq->reserved;
+
+    if (delta <= 0)
+        return true;
+    if (atomic_fetch_add(&s->body_bytes, delta) + delta > (long long)s->cfg.max_body_memory) {
+        atomic_fetch_sub(&s->body_bytes, delta);
+        return false;
+    }
+    rq->reserved = want;
+    return true;
+}
+
+static void release(struct server *s, struct request *rq)
+{
+    atomic_fetch_sub(&s->body_bytes, (long long)rq->reserved);
+    rq->reserved = 0;
+}
+
+#define BUSY_MESSAGE "too many large requests in flight (--max-body-memory); retry"
+
 /* Announced body length, or -1 when there is none (chunked) or it does not parse. */
 static long long content_length(struct MHD_Connection *c)
 {
@@ -255,14 +303,17 @@ static void defer_error(struct request *rq, unsigned status, const char *msg, co
     rq->err_allow = allow;
 }
 
-/* The first call for a request: route, method, headers. Returns true with *result set when an
- * answer had to be queued at once (a body announced over the limit, which is never read). */
+/* The first call for a request: route, method, headers. An error is answered once the body is
+ * drained, which keeps the connection, when the body is small; a large one, or one the client
+ * waits to send (Expect: 100-continue), is refused at once and the connection closed. Returns
+ * true with *result set when an answer was queued. */
 static bool screen(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
                    struct request *rq, enum MHD_Result *result)
 {
     const char *ct;
     char msg[160];
     long long announced = content_length(c);
+    bool waits = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL;
 
     if (announced > (long long)s->cfg.max_body) {
         snprintf(msg, sizeof(msg), "body of %lld bytes is over the limit of %zu bytes", announced,
@@ -274,25 +325,26 @@ static bool screen(struct server *s, struct MHD_Connection *c, const char *url, 
     if (rq->route == NULL) {
         defer_error(rq, MHD_HTTP_NOT_FOUND,
                     "no such path; gpuadmit serves /mutate, /validate, /healthz and /readyz", NULL);
-        return false;
-    }
-    if (!method_ok(rq->route, method)) {
+    } else if (!method_ok(rq->route, method)) {
         snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
                  rq->route->path, rq->route->allow);
         defer_error(rq, MHD_HTTP_METHOD_NOT_ALLOWED, msg, rq->route->allow);
-        return false;
+    } else if (rq->route->has_body) {
+        ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+        if (!content_type_json(ct)) {
+            snprintf(msg, sizeof(msg), "Content-Type must be application/json, got \"%.64s\"",
+                     ct ? ct : "");
+            defer_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL);
+        } else if (announced > 0 && !reserve(s, rq, (size_t)announced)) {
+            defer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, BUSY_MESSAGE, NULL);
+        } else if (announced > 0) {
+            rq->cap = (size_t)announced; /* allocated once, on the first piece */
+        }
     }
-    if (!rq->route->has_body)
-        return false;
-    ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (!content_type_json(ct)) {
-        snprintf(msg, sizeof(msg), "Content-Type must be application/json, got \"%.64s\"",
-                 ct ? ct : "");
-        defer_error(rq, MHD_HTTP_UNSUPPORTED_MEDIA_TYPE, msg, NULL);
-        return false;
+    if (rq->err_status != 0 && (waits || announced > (long long)DEFER_ERROR_BODY_MAX)) {
+        *result = respond_error(s, c, rq->err_status, url, rq->err_msg, rq->err_allow);
+        return true;
     }
-    if (announced > 0)
-        rq->cap = (size_t)announced; /* allocate once */
     return false;
 }
 
@@ -309,7 +361,8 @@ static bool take_body(struct server *s, struct request *rq, const char *data, si
         rq->too_large = true;
         free(rq->body);
         rq->body = NULL;
-        rq->len = 0;
+        rq->len = rq->cap = 0;
+        release(s, rq);
         return true;
     }
     if (rq->len + n > rq->cap || rq->body == NULL) {
@@ -318,6 +371,14 @@ static bool take_body(struct server *s, struct request *rq, const char *data, si
             cap *= 2;
         if (cap > s->cfg.max_body)
             cap = s->cfg.max_body;
+        if (!reserve(s, rq, cap)) {
+            free(rq->body);
+            rq->body = NULL;
+            rq->len = rq->cap = 0;
+            release(s, rq);
+            defer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, BUSY_MESSAGE, NULL);
+            return true;
+        }
         grown = realloc(rq->body, cap);
         if (grown == NULL)
             return false;
@@ -375,15 +436,22 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 {
     struct server *s = cls;
     struct request *rq = *req_cls;
+    const union MHD_ConnectionInfo *ci;
+    long long now = now_ms();
 
-    (void)c;
     (void)toe;
     if (rq == NULL)
         return;
+
+    release(s, rq);
     free(rq->body);
     free(rq);
     *req_cls = NULL;
-    atomic_store(&s->last_done_ms, now_ms());
+    /* the connection's deadline starts again: it may now idle, then send the next request */
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci != NULL && ci->socket_context != NULL)
+        atomic_store(&((struct conn *)ci->socket_context)->phase_start_ms, now);
+    atomic_store(&s->last_done_ms, now);
     atomic_fetch_sub(&s->in_flight, 1);
 }
 
@@ -391,13 +459,43 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
                           enum MHD_ConnectionNotificationCode code)
 {
     struct server *s = cls;
+    struct conn *cn = *socket_context;
+    const union MHD_ConnectionInfo *ci;
 
-    (void)c;
-    (void)socket_context;
-    if (code == MHD_CONNECTION_NOTIFY_STARTED)
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
         atomic_fetch_add(&s->connections, 1);
-    else if (code == MHD_CONNECTION_NOTIFY_CLOSED)
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        cn = calloc(1, sizeof(*cn));
+        if (cn == NULL || ci == NULL) {
+            free(cn);
+            return; /* not swept: libmicrohttpd's idle timeout still applies */
+        }
+        cn->fd = ci->connect_fd;
+        atomic_store(&cn->phase_start_ms, now_ms());
+        pthread_mutex_lock(&s->conns_lock);
+        cn->next = s->conns;
+        if (s->conns != NULL)
+            s->conns->prev = cn;
+        s->conns = cn;
+        pthread_mutex_unlock(&s->conns_lock);
+        *socket_context = cn;
+    } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
         atomic_fetch_sub(&s->connections, 1);
+        if (cn == NULL)
+            return;
+        /* libmicrohttpd closes the socket after this returns, so the sweep, which holds the
+         * same lock, never shuts down a descriptor that was reused */
+        pthread_mutex_lock(&s->conns_lock);
+        if (cn->prev != NULL)
+            cn->prev->next = cn->next;
+        else
+            s->conns = cn->next;
+        if (cn->next != NULL)
+            cn->next->prev = cn->prev;
+        pthread_mutex_unlock(&s->conns_lock);
+        free(cn);
+        *socket_context = NULL;
+    }
 }
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
@@ -410,7 +508,9 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
     n = strlen(buf);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
-    log_event(LOG_INFO, "libmicrohttpd", json_pack("{s:s}", "detail", buf));
+    text_utf8_fix(buf);
+    /* libmicrohttpd reports problems only: failed handshakes, limits, bind errors */
+    log_event(LOG_WARN, "libmicrohttpd", json_pack("{s:s}", "detail", buf));
 }
 
 static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
@@ -429,7 +529,7 @@ static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca
 
 /* ---- lifecycle ---- */
 
-static int parse_listen(const char *listen, struct sockaddr_storage *out, struct diag *d)
+int server_parse_listen(const char *listen, struct sockaddr_storage *out, struct diag *d)
 {
     char host[256];
     const char *colon = strrchr(listen, ':');
@@ -437,6 +537,8 @@ static int parse_listen(const char *listen, struct sockaddr_storage *out, struct
     size_t hlen;
     struct addrinfo hints, *res = NULL;
     int err;
+    unsigned long pnum;
+    char *end;
 
     if (colon == NULL || colon[1] == '\0') {
         diag_set(d, NULL, 0, 0, "--listen %s: expected ADDR:PORT, e.g. 0.0.0.0:8443 or [::]:8443",
@@ -455,6 +557,13 @@ static int parse_listen(const char *listen, struct sockaddr_storage *out, struct
     }
     memcpy(host, listen, hlen);
     host[hlen] = '\0';
+    errno = 0;
+    pnum = strtoul(port, &end, 10);
+    if (errno != 0 || *end != '\0' || port[0] < '0' || port[0] > '9' || pnum > 65535) {
+        diag_set(d, NULL, 0, 0, "--listen %s: the port must be a number from 0 to 65535",
+                 listen - (listen[-1] == '[' ? 1 : 0));
+        return -1;
+    }
     memset(&hints, 0, sizeof(hints));
     hints.ai_socktype = SOCK_STREAM;
     hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
@@ -468,6 +577,29 @@ static int parse_listen(const char *listen, struct sockaddr_storage *out, struct
     return 0;
 }
 
+/* CPUs this process may use: its affinity mask, and a cgroup v2 CPU quota when one is set (a
+ * container limited to 2 CPUs on a 64-core node should not start 64 threads). */
+static unsigned usable_cpus(void)
+{
+    cpu_set_t set;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *f;
+    long long quota, period;
+
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        n = CPU_COUNT(&set);
+    f = fopen("/sys/fs/cgroup/cpu.max", "re");
+    if (f != NULL) {
+        if (fscanf(f, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0 &&
+            (quota + period - 1) / period < n)
+            n = (long)((quota + period - 1) / period);
+        fclose(f);
+    }
+    if (n < 1)
+        n = 1;
+    return n > (long)MAX_THREADS ? MAX_THREADS : (unsigned)n;
+}
+
 /* TLS 1.2 and 1.3 only, AEAD ciphers with forward secrecy, the server's order. */
 static const char tls_priorities[] =
     "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
@@ -479,21 +611,19 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     unsigned threads = cfg->threads;
     unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
                      MHD_USE_ERROR_LOG;
-    long ncpu;
 
     if (s == NULL) {
         diag_set(d, NULL, 0, 0, "out of memory");
         return NULL;
     }
     s->cfg = *cfg;
-    if (parse_listen(cfg->listen, &s->addr, d) < 0)
+    pthread_mutex_init(&s->conns_lock, NULL);
+    if (server_parse_listen(cfg->listen, &s->addr, d) < 0)
         goto fail;
     if (s->addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    if (threads == 0) {
-        ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        threads = ncpu > 0 ? (unsigned)ncpu : 1;
-    }
+    if (threads == 0)
+        threads = usable_cpus();
     tls_creds = creds;
     {
         struct MHD_OptionItem opts[] = {
@@ -523,6 +653,7 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     }
     return s;
 fail:
+    pthread_mutex_destroy(&s->conns_lock);
     free(s);
     return NULL;
 }
@@ -534,8 +665,32 @@ unsigned server_port(const struct server *s)
     return i ? i->port : 0;
 }
 
-int server_stop(struct server *s)
+void server_sweep(struct server *s)
 {
+    long long now = now_ms();
+    long long limit = ((long long)s->cfg.idle_timeout_s + s->cfg.request_timeout_s) * 1000;
+    int cut = 0;
+
+    pthread_mutex_lock(&s->conns_lock);
+    for (struct conn *cn = s->conns; cn != NULL; cn = cn->next) {
+        if (cn->cut || now - atomic_load(&cn->phase_start_ms) <= limit)
+            continue;
+        /* shutdown, not close: libmicrohttpd sees the end of the stream in its own thread and
+         * closes the connection itself */
+        shutdown(cn->fd, SHUT_RDWR);
+        cn->cut = true;
+        cut++;
+    }
+    pthread_mutex_unlock(&s->conns_lock);
+    if (cut > 0)
+        log_event(LOG_WARN, "closed slow connections",
+                  json_pack("{s:i, s:s}", "connections", cut, "reason",
+                            "no complete request within --idle-timeout + --request-timeout"));
+}
+
+int server_stop(struct server *s, int abort_fd)
+{
+    struct pollfd pfd = {abort_fd, POLLIN, 0};
     MHD_socket fd;
     long long start = now_ms(), now, quiet_since;
     int rc = 0;
@@ -562,6 +717,12 @@ int server_stop(struct server *s)
             if (now - quiet_since >= SHUTDOWN_IDLE_DRAIN_MS)
                 break;
         }
+        if (abort_fd >= 0 && poll(&pfd, 1, 0) > 0) {
+            log_event(LOG_WARN, "second signal; closing the remaining requests",
+                      json_pack("{s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight)));
+            rc = -1;
+            break;
+        }
         if (now - start >= (long long)s->cfg.shutdown_grace_s * 1000) {
             log_event(LOG_WARN, "grace period over; closing the remaining requests",
                       json_pack("{s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight)));
@@ -571,6 +732,7 @@ int server_stop(struct server *s)
         nanosleep(&pause, NULL);
     }
     MHD_stop_daemon(s->mhd);
+    pthread_mutex_destroy(&s->conns_lock);
     free(s);
     return rc;
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "creds.h"
 #include "diag.h"
@@ -21,6 +22,8 @@ struct server_config {
     unsigned threads;   /* 0: one per online CPU */
     unsigned max_connections;
     unsigned idle_timeout_s;
+    unsigned request_timeout_s; /* a connection must complete a request within idle + this */
+    size_t max_body_memory;     /* bytes of request bodies held at once, all requests together */
     unsigned shutdown_grace_s;
     struct policy_holder *policies; /* borrowed; must outlive the server */
     bool audit_only;                /* every rule reports instead of denying or patching */
@@ -28,14 +31,22 @@ struct server_config {
 
 struct server;
 
+/* "ADDR:PORT" (IPv6 as "[ADDR]:PORT") into an address; -1 with d filled when it is not one. */
+int server_parse_listen(const char *listen, struct sockaddr_storage *out, struct diag *d);
+
 /* Starts serving with creds (borrowed; must outlive the server). New: stop with
  * server_stop(). NULL with d filled when the address cannot be used. */
 struct server *server_start(const struct server_config *cfg, struct creds *creds, struct diag *d);
+/* Closes connections that have not completed a request within idle_timeout_s +
+ * request_timeout_s of their start or of their previous request (clients that trickle bytes to
+ * dodge the idle timeout). Call about once a second. */
+void server_sweep(struct server *s);
 /* The port actually bound (useful with port 0). */
 unsigned server_port(const struct server *s);
 /* Stops accepting, lets in-flight requests finish (responses now carry Connection: close and
- * /readyz answers 503), waits at most the grace period, then stops and frees the server.
- * Returns 0 when everything in flight finished, -1 when the grace period ran out. */
-int server_stop(struct server *s);
+ * /readyz answers 503), waits at most the grace period, or until abort_fd (-1 for none) becomes
+ * readable, then stops and frees the server. Returns 0 when everything in flight finished, -1
+ * when the grace period ran out or abort_fd fired. */
+int server_stop(struct server *s, int abort_fd);
 
 #endif

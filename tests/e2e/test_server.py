@@ -214,8 +214,9 @@ class Server:
                 at = text.rfind("\n", 0, text.find(mark)) + 1
                 raise Fail("sanitizer report in the server log:\n%s"
                            % "\n".join(text[at:].splitlines()[:40]))
-        check(rc == 0, "server did not stop cleanly on SIGTERM (exit code %r); log:\n%s"
-              % (rc, self.log_tail()))
+        want = getattr(self, "expect_rc", 0)
+        check(rc == want, "server did not stop as expected on SIGTERM (exit code %r, want %r); "
+              "log:\n%s" % (rc, want, self.log_tail()))
         for line in text.splitlines():
             try:
                 ev = json.loads(line)
@@ -1330,6 +1331,167 @@ def sigterm_idle_keepalive_connections():
         eq(rc, 0, "exit code after SIGTERM")
         check(time.monotonic() - t0 < grace, "exit waited for the grace period")
         check(any(ev.get("msg") == "stopped" for ev in srv.events()), "no \"stopped\" log line")
+
+
+@test
+def trickling_clients_are_cut():
+    """A client that sends a byte now and then never trips the idle timeout; the deadline sweep
+    closes it once it has not completed a request within idle + request timeout, while a
+    client that is merely slow but finishes in time is served."""
+    idle, req = 2, 2
+    with Server(E.work, E.a.crt, E.a.key, "--idle-timeout", str(idle), "--request-timeout",
+                str(req), name="trickle") as srv:
+        ctx = E.a.context()
+        head = tls_socket(srv.port, ctx)
+        body_sock = tls_socket(srv.port, ctx)
+        t0 = time.monotonic()
+        try:
+            head_text = ("POST /validate HTTP/1.1\r\nHost: %s\r\nX-Padding: %s"
+                         % (SERVICE_DNS, "x" * 200)).encode()
+            body = fast_body("trickle-body")
+            body_sock.sendall(("POST /validate HTTP/1.1\r\nHost: %s\r\n"
+                               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                               % (SERVICE_DNS, len(body))).encode())
+            cut = {}
+            limit = idle + req + t(3)
+            i = 0
+            while len(cut) < 2 and time.monotonic() - t0 < limit:
+                for name, sock, data in (("head", head, head_text), ("body", body_sock, body)):
+                    if name in cut:
+                        continue
+                    try:
+                        sock.sendall(data[i:i + 1])  # one byte a second: never idle
+                    except (OSError, ssl.SSLError):
+                        cut[name] = time.monotonic() - t0
+                        continue
+                    if poll_tls(sock) is not None:
+                        cut[name] = time.monotonic() - t0
+                i += 1
+                time.sleep(0.5)
+            for name in ("head", "body"):
+                check(name in cut, "trickling %s still open after %.1f s (idle %d + request %d)"
+                      % (name, time.monotonic() - t0, idle, req))
+                check(cut[name] >= idle + req - 0.5, "trickling %s cut after only %.1f s"
+                      % (name, cut[name]))
+            ev = srv.wait_log("closed slow connections", timeout=t(2))
+            check(ev is not None, "no \"closed slow connections\" log line: %s" % srv.log_tail())
+        finally:
+            head.close()
+            body_sock.close()
+        # a keep-alive client that idles, then completes requests, is never cut
+        c = Conn(srv.port, ctx)
+        try:
+            for k in range(3):
+                uid = "paced-%d" % k
+                check_review_reply(call(c, "POST", "/validate", fast_body(uid), JSON_CT), uid,
+                                   False)
+                time.sleep(1.5)
+            eq(c.connects, 1, "connections used by a paced keep-alive client")
+        finally:
+            c.close()
+
+
+@test
+def body_memory_is_bounded():
+    """Bodies held at once are capped process-wide: past --max-body-memory a request is refused
+    with 503 instead of growing the process, and the memory comes back."""
+    limit = 64 * 1024
+    with Server(E.work, E.a.crt, E.a.key, "--max-body-bytes", str(limit), "--max-body-memory",
+                str(2 * limit), name="bodymem") as srv:
+        ctx = E.a.context()
+        holders = []
+        try:
+            for k in range(2):  # two requests announce a full body and hold it half-sent
+                s = tls_socket(srv.port, ctx)
+                s.sendall(("POST /validate HTTP/1.1\r\nHost: %s\r\n"
+                           "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                           % (SERVICE_DNS, limit)).encode() + b"{" * 1000)
+                holders.append(s)
+            time.sleep(0.3)
+            c = Conn(srv.port, ctx)
+            try:
+                rep = call(c, "POST", "/validate", fast_body("third"), JSON_CT)
+                check_status_reply(rep, 503, "ServiceUnavailable", "--max-body-memory")
+            finally:
+                c.close()
+        finally:
+            for s in holders:
+                s.close()
+        time.sleep(0.5)  # the held bodies are released with their connections
+        still_serving(srv, ctx, "after-budget")
+
+
+@test
+def nul_in_uid_and_object():
+    """The apiserver writes NUL as \\u0000; the uid comes back byte for byte and an annotation
+    holding one does not turn the review into a 400 (a bypass under failurePolicy Ignore)."""
+    with Server(E.work, E.a.crt, E.a.key, name="nul") as srv:
+        c = Conn(srv.port, E.a.context())
+        try:
+            r = review("nul\u0000uid")
+            r["request"]["object"]["metadata"]["annotations"] = {"note": "a\u0000b"}
+            for path in ("/validate", "/mutate"):
+                rep = call(c, "POST", path, json.dumps(r).encode(), JSON_CT)
+                eq(rep.status, 200, "status with NUL in strings")
+                eq(rep.json()["response"]["uid"], "nul\u0000uid", "uid with a NUL")
+        finally:
+            c.close()
+
+
+@test
+def command_line_errors():
+    """Bad flags are refused with exit code 2 and a message that says what to do."""
+    cases = [
+        (["serve", "--listen", "127.0.0.1:99999", "--tls-cert", E.a.crt, "--tls-key", E.a.key,
+          "--rules", "rules"], "the port must be a number from 0 to 65535"),
+        (["serve", "--tls-cert", E.a.crt, "--tls-key", E.a.key, "--listen"],
+         "--listen needs a value"),
+        (["serve", "--tls-cert", E.a.crt], "--tls-cert and --tls-key are required"),
+        (["serve", "--bogus"], "unknown option"),
+        (["serve", "--threads", "0", "--tls-cert", E.a.crt, "--tls-key", E.a.key],
+         "--threads takes a whole number from 1"),
+        (["serve", "--tls-cert", E.a.crt, "--tls-key", E.a.key, "--max-body-bytes", "1048576",
+          "--max-body-memory", "65536"], "must be at least --max-body-bytes"),
+        (["--version", "extra"], "--version takes no arguments"),
+        (["frobnicate"], "unknown command"),
+    ]
+    for args, want in cases:
+        p = subprocess.run([BIN] + args, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=t(10))
+        eq(p.returncode, 2, "exit code of %s" % " ".join(args))
+        out = (p.stdout + p.stderr).decode(errors="replace")
+        check(want in out, "%s: output lacks %r: %r" % (" ".join(args), want, out))
+    for args in (["--help"], ["serve", "--help"], ["serve", "-h"], ["--version"]):
+        p = subprocess.run([BIN] + args, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=t(10))
+        eq(p.returncode, 0, "exit code of %s" % " ".join(args))
+        check(b"gpuadmit" in p.stdout, "%s printed %r" % (" ".join(args), p.stdout))
+
+
+@test
+def second_signal_stops_at_once():
+    """A second SIGTERM while requests drain ends the wait (exit 1), instead of the grace."""
+    grace = 20
+    with Server(E.work, E.a.crt, E.a.key, "--shutdown-grace", str(grace), name="twice") as srv:
+        ctx = E.a.context()
+        s = tls_socket(srv.port, ctx)
+        try:  # a request whose body never arrives keeps the drain waiting
+            s.sendall(("POST /validate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json"
+                       "\r\nContent-Length: 100\r\n\r\n{" % SERVICE_DNS).encode())
+            time.sleep(0.3)
+            t0 = time.monotonic()
+            srv.proc.send_signal(signal.SIGTERM)
+            time.sleep(0.5)
+            check(srv.proc.poll() is None, "exited before the in-flight request finished")
+            srv.proc.send_signal(signal.SIGTERM)
+            rc = srv.proc.wait(timeout=t(5))
+            eq(rc, 1, "exit code after a second SIGTERM")
+            check(time.monotonic() - t0 < t(3), "the second SIGTERM did not stop at once")
+            check(any(ev.get("msg") == "second signal; closing the remaining requests"
+                      for ev in srv.events()), "no log line for the second signal")
+            srv.expect_rc = 1
+        finally:
+            s.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -29,15 +29,16 @@ static void bio_to(BIO *b, char *out, size_t n)
     out[got < 0 ? 0 : got] = '\0';
 }
 
-/* A self-signed certificate, valid for days, with an ECDSA P-256 or RSA-2048 key. */
-static void make_pem(struct pem *p, long days, int rsa)
+/* A self-signed certificate valid from `from` to `days` days from now, with an ECDSA P-256 or
+ * RSA-2048 key. */
+static void make_pem_window(struct pem *p, long from_s, long days, int rsa)
 {
     EVP_PKEY *key = rsa ? EVP_RSA_gen(2048) : EVP_EC_gen("P-256");
     X509 *x = X509_new();
     BIO *b;
 
     ASN1_INTEGER_set(X509_get_serialNumber(x), (long)rand());
-    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notBefore(x), from_s);
     X509_gmtime_adj(X509_getm_notAfter(x), days * 86400);
     X509_set_pubkey(x, key);
     X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
@@ -55,6 +56,11 @@ static void make_pem(struct pem *p, long days, int rsa)
     BIO_free(b);
     X509_free(x);
     EVP_PKEY_free(key);
+}
+
+static void make_pem(struct pem *p, long days, int rsa)
+{
+    make_pem_window(p, -60, days, rsa);
 }
 
 static void write_file(const char *path, const char *text)
@@ -209,6 +215,112 @@ static void test_reload(void)
     rmdir(dir);
 }
 
+static void test_refuses_certificates_clients_would_refuse(void)
+{
+    char dir[] = "/tmp/gpuadmit-test-XXXXXX", cert[256], key[256], fifo[256];
+    struct pem good, expired, future;
+    struct creds *c;
+    struct diag d;
+
+    make_pem(&good, 100, 0);
+    make_pem_window(&expired, -40 * 86400, -10, 0);
+    make_pem_window(&future, 86400, 30, 0);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+
+    /* an expired pair does not start the server */
+    write_file(cert, expired.cert);
+    write_file(key, expired.key);
+    diag_clear(&d);
+    CHECK(creds_new(cert, key, &d) == NULL);
+    CHECK_CONTAINS(d.msg, "the certificate expired 10 days ago");
+
+    write_file(cert, good.cert);
+    write_file(key, good.key);
+    c = creds_new(cert, key, &d);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    /* nor replaces a good one: expired, then not yet valid */
+    write_file(cert, expired.cert);
+    write_file(key, expired.key);
+    CHECK(creds_poll(c, false) == -1);
+    CHECK(labs((long)(creds_not_after(c) - good.not_after)) < 5);
+    write_file(cert, future.cert);
+    write_file(key, future.key);
+    CHECK(creds_poll(c, false) == -1);
+    CHECK(labs((long)(creds_not_after(c) - good.not_after)) < 5);
+
+    /* a FIFO in the certificate's place is refused at once, not waited on */
+    unlink(cert);
+    CHECK(mkfifo(cert, 0600) == 0);
+    CHECK(creds_poll(c, false) == -1);
+    CHECK(labs((long)(creds_not_after(c) - good.not_after)) < 5);
+    unlink(cert);
+    creds_free(c);
+    unlink(key);
+    rmdir(dir);
+}
+
+/* A Kubernetes Secret volume: tls.crt -> ..data/tls.crt, ..data -> ..2026_..., swapped
+ * atomically by renaming a new ..data link over the old one. */
+static void test_secret_volume_swap(void)
+{
+    char dir[] = "/tmp/gpuadmit-test-XXXXXX", p[512], q[512], cert[256], key[256];
+    struct pem a, b;
+    struct creds *c;
+    struct diag d;
+
+    make_pem(&a, 100, 0);
+    make_pem(&b, 200, 0);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(p, sizeof(p), "%s/..v1", dir);
+    CHECK(mkdir(p, 0700) == 0);
+    snprintf(p, sizeof(p), "%s/..v1/tls.crt", dir);
+    write_file(p, a.cert);
+    snprintf(p, sizeof(p), "%s/..v1/tls.key", dir);
+    write_file(p, a.key);
+    snprintf(p, sizeof(p), "%s/..data", dir);
+    CHECK(symlink("..v1", p) == 0);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    CHECK(symlink("..data/tls.crt", cert) == 0);
+    CHECK(symlink("..data/tls.key", key) == 0);
+    diag_clear(&d);
+    c = creds_new(cert, key, &d);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    CHECK(creds_poll(c, false) == 0);
+    snprintf(p, sizeof(p), "%s/..v2", dir);
+    CHECK(mkdir(p, 0700) == 0);
+    snprintf(p, sizeof(p), "%s/..v2/tls.crt", dir);
+    write_file(p, b.cert);
+    snprintf(p, sizeof(p), "%s/..v2/tls.key", dir);
+    write_file(p, b.key);
+    snprintf(p, sizeof(p), "%s/..data_tmp", dir);
+    CHECK(symlink("..v2", p) == 0);
+    snprintf(q, sizeof(q), "%s/..data", dir);
+    CHECK(rename(p, q) == 0);
+    CHECK(creds_poll(c, false) == 1);
+    CHECK(labs((long)(creds_not_after(c) - b.not_after)) < 5);
+    creds_free(c);
+    /* clean up */
+    const char *names[] = {"tls.crt",      "tls.key",      "..data",      "..v1/tls.crt",
+                           "..v1/tls.key", "..v2/tls.crt", "..v2/tls.key"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(p, sizeof(p), "%s/%s", dir, names[i]);
+        unlink(p);
+    }
+    snprintf(p, sizeof(p), "%s/..v1", dir);
+    rmdir(p);
+    snprintf(p, sizeof(p), "%s/..v2", dir);
+    rmdir(p);
+    rmdir(dir);
+}
+
 int main(void)
 {
     /* refusals are logged by design: capture the log and count them */
@@ -222,13 +334,15 @@ int main(void)
     RUN(test_check_pair);
     RUN(test_read_file_limits);
     RUN(test_reload);
+    RUN(test_refuses_certificates_clients_would_refuse);
+    RUN(test_secret_volume_swap);
     fflush(stderr);
     loglen = (size_t)lseek(fileno(logf), 0, SEEK_END);
     logtext = calloc(1, loglen + 1);
     CHECK(pread(fileno(logf), logtext, loglen, 0) == (ssize_t)loglen);
     for (const char *p = logtext; (p = strstr(p, "new serving certificate refused")) != NULL; p++)
         refused++;
-    CHECK(refused == 3); /* cert before key, garbage, missing file */
+    CHECK(refused == 6); /* cert before key, garbage, missing; expired, not yet valid, FIFO */
     CHECK_CONTAINS(logtext, "\"level\":\"error\"");
     CHECK_CONTAINS(logtext, "serving certificate reloaded");
     free(logtext);

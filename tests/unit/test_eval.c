@@ -282,7 +282,7 @@ out:
          .mutating = true,                                                                         \
          .object = pod,                                                                            \
          .allowed = 1,                                                                             \
-         .warning = "gpuadmit [" rule "]: would patch: " problem},                                              \
+         .warning = "gpuadmit [" rule "]: would patch: " problem},                                 \
         {.name = rule ": Mutate+Warn is silent at /validate",                                      \
          .policy = "warn.yaml",                                                                    \
          .object = pod,                                                                            \
@@ -322,25 +322,46 @@ static const struct ecase cases[] = {
              "GPU pod is not confined to GPU nodes; add nodeSelector nvidia.com/gpu.present=true"),
     /* ---- audit-only predicts enforcement ---- */
     {.name = "audit-only: a problem Mutate cannot patch is a would-be denial",
-     .policy = "mutate.yaml", .mutating = true, .audit_only = true,
-     .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard','tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'false'}}"),
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .audit_only = true,
+     .object = POD("{'containers':[" GPU_CONTAINER
+                   "],'priorityClassName':'gpu-standard','tolerations':[" TOL
+                   "],'nodeSelector':{'nvidia.com/gpu.present':'false'}}"),
      .allowed = 1,
-     .annotation = "node-selector=would deny: GPU pod is not confined to GPU nodes (its nodeSelector names other nodes)"},
+     .annotation = "node-selector=would deny: GPU pod is not confined to GPU nodes (its "
+                   "nodeSelector names other nodes)"},
     {.name = "audit-only: later rules see the would-be patches of earlier ones (priority-class)",
-     .policy = "mutate.yaml", .mutating = true, .audit_only = true,
-     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
-     .allowed = 1, .annotation = "priority-class=would patch: GPU pod has no priorityClassName"},
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .audit_only = true,
+     .object =
+         POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1,
+     .annotation = "priority-class=would patch: GPU pod has no priorityClassName"},
     {.name = "audit-only: later rules see the would-be patches of earlier ones (tolerations)",
-     .policy = "mutate.yaml", .mutating = true, .audit_only = true,
-     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
-     .allowed = 1, .annotation = "tolerations=would patch: GPU pod does not tolerate"},
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .audit_only = true,
+     .object =
+         POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1,
+     .annotation = "tolerations=would patch: GPU pod does not tolerate"},
     {.name = "audit-only: too many GPUs is a would-be denial at /mutate too",
-     .policy = "mutate.yaml", .mutating = true, .audit_only = true,
-     .object = POD("{'containers':[{'name':'big','resources':{'limits':{'nvidia.com/gpu':'9'}}}]," SETTLED_SPEC "}"),
-     .allowed = 1, .annotation = "gpu-request=would deny: pod requests 9 nvidia.com/gpu"},
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .audit_only = true,
+     .object = POD("{'containers':[{'name':'big','resources':{'limits':{'nvidia.com/"
+                   "gpu':'9'}}}]," SETTLED_SPEC "}"),
+     .allowed = 1,
+     .annotation = "gpu-request=would deny: pod requests 9 nvidia.com/gpu"},
     {.name = "a template that carries spec.priority gets the class's value with the class",
-     .policy = "mutate.yaml", .mutating = true, .resource = "apps/deployments",
-     .object = "{'spec':{'template':{'spec':{'containers':[" GPU_CONTAINER "],'priority':0,'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}}}}",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .resource = "apps/deployments",
+     .object = "{'spec':{'template':{'spec':{'containers':[" GPU_CONTAINER
+               "],'priority':0,'tolerations':[" TOL
+               "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}}}}",
      .allowed = 1,
      .patch = "[{'op':'add','path':'/spec/template/spec/priorityClassName','value':'gpu-standard'},"
               "{'op':'add','path':'/spec/template/spec/priority','value':1000}]"},
@@ -408,7 +429,8 @@ static const struct ecase cases[] = {
      .ns = "research",
      .object = POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL "]}"),
      .allowed = 1,
-     .warning = "gpuadmit [priority-class-research]: would patch: GPU pod has no priorityClassName"},
+     .warning =
+         "gpuadmit [priority-class-research]: would patch: GPU pod has no priorityClassName"},
     /* ---- exemptions ---- */
     {.name = "scope: a namespace outside match is not judged",
      .policy = "scoped.yaml",

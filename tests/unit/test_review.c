@@ -492,8 +492,48 @@ static void test_status_body(void)
     free(out);
 }
 
+static void test_nul_in_strings(void)
+{
+    /* the apiserver writes NUL as \u0000; any annotation may carry one */
+    const char *body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+                       "\"request\":{\"uid\":\"a\\u0000b\",\"kind\":{\"version\":\"v1\",\"kind\":"
+                       "\"Pod\"},\"resource\":{\"resource\":\"pods\"},\"operation\":\"CREATE\","
+                       "\"object\":{\"metadata\":{\"annotations\":{\"x\":\"a\\u0000b\"}}}}}";
+    struct diag d;
+    struct review *r = decode_str(body, &d);
+    struct decision dec;
+    char *out = NULL;
+    size_t len = 0;
+
+    CHECK(r != NULL);
+    if (r == NULL) {
+        printf("  %s\n", d.msg);
+        return;
+    }
+    CHECK(json_string_length(r->uid_json) == 3);
+    decision_init(&dec);
+    CHECK(review_encode(r, &dec, false, &out, &len) == 0);
+    /* echoed byte for byte, NUL included */
+    CHECK_CONTAINS(out, "\"uid\":\"a\\u0000b\"");
+    free(out);
+    review_free(r);
+}
+
+static void test_parse_error_hides_the_body(void)
+{
+    struct diag d;
+    struct review *r = decode_str("{\"data\":{\"password\":hunter2}}", &d);
+
+    CHECK(r == NULL);
+    CHECK_CONTAINS(d.msg, "invalid JSON at line 1, column");
+    CHECK(strstr(d.msg, "hunter2") == NULL);
+    CHECK(strstr(d.msg, "near") == NULL);
+}
+
 int main(void)
 {
+    RUN(test_nul_in_strings);
+    RUN(test_parse_error_hides_the_body);
     RUN(test_roundtrip_fixture);
     RUN(test_captured_pod_create);
     RUN(test_object_fixtures);
