@@ -12,7 +12,7 @@ PKG_CONFIG ?= pkg-config
 # V=1 shows the full compiler command lines
 Q := $(if $(V),,@)
 CC ?= cc
-PKGS := libmicrohttpd gnutls jansson yaml-0.1 openssl
+PKGS := libmicrohttpd gnutls jansson yaml-0.1 openssl libcurl
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Evaluated lazily, so that "make check" can install the packages before pkg-config is asked.

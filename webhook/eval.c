@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "capacity.h"
 #include "log.h"
 #include "patch.h"
 #include "pod.h"
@@ -26,6 +27,7 @@ struct target {
     const char *meta_path;  /* JSON Pointer of the pod's (template's) metadata */
     const char *owner_kind; /* templates: the kind that will own the pods */
     bool is_pod;
+    bool ephemeral; /* pods/ephemeralcontainers: only the debug containers being added */
 };
 
 /* Who is asking, about what: the inputs of match/exclude. */
@@ -42,6 +44,7 @@ struct who {
 enum verdict { V_OK, V_FIXED, V_PROBLEM };
 
 struct ctx {
+    struct cluster *view; /* NULL without one */
     const struct policy_doc *doc;
     const struct review *r;
     const struct target *t;
@@ -71,6 +74,41 @@ __attribute__((format(printf, 3, 4))) static void add_text(char *buf, size_t len
     va_end(ap);
 }
 
+/* Problems are kept apart by PROBLEM_SEP: a denial or an annotation joins them with "; ", a
+ * warning goes out one per problem (the apiserver cuts long warnings to 256 characters). */
+#define PROBLEM_SEP '\x1f'
+
+__attribute__((format(printf, 3, 4))) static void add_problem(char *buf, size_t len,
+                                                              const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    va_list ap;
+
+    if (n >= len - 2)
+        return;
+    if (n > 0)
+        buf[n++] = PROBLEM_SEP;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, len - n, fmt, ap);
+    va_end(ap);
+}
+
+/* A copy of problems joined for reading. */
+static void join_problems(const char *in, char *out, size_t len)
+{
+    size_t o = 0;
+
+    for (; *in && o + 3 < len; in++) {
+        if (*in == PROBLEM_SEP) {
+            out[o++] = ';';
+            out[o++] = ' ';
+        } else {
+            out[o++] = *in;
+        }
+    }
+    out[o] = '\0';
+}
+
 /* ---- targets ---- */
 
 static bool gvr_is(const struct review *r, const char *group, const char *resource)
@@ -80,14 +118,18 @@ static bool gvr_is(const struct review *r, const char *group, const char *resour
 
 static const struct target *find_target(const struct review *r, bool autogen)
 {
-    static const struct target pod = {"pod", "/spec", "/metadata", NULL, true};
+    static const struct target pod = {"pod", "/spec", "/metadata", NULL, true, false};
+    static const struct target debug = {"pod", "/spec", "/metadata", NULL, true, true};
     static const struct target workloads[] = {
-        {"Deployment", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false},
-        {"ReplicaSet", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false},
-        {"StatefulSet", "/spec/template/spec", "/spec/template/metadata", "StatefulSet", false},
-        {"Job", "/spec/template/spec", "/spec/template/metadata", "Job", false},
+        {"Deployment", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false,
+         false},
+        {"ReplicaSet", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false,
+         false},
+        {"StatefulSet", "/spec/template/spec", "/spec/template/metadata", "StatefulSet", false,
+         false},
+        {"Job", "/spec/template/spec", "/spec/template/metadata", "Job", false, false},
         {"CronJob", "/spec/jobTemplate/spec/template/spec",
-         "/spec/jobTemplate/spec/template/metadata", "Job", false},
+         "/spec/jobTemplate/spec/template/metadata", "Job", false, false},
     };
     static const struct {
         const char *group, *resource;
@@ -97,7 +139,12 @@ static const struct target *find_target(const struct review *r, bool autogen)
                {"batch", "jobs"},
                {"batch", "cronjobs"}};
 
-    if (r->sub_resource[0] != '\0' || r->object == NULL)
+    if (r->object == NULL)
+        return NULL;
+    /* kubectl debug adds containers to a running pod through this subresource */
+    if (gvr_is(r, "", "pods") && strcmp(r->sub_resource, "ephemeralcontainers") == 0)
+        return r->op == REVIEW_UPDATE ? &debug : NULL;
+    if (r->sub_resource[0] != '\0')
         return NULL;
     if (gvr_is(r, "", "pods"))
         return r->op == REVIEW_CREATE ? &pod : NULL;
@@ -160,6 +207,17 @@ static bool groups_any(const struct strlist *l, const json_t *groups)
     return false;
 }
 
+/* Whether the request comes from a controller: the kube-controller-manager, or one of the
+ * per-controller service accounts in kube-system. A user can write any ownerReferences into
+ * the pod they create; only the controllers' own pods are exempt by owner. */
+static bool controller_identity(const char *user)
+{
+    static const char sa[] = "system:serviceaccount:kube-system:";
+
+    return strcmp(user, "system:kube-controller-manager") == 0 ||
+           strncmp(user, sa, sizeof(sa) - 1) == 0;
+}
+
 static bool owners_any(const struct strlist *l, const struct who *w)
 {
     size_t i;
@@ -167,8 +225,11 @@ static bool owners_any(const struct strlist *l, const struct who *w)
 
     if (w->owner_kind != NULL && glob_any(l, w->owner_kind))
         return true;
+    if (!controller_identity(w->user))
+        return false;
     json_array_foreach (w->owners, i, o) {
-        if (glob_any(l, json_string_value(json_object_get(o, "kind"))))
+        if (json_is_true(json_object_get(o, "controller")) &&
+            glob_any(l, json_string_value(json_object_get(o, "kind"))))
             return true;
     }
     return false;
@@ -225,6 +286,13 @@ static void who_init(struct who *w, const struct review *r, const struct target 
 
 /* ---- GPU facts ---- */
 
+static const char *object_name(const struct review *r)
+{
+    const char *n = json_string_value(patch_get(r->object, "/metadata/name"));
+
+    return n ? n : r->name;
+}
+
 static const char *container_name(const json_t *c)
 {
     const char *n = json_string_value(json_object_get(c, "name"));
@@ -255,6 +323,25 @@ static bool tolerates(const json_t *tol, const struct taint *t)
         return true;
     /* Equal (the default): the values must be equal; a taint of any value needs Exists */
     return t->value != NULL && strcmp(val ? val : "", t->value) == 0;
+}
+
+/* Whether a toleration lets the pod onto nodes with this GPU taint: its key and effect match
+ * (or an empty key with Exists). With operator Equal the value must match the taint's, but a
+ * taint of any value ("value" absent in the policy) may well carry the very value the pod
+ * names (GKE's "present", many installs' "true"): for "can it reach GPU nodes" that counts. */
+static bool may_tolerate(const json_t *tol, const struct taint *t)
+{
+    const char *key = json_string_value(json_object_get(tol, "key"));
+    const char *op = json_string_value(json_object_get(tol, "operator"));
+    const char *eff = json_string_value(json_object_get(tol, "effect"));
+
+    if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
+        return false;
+    if (key == NULL || key[0] == '\0')
+        return op != NULL && strcmp(op, "Exists") == 0;
+    if (strcmp(key, t->key) != 0)
+        return false;
+    return t->value == NULL || tolerates(tol, t);
 }
 
 /* The GPU taints the pod does not tolerate, into missing (at most max); how many. */
@@ -409,7 +496,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
     tols = json_object_get(spec, "tolerations");
     for (size_t t = 0; t < doc->n_gpu_taints; t++) {
         json_array_foreach (tols, i, tol) {
-            if (tolerates(tol, &doc->gpu_taints[t])) {
+            if (may_tolerate(tol, &doc->gpu_taints[t])) {
                 snprintf(why, len, "tolerates %s:%s", doc->gpu_taints[t].key,
                          doc->gpu_taints[t].effect);
                 return true;
@@ -436,34 +523,96 @@ static bool is_privileged(const json_t *c)
     return json_is_true(json_object_get(json_object_get(c, "securityContext"), "privileged"));
 }
 
-/* A hostPath that exposes NVIDIA device nodes: /dev/nvidia*, /dev itself, or the root. */
+/* path with empty and "." segments dropped and ".." applied, into out. */
+static void normalize_path(const char *path, char *out, size_t len)
+{
+    size_t n = 0, seg;
+    const char *p = path, *end;
+
+    out[0] = '\0';
+    while (*p) {
+        while (*p == '/')
+            p++;
+        end = strchr(p, '/');
+        seg = end ? (size_t)(end - p) : strlen(p);
+        if (seg == 0 || (seg == 1 && p[0] == '.')) {
+            /* nothing */
+        } else if (seg == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--;
+        } else if (n + 1 + seg < len) {
+            out[n++] = '/';
+            memcpy(out + n, p, seg);
+            n += seg;
+        }
+        p += seg;
+    }
+    if (n == 0)
+        out[n++] = '/';
+    out[n] = '\0';
+}
+
+/* A hostPath that exposes GPU device nodes: the root, any .../dev directory (the host's, or a
+ * driver root's such as the GPU Operator's /run/nvidia/driver/dev), /dev/nvidia*, /dev/dri
+ * (DRM render nodes), or the driver root itself. */
 static const char *dev_host_path(const json_t *spec)
 {
     const json_t *vols = json_object_get(spec, "volumes"), *vol;
-    size_t i;
+    size_t i, n;
+    char norm[512];
 
     json_array_foreach (vols, i, vol) {
         const char *p =
             json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
-        char norm[256];
-        size_t n = 0;
 
         if (p == NULL)
             continue;
-        /* collapse repeated slashes and drop a trailing one */
-        for (const char *s = p; *s && n + 1 < sizeof(norm); s++) {
-            if (*s == '/' && n > 0 && norm[n - 1] == '/')
-                continue;
-            norm[n++] = *s;
-        }
-        while (n > 1 && norm[n - 1] == '/')
-            n--;
-        norm[n] = '\0';
-        if (strcmp(norm, "/") == 0 || strcmp(norm, "/dev") == 0 ||
-            fnmatch("/dev/nvidia*", norm, 0) == 0)
+        normalize_path(p, norm, sizeof(norm));
+        n = strlen(norm);
+        if (strcmp(norm, "/") == 0 || (n >= 4 && strcmp(norm + n - 4, "/dev") == 0) ||
+            fnmatch("*/dev/nvidia*", norm, 0) == 0 || fnmatch("*/dev/dri", norm, 0) == 0 ||
+            fnmatch("*/dev/dri/*", norm, 0) == 0 || strcmp(norm, "/run/nvidia") == 0 ||
+            strncmp(norm, "/run/nvidia/driver", 18) == 0)
             return p;
     }
     return NULL;
+}
+
+/* Whether the pod can land on a GPU node at all: it targets them, it names its node (spec.nodeName
+ * or a matchFields affinity bypass the scheduler's taint checks), or the policy lists no
+ * NoSchedule/NoExecute GPU taint (nothing keeps pods off GPU nodes). */
+static bool reaches_gpu_nodes(const struct policy_doc *doc, const json_t *spec, char *why,
+                              size_t len)
+{
+    const json_t *term, *v;
+    size_t i;
+    bool keeps_off = false;
+
+    if (targets_gpu_nodes(doc, spec, why, len))
+        return true;
+    v = json_object_get(spec, "nodeName");
+    if (json_is_string(v) && json_string_length(v) > 0) {
+        snprintf(why, len, "nodeName %s", json_string_value(v));
+        return true;
+    }
+    json_array_foreach (required_terms(spec), i, term) {
+        if (json_array_size(json_object_get(term, "matchFields")) > 0) {
+            snprintf(why, len, "node affinity on node fields");
+            return true;
+        }
+    }
+    for (size_t t = 0; t < doc->n_gpu_taints; t++)
+        keeps_off = keeps_off || strcmp(doc->gpu_taints[t].effect, "PreferNoSchedule") != 0;
+    if (!keeps_off)
+        snprintf(why, len, "no taint keeps pods off GPU nodes");
+    return !keeps_off;
+}
+
+static bool has_env_from(const json_t *c)
+{
+    return json_array_size(json_object_get(c, "envFrom")) > 0;
 }
 
 /* ---- the rules ---- */
@@ -520,7 +669,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
 
     diag_clear(&d);
     if (pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) < 0) {
-        add_text(c->problem, sizeof(c->problem), "%s", d.msg);
+        add_problem(c->problem, sizeof(c->problem), "%s", d.msg);
         return V_PROBLEM;
     }
     if (dm.n == 0 && targets_gpu_nodes(c->doc, c->spec, why, sizeof(why))) {
@@ -532,44 +681,90 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
                  container_name(first), why, ru->default_resource, ru->default_resource);
         if (c->fix && first != NULL &&
             add_gpu_request(c, ru->default_resource, (long long)ru->default_count) == 0) {
-            add_text(c->fixable, sizeof(c->fixable), "%s", desc);
+            add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
             add_text(c->fixed, sizeof(c->fixed), "added %lld %s to container \"%s\"",
                      (long long)ru->default_count, ru->default_resource, container_name(first));
             fixed = true;
             pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d);
         } else {
-            add_text(c->problem, sizeof(c->problem), "%s", desc);
+            add_problem(c->problem, sizeof(c->problem), "%s", desc);
         }
     }
     /* ways to reach GPUs without asking the device plugin */
     if (dm.n == 0) {
-        bool reachable =
-            c->doc->n_gpu_taints == 0 || targets_gpu_nodes(c->doc, c->spec, why, sizeof(why));
+        bool reachable = reaches_gpu_nodes(c->doc, c->spec, why, sizeof(why));
 
         if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices)))
-            add_text(c->problem, sizeof(c->problem),
-                     "container \"%s\" sets NVIDIA_VISIBLE_DEVICES without requesting a GPU, "
-                     "which bypasses the device plugin; request resources.limits[\"%s\"] or "
-                     "remove the variable",
-                     container_name(x), ru->default_resource);
+            add_problem(c->problem, sizeof(c->problem),
+                        "container \"%s\" sets NVIDIA_VISIBLE_DEVICES without requesting a GPU, "
+                        "which bypasses the device plugin; request resources.limits[\"%s\"] or "
+                        "remove the variable",
+                        container_name(x), ru->default_resource);
         if (reachable && ru->deny_privileged && (x = find_container(c->spec, is_privileged)))
-            add_text(c->problem, sizeof(c->problem),
-                     "privileged container \"%s\" can reach GPU devices without requesting a "
-                     "GPU; request resources.limits[\"%s\"] or drop privileged",
-                     container_name(x), ru->default_resource);
+            add_problem(c->problem, sizeof(c->problem),
+                        "privileged container \"%s\" can reach GPU devices without requesting a "
+                        "GPU; request resources.limits[\"%s\"] or drop privileged",
+                        container_name(x), ru->default_resource);
+        if (reachable && ru->deny_visible_devices_env &&
+            (x = find_container(c->spec, has_env_from)))
+            add_problem(c->problem, sizeof(c->problem),
+                        "container \"%s\" can reach GPU nodes (%s) and takes its environment from "
+                        "envFrom, which may set NVIDIA_VISIBLE_DEVICES unseen; request "
+                        "resources.limits[\"%s\"] or set its variables with env",
+                        container_name(x), why, ru->default_resource);
         if (reachable && ru->deny_dev_host_path && (hp = dev_host_path(c->spec)))
-            add_text(c->problem, sizeof(c->problem),
-                     "hostPath volume \"%s\" exposes GPU device nodes without a GPU request; "
-                     "request resources.limits[\"%s\"] or remove the volume",
-                     hp, ru->default_resource);
+            add_problem(c->problem, sizeof(c->problem),
+                        "hostPath volume \"%s\" exposes GPU device nodes without a GPU request; "
+                        "request resources.limits[\"%s\"] or remove the volume",
+                        hp, ru->default_resource);
     }
     for (size_t i = 0; ru->max_per_pod > 0 && i < dm.n; i++) {
         if (dm.r[i].milli > ru->max_per_pod * 1000)
-            add_text(c->problem, sizeof(c->problem),
-                     "pod requests %lld %s, more than the maximum of %lld per pod",
-                     (long long)(dm.r[i].milli / 1000), dm.r[i].name, (long long)ru->max_per_pod);
+            add_problem(c->problem, sizeof(c->problem),
+                        "pod requests %lld %s, more than the maximum of %lld per pod",
+                        (long long)(dm.r[i].milli / 1000), dm.r[i].name,
+                        (long long)ru->max_per_pod);
     }
     return c->problem[0] ? V_PROBLEM : fixed ? V_FIXED : V_OK;
+}
+
+/* Whether the old object already had an ephemeral container of this name. */
+static bool ephemeral_existed(const struct review *r, const char *name)
+{
+    const json_t *old = patch_get(r->old_object, "/spec/ephemeralContainers"), *c;
+    size_t i;
+
+    json_array_foreach (old, i, c) {
+        if (strcmp(container_name(c), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* pods/ephemeralcontainers: a debug container joins a pod already on its node; it cannot ask
+ * the device plugin for anything, so one that sets NVIDIA_VISIBLE_DEVICES (or may, through
+ * envFrom) or runs privileged would see every GPU of the node. */
+static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
+{
+    const json_t *list = json_object_get(c->spec, "ephemeralContainers"), *x;
+    size_t i;
+
+    json_array_foreach (list, i, x) {
+        if (ephemeral_existed(c->r, container_name(x)))
+            continue;
+        if (ru->deny_visible_devices_env && (env_sets_visible_devices(x) || has_env_from(x)))
+            add_problem(c->problem, sizeof(c->problem),
+                        "ephemeral container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which would "
+                        "expose every GPU of the node; debug without it",
+                        container_name(x),
+                        env_sets_visible_devices(x) ? "" : " (or may, via envFrom)");
+        if (ru->deny_privileged && is_privileged(x))
+            add_problem(c->problem, sizeof(c->problem),
+                        "privileged ephemeral container \"%s\" can reach every GPU of the node; "
+                        "debug without privileged (e.g. kubectl debug --profile=general)",
+                        container_name(x));
+    }
+    return c->problem[0] ? V_PROBLEM : V_OK;
 }
 
 static bool requests_gpus(struct ctx *c)
@@ -581,13 +776,41 @@ static bool requests_gpus(struct ctx *c)
     return pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) == 0 && dm.n > 0;
 }
 
-static const struct priority_class *find_class(const struct policy_doc *doc, const char *name)
+static bool view_synced(const struct ctx *c)
 {
-    for (size_t i = 0; i < doc->n_classes; i++) {
-        if (strcmp(doc->classes[i].name, name) == 0)
-            return &doc->classes[i];
+    return c->view != NULL && cluster_synced(c->view);
+}
+
+/* The class called name, into *out (its strings borrowed), or NULL when unknown. A synced
+ * cluster view is the truth (the apiserver's Priority plugin checks the patch against the
+ * class as it is); the policy's list stands in without one. */
+static const struct priority_class *find_class(const struct ctx *c, const char *name,
+                                               struct priority_class *out)
+{
+    int64_t value;
+    bool preempt;
+
+    if (view_synced(c)) {
+        if (!cluster_priority_class(c->view, name, &value, &preempt))
+            return NULL;
+        out->name = (char *)name;
+        out->value = (int32_t)value;
+        out->preemption_policy = preempt ? "PreemptLowerPriority" : "Never";
+        return out;
+    }
+    for (size_t i = 0; i < c->doc->n_classes; i++) {
+        if (strcmp(c->doc->classes[i].name, name) == 0)
+            return &c->doc->classes[i];
     }
     return NULL;
+}
+
+/* Whether a class the pod names can be said not to exist: only a synced view of the cluster
+ * knows every class (a globalDefault class, or any other the cluster has, is not in the
+ * policy's list). */
+static bool classes_known(const struct ctx *c)
+{
+    return view_synced(c);
 }
 
 static bool is_system_class(const char *name)
@@ -641,37 +864,38 @@ static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
     const char *want;
     const struct priority_class *pc;
     const struct ns_list *refused;
+    struct priority_class found;
     char *target = c->problem;
 
     if (!requests_gpus(c))
         return V_OK;
     if (cls == NULL || cls[0] == '\0') {
         want = default_class_for(ru, c->r->ns);
-        pc = want ? find_class(c->doc, want) : NULL;
+        pc = want ? find_class(c, want, &found) : NULL;
         if (want == NULL) {
-            add_text(c->problem, sizeof(c->problem),
-                     "GPU pod has no priorityClassName, so it cannot preempt anything; set "
-                     "spec.priorityClassName");
+            add_problem(c->problem, sizeof(c->problem),
+                        "GPU pod has no priorityClassName, so it cannot preempt anything; set "
+                        "spec.priorityClassName");
             return V_PROBLEM;
         }
         if (pc == NULL) {
-            add_text(c->problem, sizeof(c->problem),
-                     "GPU pod has no priorityClassName, and the default class \"%s\" is not a "
-                     "known PriorityClass; set spec.priorityClassName",
-                     want);
+            add_problem(c->problem, sizeof(c->problem),
+                        "GPU pod has no priorityClassName, and the default class \"%s\" is not a "
+                        "known PriorityClass; set spec.priorityClassName",
+                        want);
             return V_PROBLEM;
         }
         if (c->fix && !class_refused(ru, c->r->ns, pc->name) && set_class(c, pc) == V_FIXED)
             target = c->fixable;
-        add_text(target, MSG_MAX,
-                 "GPU pod has no priorityClassName, so it cannot preempt anything; set "
-                 "spec.priorityClassName: %s",
-                 pc->name);
+        add_problem(target, MSG_MAX,
+                    "GPU pod has no priorityClassName, so it cannot preempt anything; set "
+                    "spec.priorityClassName: %s",
+                    pc->name);
         return target == c->fixable ? V_FIXED : V_PROBLEM;
     }
-    if (c->doc->n_classes > 0 && !is_system_class(cls) && find_class(c->doc, cls) == NULL) {
-        add_text(c->problem, sizeof(c->problem),
-                 "priorityClassName \"%s\" is not a known PriorityClass", cls);
+    if (classes_known(c) && !is_system_class(cls) && find_class(c, cls, &found) == NULL) {
+        add_problem(c->problem, sizeof(c->problem),
+                    "priorityClassName \"%s\" is not a known PriorityClass", cls);
         return V_PROBLEM;
     }
     refused = class_refused(ru, c->r->ns, cls);
@@ -681,9 +905,9 @@ static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
         for (size_t i = 0, n = 0; i < refused->values.n && n < sizeof(list); i++)
             n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
                                   refused->values.v[i]);
-        add_text(c->problem, sizeof(c->problem),
-                 "priorityClassName \"%s\" is not allowed in namespace \"%s\" (allowed: %s)", cls,
-                 c->r->ns, list);
+        add_problem(c->problem, sizeof(c->problem),
+                    "priorityClassName \"%s\" is not allowed in namespace \"%s\" (allowed: %s)",
+                    cls, c->r->ns, list);
         return V_PROBLEM;
     }
     return V_OK;
@@ -730,12 +954,12 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
                 rc = add_at(c, "/tolerations/-", NULL, 0, toleration_for(missing[i]));
         }
         if (rc == 0) {
-            add_text(c->fixable, sizeof(c->fixable), "%s", desc);
+            add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
             add_text(c->fixed, sizeof(c->fixed), "added tolerations for %s", names);
             return V_FIXED;
         }
     }
-    add_text(c->problem, sizeof(c->problem), "%s", desc);
+    add_problem(c->problem, sizeof(c->problem), "%s", desc);
     return V_PROBLEM;
 }
 
@@ -760,8 +984,8 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
         conflict = conflict || (have != NULL && strcmp(have, labels[i].value) != 0);
     }
     if (want[0] == '\0') {
-        add_text(c->problem, sizeof(c->problem),
-                 "GPU pod is not confined to GPU nodes; add a nodeSelector on a GPU node label");
+        add_problem(c->problem, sizeof(c->problem),
+                    "GPU pod is not confined to GPU nodes; add a nodeSelector on a GPU node label");
         return V_PROBLEM;
     }
     snprintf(desc, sizeof(desc), "GPU pod is not confined to GPU nodes%s; add nodeSelector %s",
@@ -782,12 +1006,12 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
             }
         }
         if (rc == 0) {
-            add_text(c->fixable, sizeof(c->fixable), "%s", desc);
+            add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
             add_text(c->fixed, sizeof(c->fixed), "added nodeSelector %s", want);
             return V_FIXED;
         }
     }
-    add_text(c->problem, sizeof(c->problem), "%s", desc);
+    add_problem(c->problem, sizeof(c->problem), "%s", desc);
     return V_PROBLEM;
 }
 
@@ -800,6 +1024,7 @@ static const rule_fn rule_fns[] = {
     [RULE_PRIORITY_CLASS] = rule_priority_class,
     [RULE_TOLERATIONS] = rule_tolerations,
     [RULE_NODE_SELECTOR] = rule_node_selector,
+    [RULE_CAPACITY] = NULL, /* judged by its own pass: capacity_pass() */
 };
 
 static const char *const enforcement_names[] = {"Enforce", "Warn", "Audit"};
@@ -815,6 +1040,8 @@ struct run {
     bool audit_only;
     struct patch real;
     struct patch pred;
+    struct cluster *view; /* NULL: no cluster configured */
+    char subject[160];    /* what a denial names when no pod target does ("deployments ml/x") */
     struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
@@ -832,37 +1059,46 @@ static void log_decision(const struct review *r, const struct target *t, const s
                         enforcement_names[eff], "outcome", outcome, "message", message));
 }
 
-static void record_deny(struct run *rn, const struct rule *ru, const char *what)
+static void record_deny(struct run *rn, const struct rule *ru, const char *problems)
 {
-    char text[MSG_MAX + 128];
+    char what[MSG_MAX + 64], text[MSG_MAX + 160];
 
+    join_problems(problems, what, sizeof(what));
     snprintf(text, sizeof(text), "%s[%s] %s", rn->n_deny ? "; " : "", ru->name, what);
     strncat(rn->deny, text, sizeof(rn->deny) - strlen(rn->deny) - 1);
     rn->n_deny++;
     log_decision(rn->r, rn->t, ru, ENFORCE_ENFORCE, "denied", what);
 }
 
-/* A Warn or Audit finding: label ("would patch" or "would deny") and what. */
+/* A Warn or Audit finding: label ("would patch" or "would deny") and the problems. */
 static void record_report(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
-                          const char *label, const char *what)
+                          const char *label, const char *problems)
 {
-    char body[MSG_MAX + 32], text[MSG_MAX + 128];
+    char what[MSG_MAX + 64], body[MSG_MAX + 96], text[MSG_MAX + 160];
+    const char *p = problems, *end;
 
+    join_problems(problems, what, sizeof(what));
     snprintf(body, sizeof(body), "%s: %s", label, what);
-    if (eff == ENFORCE_WARN) {
-        snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, body);
-        decision_warn(rn->dec, text);
-        log_decision(rn->r, rn->t, ru, eff, "warned", body);
-    } else {
+    if (eff != ENFORCE_WARN) {
         decision_annotate(rn->dec, ru->name, body);
         log_decision(rn->r, rn->t, ru, eff, label, what);
+        return;
     }
+    for (; *p; p = *end ? end + 1 : end) {
+        end = strchr(p, PROBLEM_SEP);
+        if (end == NULL)
+            end = p + strlen(p);
+        snprintf(text, sizeof(text), "gpuadmit [%s]: %s: %.*s", ru->name, label, (int)(end - p), p);
+        decision_warn(rn->dec, text);
+    }
+    log_decision(rn->r, rn->t, ru, eff, "warned", body);
 }
 
 static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
                              struct patch *pt, struct ctx *c)
 {
     memset(c, 0, sizeof(*c));
+    c->view = rn->view;
     c->doc = doc;
     c->r = rn->r;
     c->t = rn->t;
@@ -872,6 +1108,8 @@ static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const
     c->spec = patch_get(c->object, rn->t->prefix);
     if (!json_is_object(c->spec))
         return V_OK;
+    if (rn->t->ephemeral)
+        return ru->type == RULE_GPU_REQUEST ? rule_ephemeral(c, ru) : V_OK;
     return rule_fns[ru->type](c, ru);
 }
 
@@ -947,7 +1185,7 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
     for (size_t i = 0; i < doc->n_rules; i++) {
         const struct rule *ru = &doc->rules[i];
 
-        if (!in_scope(&ru->scope, &w))
+        if (ru->type == RULE_CAPACITY || !in_scope(&ru->scope, &w))
             continue;
         eff = rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
         if (!rn->mutating)
@@ -958,35 +1196,367 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
     return 0;
 }
 
+/* ---- capacity ---- */
+
+/* What a capacity judgement is about. */
+struct cap_target {
+    json_t *spec; /* the pod template spec (owned) */
+    int64_t increase;
+    int64_t total;
+    bool hpa; /* a HorizontalPodAutoscaler: warnings only */
+    bool pod; /* a bare pod: the sharing check only */
+    char what[160];
+};
+
+static int64_t int_at(const json_t *obj, const char *path, int64_t dflt)
+{
+    const json_t *v = patch_get((json_t *)obj, path);
+
+    return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* A Deployment's rollout surge for replicas: maxSurge (int or percent, rounded up; default
+ * 25%), 0 with the Recreate strategy. */
+static int64_t deployment_surge(const json_t *obj, int64_t replicas)
+{
+    const json_t *strategy = patch_get((json_t *)obj, "/spec/strategy");
+    const json_t *surge = json_object_get(json_object_get(strategy, "rollingUpdate"), "maxSurge");
+    const char *type = json_string_value(json_object_get(strategy, "type"));
+    const char *pct;
+    long v;
+
+    if (type != NULL && strcmp(type, "Recreate") == 0)
+        return 0;
+    if (json_is_integer(surge))
+        return json_integer_value(surge);
+    pct = json_is_string(surge) ? json_string_value(surge) : "25%";
+    v = strtol(pct, NULL, 10);
+    return (replicas * v + 99) / 100;
+}
+
+/* A Job runs min(parallelism, completions) pods at once. */
+static int64_t job_width(const json_t *obj)
+{
+    int64_t par = int_at(obj, "/spec/parallelism", 1);
+    int64_t comp = int_at(obj, "/spec/completions", -1);
+
+    return comp >= 0 && comp < par ? comp : par;
+}
+
+static bool owned_by_deployment(const json_t *obj)
+{
+    const json_t *owners = patch_get((json_t *)obj, "/metadata/ownerReferences"), *o;
+    size_t i;
+
+    json_array_foreach (owners, i, o) {
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+
+        if (json_is_true(json_object_get(o, "controller")) && kind && !strcmp(kind, "Deployment"))
+            return true;
+    }
+    return false;
+}
+
+/* A workload CREATE or UPDATE: the template, and how many more pods it asks for. */
+static bool cap_workload(const struct review *r, const struct rule *ru, struct cap_target *ct)
+{
+    static const char *const res[] = {"deployments", "replicasets", "statefulsets", "jobs"};
+    static const char *const grp[] = {"apps", "apps", "apps", "batch"};
+    int which = -1;
+    int64_t now, before = 0;
+    bool changed;
+    const json_t *tmpl = patch_get(r->object, "/spec/template/spec");
+
+    for (int i = 0; i < 4; i++)
+        if (gvr_is(r, grp[i], res[i]))
+            which = i;
+    if (which < 0 || r->sub_resource[0] || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) ||
+        !json_is_object(tmpl))
+        return false;
+    if (which == 1 && !ru->owned_replicasets && owned_by_deployment(r->object))
+        return false; /* judged at its Deployment, so that a rollout cannot deadlock */
+    now = which == 3 ? job_width(r->object) : int_at(r->object, "/spec/replicas", 1);
+    if (r->op == REVIEW_UPDATE && r->old_object != NULL)
+        before = which == 3 ? job_width(r->old_object) : int_at(r->old_object, "/spec/replicas", 1);
+    /* any change of the template (its labels too) rolls a Deployment out */
+    changed = r->op == REVIEW_CREATE || r->old_object == NULL ||
+              !json_equal(patch_get(r->object, "/spec/template"),
+                          patch_get(r->old_object, "/spec/template"));
+    ct->total = now;
+    ct->increase = now > before ? now - before : 0;
+    /* a new template rolls out: a Deployment runs up to maxSurge extra pods meanwhile */
+    if (which == 0 && changed && r->op == REVIEW_UPDATE)
+        ct->increase += deployment_surge(r->object, now);
+    ct->spec = json_incref((json_t *)tmpl);
+    snprintf(ct->what, sizeof(ct->what), "%s %s/%s", res[which], r->ns, object_name(r));
+    return true;
+}
+
+/* An UPDATE of the scale subresource (kubectl scale, the HPA): the template comes from the
+ * view, which caches the pod templates of GPU workloads for this. */
+static bool cap_scale(const struct review *r, struct cluster *view, struct cap_target *ct)
+{
+    static const char *const res[] = {"deployments", "replicasets", "statefulsets"};
+    static const enum cluster_kind kinds[] = {CLUSTER_DEPLOYMENTS, CLUSTER_REPLICASETS,
+                                              CLUSTER_STATEFULSETS};
+    int64_t now, before, replicas;
+
+    if (strcmp(r->sub_resource, "scale") != 0 || r->op != REVIEW_UPDATE || view == NULL)
+        return false;
+    for (int i = 0; i < 3; i++) {
+        if (!gvr_is(r, "apps", res[i]))
+            continue;
+        const char *name = r->name[0] ? r->name : object_name(r);
+
+        ct->spec = cluster_workload_template(view, kinds[i], r->ns, name, &replicas);
+        if (ct->spec == NULL)
+            return false; /* not a GPU workload */
+        now = int_at(r->object, "/spec/replicas", 0);
+        before = r->old_object ? int_at(r->old_object, "/spec/replicas", replicas) : replicas;
+        ct->total = now;
+        ct->increase = now > before ? now - before : 0;
+        snprintf(ct->what, sizeof(ct->what), "%s %s/%s (scale)", res[i], r->ns, name);
+        return true;
+    }
+    return false;
+}
+
+/* A HorizontalPodAutoscaler: can its target's template fit maxReplicas? Warnings only. */
+static bool cap_hpa(const struct review *r, struct cluster *view, struct cap_target *ct)
+{
+    const char *kind = json_string_value(patch_get(r->object, "/spec/scaleTargetRef/kind"));
+    const char *name = json_string_value(patch_get(r->object, "/spec/scaleTargetRef/name"));
+    int k;
+    int64_t replicas;
+
+    if (!gvr_is(r, "autoscaling", "horizontalpodautoscalers") || r->sub_resource[0] ||
+        (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || view == NULL || kind == NULL ||
+        name == NULL || (k = cluster_kind_of(kind)) < CLUSTER_REPLICASETS)
+        return false;
+    ct->spec = cluster_workload_template(view, (enum cluster_kind)k, r->ns, name, &replicas);
+    if (ct->spec == NULL)
+        return false;
+    ct->total = int_at(r->object, "/spec/maxReplicas", replicas);
+    ct->increase = ct->total > replicas ? ct->total - replicas : 0;
+    ct->hpa = true;
+    snprintf(ct->what, sizeof(ct->what),
+             "HorizontalPodAutoscaler %s/%s (target %s %s, "
+             "maxReplicas %lld)",
+             r->ns, object_name(r), kind, name, (long long)ct->total);
+    return true;
+}
+
+/* Containers asking for more than one GPU of a resource, when every eligible node shares its
+ * GPUs: a time slice is not a faster GPU, and the plugin may refuse the request on the node. */
+static void shared_multiple(const struct cap_target *ct, const struct capacity_result *res,
+                            const struct strlist *globs, char *out, size_t len)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    const json_t *c;
+    struct pod_demand dm;
+    struct diag d;
+    size_t i;
+
+    for (size_t l = 0; l < 2; l++) {
+        json_array_foreach (json_object_get(ct->spec, lists[l]), i, c) {
+            diag_clear(&d);
+            if (pod_container_gpus(c, "container", globs, &dm, &d) < 0)
+                continue;
+            for (size_t k = 0; k < dm.n; k++) {
+                if (dm.r[k].milli <= 1000 || strncmp(dm.r[k].name, "nvidia.com/mig-", 15) == 0)
+                    continue;
+                snprintf(out, len,
+                         "container \"%s\" asks for %lld %s, but every eligible node shares its "
+                         "GPUs (%s): more than one slice gains nothing, and a device plugin "
+                         "running with failRequestsGreaterThanOne fails the pod on the node "
+                         "(UnexpectedAdmissionError); ask for 1",
+                         container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
+                         res->shared_why);
+                return;
+            }
+        }
+    }
+}
+
+/* A capacity finding: what (the whole arithmetic) goes into denials, annotations and the log;
+ * a warning carries brief (the first sentence), since the apiserver cuts warnings to 256
+ * characters under load. */
+static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                            bool hard, const char *what, const char *brief)
+{
+    char text[MSG_MAX + 160];
+
+    if (eff == ENFORCE_ENFORCE && (hard || ru->deny_unavailable)) {
+        record_deny(rn, ru, what);
+    } else if (eff == ENFORCE_WARN || eff == ENFORCE_ENFORCE) {
+        snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, brief);
+        decision_warn(rn->dec, text);
+        snprintf(text, sizeof(text), "warned: %s", what);
+        decision_annotate(rn->dec, ru->name, text);
+        log_decision(rn->r, rn->t, ru, eff, "warned", what);
+    } else {
+        record_report(rn, ru, eff, "would deny", what);
+    }
+}
+
+/* One capacity rule on one judged object. */
+static void capacity_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
+                          enum rule_enforcement eff, struct cap_target *ct)
+{
+    struct capacity_request rq = {ct->spec, &doc->gpu_resources, ct->increase, ct->total,
+                                  ru->headroom};
+    struct capacity_result res;
+    char text[2 * MSG_MAX], expl[MSG_MAX], shared[MSG_MAX] = "", brief[400];
+    double age;
+    struct pod_demand dm;
+    struct diag d;
+
+    diag_clear(&d);
+    if (pod_gpu_demand(ct->spec, &doc->gpu_resources, &dm, &d) == 0 && dm.n == 0)
+        return; /* not a GPU workload: nothing to judge, nothing to say */
+    if (ct->pod && (rn->view == NULL || !cluster_synced(rn->view)))
+        return; /* a pod gets only the sharing check, which needs the view */
+    if (rn->view == NULL || !cluster_synced(rn->view) ||
+        (age = cluster_age_s(rn->view)) > (double)ru->max_view_age_s) {
+        if (ru->when_stale == STALE_ALLOW)
+            return;
+        snprintf(text, sizeof(text), "GPU capacity not checked: %s",
+                 rn->view == NULL            ? "no cluster view is configured"
+                 : !cluster_synced(rn->view) ? "the cluster view is not synced yet"
+                                             : "the cluster view is stale");
+        log_event(
+            LOG_WARN, "capacity not checked",
+            json_pack("{s:s, s:s, s:s}", "uid", rn->r->uid, "object", ct->what, "reason", text));
+        if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)
+            record_deny(rn, ru, text);
+        else
+            capacity_report(rn, ru, eff == ENFORCE_ENFORCE ? ENFORCE_WARN : eff, false, text, text);
+        return;
+    }
+    if (capacity_judge(rn->view, &rq, &res) < 0) {
+        capacity_report(rn, ru, eff, true, res.reasons, res.reasons);
+        return;
+    }
+    if (!res.judged)
+        return;
+    if (ru->deny_shared_multiple && res.all_shared)
+        shared_multiple(ct, &res, &doc->gpu_resources, shared, sizeof(shared));
+    if (shared[0])
+        capacity_report(rn, ru, ct->hpa ? ENFORCE_WARN : eff, true, shared, shared);
+    if (ct->pod || ct->increase == 0)
+        return;
+    capacity_explain(&rq, &res, expl, sizeof(expl));
+    if (ct->total > res.fit_ever) {
+        snprintf(brief, sizeof(brief),
+                 "%s can never fit: %lld replicas, at most %lld fit the "
+                 "eligible nodes (%lld %s in all)",
+                 ct->what, (long long)ct->total, (long long)res.fit_ever,
+                 (long long)res.total_gpus[0], res.res[0].name);
+        snprintf(text, sizeof(text), "%s; %s", brief, expl);
+        capacity_report(rn, ru, ct->hpa ? ENFORCE_WARN : eff, true, text, brief);
+    } else if (ct->increase > res.fit_now) {
+        snprintf(brief, sizeof(brief),
+                 "%s: only %lld of %lld more pods fit now, the rest will "
+                 "wait Pending",
+                 ct->what, (long long)res.fit_now, (long long)ct->increase);
+        snprintf(text, sizeof(text), "%s; %s", brief, expl);
+        capacity_report(rn, ru, ct->hpa ? ENFORCE_WARN : eff, false, text, brief);
+        if (!rn->r->dry_run && res.fit_now > 0)
+            capacity_reserve(rn->view, &res, res.fit_now, (double)ru->reserve_s);
+    } else if (!rn->r->dry_run && !ct->hpa) {
+        capacity_reserve(rn->view, &res, ct->increase, (double)ru->reserve_s);
+    }
+}
+
+/* /validate: every capacity rule in scope judges the workload, scale or HPA request. */
+static void capacity_pass(struct run *rn, const struct policy *p)
+{
+    struct cap_target ct;
+    struct who w;
+    static const struct target none = {"object", "/spec", "/metadata", NULL, false, false};
+    const struct rule *first = NULL;
+
+    memset(&ct, 0, sizeof(ct));
+    for (size_t i = 0; i < p->n_docs && first == NULL; i++)
+        for (size_t k = 0; k < p->docs[i].n_rules && first == NULL; k++)
+            if (p->docs[i].rules[k].type == RULE_CAPACITY)
+                first = &p->docs[i].rules[k];
+    if (first == NULL)
+        return;
+    if (!cap_workload(rn->r, first, &ct) && !cap_scale(rn->r, rn->view, &ct) &&
+        !cap_hpa(rn->r, rn->view, &ct)) {
+        if (!gvr_is(rn->r, "", "pods") || rn->r->op != REVIEW_CREATE || rn->r->sub_resource[0] ||
+            !json_is_object(patch_get(rn->r->object, "/spec")))
+            return;
+        ct.spec = json_incref(patch_get(rn->r->object, "/spec"));
+        ct.pod = true;
+        snprintf(ct.what, sizeof(ct.what), "pod");
+    }
+    if (rn->t == NULL) {
+        rn->t = &none;
+        snprintf(rn->subject, sizeof(rn->subject), "%s", ct.what);
+    }
+    who_init(&w, rn->r, rn->t, rn->r->object);
+    for (size_t i = 0; i < p->n_docs; i++) {
+        const struct policy_doc *doc = &p->docs[i];
+
+        if (!in_scope(&doc->scope, &w))
+            continue;
+        for (size_t k = 0; k < doc->n_rules; k++) {
+            const struct rule *ru = &doc->rules[k];
+
+            if (ru->type != RULE_CAPACITY || !in_scope(&ru->scope, &w))
+                continue;
+            capacity_rule(rn, doc, ru,
+                          rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement, &ct);
+        }
+    }
+    json_decref(ct.spec);
+}
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
-                struct decision *dec)
+                struct cluster *view, struct decision *dec)
 {
     struct run rn;
     bool any_autogen = false;
     int rc = -1;
 
     memset(&rn, 0, sizeof(rn));
-    for (size_t i = 0; i < p->n_docs; i++)
-        any_autogen = any_autogen || p->docs[i].autogen;
-    rn.t = find_target(r, any_autogen);
-    if (rn.t == NULL || is_mirror_pod(r) || (r->op == REVIEW_UPDATE && !template_changed(r, rn.t)))
-        return 0;
     rn.r = r;
     rn.mutating = mutating;
     rn.audit_only = audit_only;
+    rn.view = view;
     rn.dec = dec;
-    if (mutating && patch_init(&rn.real, r->object) < 0)
+    for (size_t i = 0; i < p->n_docs; i++)
+        any_autogen = any_autogen || p->docs[i].autogen;
+    rn.t = find_target(r, any_autogen);
+    if (is_mirror_pod(r) || (rn.t != NULL && r->op == REVIEW_UPDATE && !template_changed(r, rn.t)))
+        rn.t = NULL;
+    if (rn.t != NULL && mutating && patch_init(&rn.real, r->object) < 0)
         goto out;
-    for (size_t i = 0; i < p->n_docs; i++) {
+    for (size_t i = 0; rn.t != NULL && i < p->n_docs; i++) {
         if (!rn.t->is_pod && !p->docs[i].autogen)
             continue;
         if (eval_doc(&rn, &p->docs[i]) < 0)
             goto out;
     }
+    if (!mutating && !is_mirror_pod(r))
+        capacity_pass(&rn, p);
     if (rn.n_deny > 0) {
-        char msg[sizeof(rn.deny) + 64];
+        char msg[sizeof(rn.deny) + 320];
 
-        snprintf(msg, sizeof(msg), "gpuadmit: %s %s", rn.t->is_pod ? "pod" : rn.t->what, rn.deny);
+        char who[300];
+
+        /* name the object: "pod ml/trainer-x2k9q", "Deployment ml/trainer" (a pod being created
+         * from a generateName has no name yet at the mutating stage; the validating one has) */
+        if (rn.subject[0] != '\0')
+            snprintf(who, sizeof(who), "%s", rn.subject);
+        else if (object_name(r)[0] == '\0')
+            snprintf(who, sizeof(who), "%s in namespace %s", rn.t->is_pod ? "pod" : rn.t->what,
+                     r->ns);
+        else
+            snprintf(who, sizeof(who), "%s %s%s%s", rn.t->is_pod ? "pod" : rn.t->what, r->ns,
+                     r->ns[0] ? "/" : "", object_name(r));
+        snprintf(msg, sizeof(msg), "gpuadmit: %s %s", who, rn.deny);
         if (decision_deny(dec, 403, msg) < 0)
             goto out;
     }

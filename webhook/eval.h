@@ -26,11 +26,13 @@
 
 #include <stdbool.h>
 
+#include "cluster.h"
 #include "policy.h"
 #include "review.h"
 
 /* Fills dec (initialised by the caller). Returns 0, or -1 on allocation failure. */
+/* view is the cluster view the capacity rule judges from, or NULL when none is configured. */
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
-                struct decision *dec);
+                struct cluster *view, struct decision *dec);
 
 #endif

@@ -57,7 +57,12 @@
 #define AUDIT_KEY_MAX     63u  /* qualified-name part of an audit annotation key */
 
 /* Policy reload: changes closer together than this are one reload. */
-#define RULES_RELOAD_DEBOUNCE_MS 100
+#define RULES_RELOAD_DEBOUNCE_MS  100
+#define RULES_RELOAD_MAX_DELAY_MS 1000
+
+/* Cluster view. */
+#define DEFAULT_ALLOCATABLE_GRACE_S 120u /* a device plugin re-registering reports 0 briefly */
+#define CLUSTER_SNAPSHOT_MAX_BYTES  (1024ul * 1024ul * 1024ul)
 
 /* Logs. */
 #define LOG_LINE_MAX (16u * 1024u)

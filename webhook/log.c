@@ -11,12 +11,18 @@
 #include "limits.h"
 
 static enum log_level min_level = LOG_INFO;
+static int log_fd = STDERR_FILENO;
 
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 void log_set_level(enum log_level level)
 {
     min_level = level;
+}
+
+void log_set_fd(int fd)
+{
+    log_fd = fd;
 }
 
 bool log_enabled(enum log_level level)
@@ -79,7 +85,7 @@ void log_event(enum log_level level, const char *msg, json_t *fields)
     len = strlen(text);
     text[len] = '\n'; /* replaces the NUL: the line goes out in one write */
     /* best effort: a full or closed stderr must not take the server down */
-    if (write(STDERR_FILENO, text, len + 1) < 0) {
+    if (write(log_fd, text, len + 1) < 0) {
     }
 out:
     free(text);

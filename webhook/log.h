@@ -13,6 +13,9 @@
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
 void log_set_level(enum log_level level);
+/* Where lines go (stderr by default); set once, before threads start. Tests use it to read
+ * the log while sanitizer reports still reach stderr. */
+void log_set_fd(int fd);
 bool log_enabled(enum log_level level);
 /* Parses "debug", "info", "warn", "error"; -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "creds.h"
+#include "kube.h"
 #include "limits.h"
 #include "log.h"
 #include "policy.h"
@@ -53,6 +55,18 @@ static const char usage_serve[] =
     "  --rules DIR               policy directory (default rules); reloaded when a file in it\n"
     "                            changes and on SIGHUP; a broken policy is refused and the\n"
     "                            last good one stays in force\n"
+    "  --cluster-snapshot FILE   judge capacity against this file: the output of kubectl get\n"
+    "                            nodes,pods,priorityclasses,replicasets,deployments,\n"
+    "                            statefulsets,jobs -A -o json\n"
+    "  --kubeconfig FILE         watch the cluster through this kubeconfig (its current\n"
+    "                            context); in a pod, the service account is used without it\n"
+    "  --no-cluster              do not watch the cluster even in a pod (capacity unchecked)\n"
+    "  --watch-timeout SECONDS   timeoutSeconds of each watch; a watch silent longer than\n"
+    "                            this (plus a margin) is dropped and resumed (default 300)\n"
+    "  --list-page N             objects per list page (default 500)\n"
+    "  --allocatable-grace SECONDS  a node whose GPU allocatable falls to 0 while its capacity\n"
+    "                            does not keeps its last allocatable this long (default 120)\n"
+    "  --debug-endpoints         serve GET /debug/view (the cluster view, for debugging)\n"
     "  --audit-only              report what every rule would do (warnings are not sent;\n"
     "                            audit annotations and logs are), deny and patch nothing\n"
     "  --max-body-bytes N        largest request body (default 8388608); larger gets 413\n"
@@ -70,6 +84,12 @@ static const char usage_serve[] =
 
 struct serve_opts {
     struct server_config server;
+    const char *snapshot;
+    const char *kubeconfig;
+    bool no_cluster;
+    unsigned watch_timeout_s;
+    unsigned list_page;
+    unsigned allocatable_grace_s;
     const char *cert;
     const char *key;
     const char *rules;
@@ -106,6 +126,13 @@ enum {
     OPT_IDLE,
     OPT_GRACE,
     OPT_REQUEST_TIMEOUT,
+    OPT_SNAPSHOT,
+    OPT_KUBECONFIG,
+    OPT_NO_CLUSTER,
+    OPT_WATCH_TIMEOUT,
+    OPT_LIST_PAGE,
+    OPT_GRACE_ALLOC,
+    OPT_DEBUG,
     OPT_BODY_MEMORY,
     OPT_LOG_LEVEL,
     OPT_AUDIT_ONLY,
@@ -123,6 +150,13 @@ static const struct option serve_longopts[] = {
     {"idle-timeout", required_argument, NULL, OPT_IDLE},
     {"shutdown-grace", required_argument, NULL, OPT_GRACE},
     {"request-timeout", required_argument, NULL, OPT_REQUEST_TIMEOUT},
+    {"cluster-snapshot", required_argument, NULL, OPT_SNAPSHOT},
+    {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
+    {"no-cluster", no_argument, NULL, OPT_NO_CLUSTER},
+    {"watch-timeout", required_argument, NULL, OPT_WATCH_TIMEOUT},
+    {"list-page", required_argument, NULL, OPT_LIST_PAGE},
+    {"allocatable-grace", required_argument, NULL, OPT_GRACE_ALLOC},
+    {"debug-endpoints", no_argument, NULL, OPT_DEBUG},
     {"max-body-memory", required_argument, NULL, OPT_BODY_MEMORY},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"audit-only", no_argument, NULL, OPT_AUDIT_ONLY},
@@ -149,6 +183,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
     opterr = 0;
     optind = 1;
     o->server.request_timeout_s = DEFAULT_REQUEST_TIMEOUT_S;
+    o->allocatable_grace_s = DEFAULT_ALLOCATABLE_GRACE_S;
     o->server.max_body_memory = DEFAULT_MAX_BODY_MEMORY_BYTES;
     /* the leading ':' makes a missing value ':' instead of '?' */
     while ((ch = getopt_long(argc, argv, ":h", serve_longopts, NULL)) != -1) {
@@ -177,6 +212,25 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
             if (parse_uint("--idle-timeout", optarg, 1, MAX_IDLE_TIMEOUT_S, &v) < 0)
                 return -1;
             o->server.idle_timeout_s = (unsigned)v;
+            break;
+        case OPT_SNAPSHOT: o->snapshot = optarg; break;
+        case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
+        case OPT_NO_CLUSTER: o->no_cluster = true; break;
+        case OPT_WATCH_TIMEOUT:
+            if (parse_uint("--watch-timeout", optarg, 1, 3600, &v) < 0)
+                return -1;
+            o->watch_timeout_s = (unsigned)v;
+            break;
+        case OPT_LIST_PAGE:
+            if (parse_uint("--list-page", optarg, 1, 10000, &v) < 0)
+                return -1;
+            o->list_page = (unsigned)v;
+            break;
+        case OPT_DEBUG: o->server.debug_endpoints = true; break;
+        case OPT_GRACE_ALLOC:
+            if (parse_uint("--allocatable-grace", optarg, 0, 86400, &v) < 0)
+                return -1;
+            o->allocatable_grace_s = (unsigned)v;
             break;
         case OPT_REQUEST_TIMEOUT:
             if (parse_uint("--request-timeout", optarg, 1, MAX_IDLE_TIMEOUT_S, &v) < 0)
@@ -229,6 +283,11 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
         fprintf(stderr, "gpuadmit serve: %s\n", d.msg);
         return -1;
     }
+    if ((o->snapshot != NULL) + (o->kubeconfig != NULL) + o->no_cluster > 1) {
+        fprintf(stderr, "gpuadmit serve: --cluster-snapshot, --kubeconfig and --no-cluster "
+                        "exclude each other\n");
+        return -1;
+    }
     if (o->server.max_body_memory < o->server.max_body) {
         fprintf(stderr,
                 "gpuadmit serve: --max-body-memory (%zu) must be at least "
@@ -265,6 +324,21 @@ static void log_policy(const char *msg, const char *dir, const struct policy *p)
                         (json_int_t)rules));
 }
 
+static void log_view(const char *msg, const char *source, struct cluster *view)
+{
+    json_t *dump = cluster_dump(view);
+
+    log_event(LOG_INFO, msg,
+              json_pack("{s:s, s:I, s:I, s:I, s:I}", "source", source, "nodes",
+                        (json_int_t)json_object_size(json_object_get(dump, "nodes")), "gpu_pods",
+                        (json_int_t)json_object_size(json_object_get(dump, "pods")),
+                        "priority_classes",
+                        (json_int_t)json_object_size(json_object_get(dump, "priorityClasses")),
+                        "gpu_workloads",
+                        (json_int_t)json_object_size(json_object_get(dump, "workloads"))));
+    json_decref(dump);
+}
+
 /* Loads the rules directory and, when it is good, puts it in force. */
 static void reload_rules(struct policy_holder *h, const char *dir)
 {
@@ -283,16 +357,36 @@ static void reload_rules(struct policy_holder *h, const char *dir)
 }
 
 /* Watches dir for changes to its entries (a ConfigMap volume swaps a "..data" symlink). */
-static int watch_rules(int ifd, const char *dir)
+static int watch_rules(int ifd, const char *dir, bool quiet)
 {
     int wd = inotify_add_watch(ifd, dir,
                                IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE |
                                    IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF);
 
-    if (wd < 0)
-        log_event(LOG_WARN, "cannot watch the rules directory; reload with SIGHUP",
+    if (wd < 0 && !quiet)
+        log_event(LOG_WARN, "cannot watch the rules directory; retrying every second",
                   json_pack("{s:s, s:s}", "rules", dir, "error", strerror(errno)));
     return wd;
+}
+
+/* Reads the pending inotify events; false when the watch itself is gone (the directory was
+ * removed, moved or replaced), which needs a new watch on the path. */
+static bool drain_events(int ifd)
+{
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    bool alive = true;
+    ssize_t n;
+
+    while ((n = read(ifd, buf, sizeof(buf))) > 0) {
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+
+            if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF))
+                alive = false;
+            p += sizeof(*ev) + ev->len;
+        }
+    }
+    return alive;
 }
 
 static long long mono_ms(void)
@@ -309,9 +403,8 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
 {
     struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
     struct signalfd_siginfo si;
-    char events[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    long long next_cert = mono_ms() + DEFAULT_CERT_POLL_MS, reload_at = 0, now;
-    int n, timeout, wd = ifd >= 0 ? watch_rules(ifd, rules_dir) : -1;
+    long long next_cert = mono_ms() + DEFAULT_CERT_POLL_MS, reload_at = 0, first_change = 0, now;
+    int n, timeout, wd = ifd >= 0 ? watch_rules(ifd, rules_dir, false) : -1;
 
     for (;;) {
         now = mono_ms();
@@ -325,21 +418,34 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
         }
         now = mono_ms();
         if (n > 0 && (pfd[1].revents & POLLIN)) {
-            /* collect a burst of changes (an editor's save, a volume swap) into one reload */
-            while (read(ifd, events, sizeof(events)) > 0)
-                ;
+            if (!drain_events(ifd) && wd >= 0) {
+                inotify_rm_watch(ifd, wd);
+                wd = -1;
+                log_event(LOG_WARN, "the rules directory was removed or replaced; watching for it",
+                          json_pack("{s:s}", "rules", rules_dir));
+            }
+            /* a burst of changes (an editor's save, a volume swap) is one reload, but a steady
+             * stream of them does not put it off for more than RULES_RELOAD_MAX_DELAY_MS */
+            if (first_change == 0)
+                first_change = now;
             reload_at = now + RULES_RELOAD_DEBOUNCE_MS;
+            if (reload_at > first_change + RULES_RELOAD_MAX_DELAY_MS)
+                reload_at = first_change + RULES_RELOAD_MAX_DELAY_MS;
         }
         if (reload_at && now >= reload_at) {
-            reload_at = 0;
-            if (wd < 0 && ifd >= 0)
-                wd = watch_rules(ifd, rules_dir);
+            reload_at = first_change = 0;
             reload_rules(policies, rules_dir);
         }
         if (now >= next_cert) {
             creds_poll(creds, false);
             server_sweep(srv);
             next_cert = now + DEFAULT_CERT_POLL_MS;
+            /* a directory that went away: watch it again once it is back, and load it */
+            if (wd < 0 && ifd >= 0 && (wd = watch_rules(ifd, rules_dir, true)) >= 0) {
+                log_event(LOG_INFO, "watching the rules directory again",
+                          json_pack("{s:s}", "rules", rules_dir));
+                reload_rules(policies, rules_dir);
+            }
         }
         if (n <= 0 || !(pfd[0].revents & POLLIN))
             continue;
@@ -374,6 +480,8 @@ static int cmd_serve(int argc, char **argv)
     struct policy *policy;
     struct policy_holder *policies = NULL;
     struct rules_errors errs;
+    struct cluster *view = NULL;
+    struct kube *kube = NULL;
     sigset_t mask;
     int sfd = -1, ifd = -1, rc = EXIT_USAGE;
 
@@ -383,6 +491,14 @@ static int cmd_serve(int argc, char **argv)
     case -1: return EXIT_USAGE;
     }
     json_object_seed(0);
+    signal(SIGPIPE, SIG_IGN);
+    /* block before any thread starts, so that every thread inherits the mask and only the
+     * signalfd sees these */
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &mask, NULL);
     policy = rules_load_dir(o.rules, &errs);
     if (policy == NULL) {
         log_rules_errors("policy refused", o.rules, &errs);
@@ -394,14 +510,33 @@ static int cmd_serve(int argc, char **argv)
         return 1;
     }
     o.server.policies = policies;
-    signal(SIGPIPE, SIG_IGN);
-    /* block before any thread starts, so that every thread inherits the mask and only the
-     * signalfd sees these */
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigaddset(&mask, SIGHUP);
-    pthread_sigmask(SIG_BLOCK, &mask, NULL);
+    if (o.snapshot == NULL && !o.no_cluster && (o.kubeconfig != NULL || kube_in_cluster())) {
+        struct cluster_config cc = {o.allocatable_grace_s};
+        struct kube_config kc = {o.kubeconfig, o.watch_timeout_s, o.list_page};
+
+        /* before any other thread: kube_start initialises libcurl */
+        view = cluster_new(&cc);
+        diag_clear(&d);
+        if (view == NULL || (kube = kube_start(&kc, view, &d)) == NULL) {
+            log_event(LOG_ERROR, "cannot watch the cluster",
+                      json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+            goto out;
+        }
+        o.server.view = view;
+        o.server.view_must_sync = true;
+    } else if (o.snapshot != NULL) {
+        struct cluster_config cc = {o.allocatable_grace_s};
+
+        view = cluster_new(&cc);
+        diag_clear(&d);
+        if (view == NULL || cluster_load_snapshot(view, o.snapshot, &d) < 0) {
+            log_event(LOG_ERROR, "cannot load the cluster snapshot",
+                      json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+            goto out;
+        }
+        o.server.view = view;
+        log_view("cluster snapshot loaded", o.snapshot, view);
+    }
     sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sfd < 0) {
         log_event(LOG_ERROR, "signalfd failed", json_pack("{s:s}", "error", strerror(errno)));
@@ -435,8 +570,10 @@ static int cmd_serve(int argc, char **argv)
                         (json_int_t)o.server.max_body, "audit_only", o.server.audit_only));
     rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules);
 out:
+    kube_stop(kube); /* before the view it feeds */
     creds_free(creds);
     policy_holder_free(policies);
+    cluster_free(view);
     if (sfd >= 0)
         close(sfd);
     if (ifd >= 0)

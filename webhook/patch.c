@@ -130,7 +130,9 @@ int patch_add(struct patch *p, const char *path, json_t *value)
     } else {
         goto out;
     }
-    op = json_pack("{s:s, s:s, s:O}", "op", "add", "path", path, "value", value);
+    /* a copy: later operations change the working copy in place (an append to an array this
+     * operation added), and the recorded operation must stay what it was */
+    op = json_pack("{s:s, s:s, s:o}", "op", "add", "path", path, "value", json_deep_copy(value));
     if (op == NULL || json_array_append_new(p->ops, op) < 0)
         goto out;
     rc = 0;

@@ -18,6 +18,27 @@ bool pod_glob_any(const struct strlist *globs, const char *name)
     return false;
 }
 
+bool pod_is_extended(const char *name)
+{
+    const char *slash = strchr(name, '/');
+    size_t dlen;
+
+    if (slash == NULL || slash == name)
+        return false;
+    dlen = (size_t)(slash - name);
+    /* the kubernetes.io domain (and its subdomains) is the API's own, not an extended resource */
+    if (dlen == 13 && strncmp(name, "kubernetes.io", 13) == 0)
+        return false;
+    return !(dlen > 14 && strncmp(slash - 14, ".kubernetes.io", 14) == 0);
+}
+
+/* A NULL glob list counts every extended resource (the cluster view keeps them all; the
+ * policy's globs choose among them at decision time). */
+static bool counted(const struct strlist *globs, const char *name)
+{
+    return globs != NULL ? pod_glob_any(globs, name) : pod_is_extended(name);
+}
+
 int64_t pod_demand_get(const struct pod_demand *dm, const char *name)
 {
     for (size_t i = 0; i < dm->n; i++) {
@@ -72,7 +93,7 @@ int pod_container_gpus(const json_t *container, const char *where, const struct 
     out->n = 0;
     /* requests first; limits stand in only where requests lack the resource */
     json_object_foreach ((json_t *)req, name, v) {
-        if (!pod_glob_any(gpu_globs, name))
+        if (!counted(gpu_globs, name))
             continue;
         if (gpu_amount(v, where, "requests", name, &milli, d) < 0)
             return -1;
@@ -83,7 +104,7 @@ int pod_container_gpus(const json_t *container, const char *where, const struct 
         }
     }
     json_object_foreach ((json_t *)lim, name, v) {
-        if (!pod_glob_any(gpu_globs, name) || json_object_get(req, name) != NULL)
+        if (!counted(gpu_globs, name) || json_object_get(req, name) != NULL)
             continue;
         if (gpu_amount(v, where, "limits", name, &milli, d) < 0)
             return -1;
@@ -164,7 +185,7 @@ int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct p
         return -1;
     overhead = json_object_get(spec, "overhead");
     json_object_foreach ((json_t *)overhead, name, v) {
-        if (!pod_glob_any(gpu_globs, name))
+        if (!counted(gpu_globs, name))
             continue;
         if (quantity_json_milli(v, &milli) < 0 || milli < 0) {
             diag_set(d, NULL, 0, 0, "spec.overhead[\"%s\"]: not a valid quantity", name);

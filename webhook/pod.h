@@ -28,10 +28,14 @@ struct pod_demand {
     size_t n;
 };
 
+/* An extended resource: domain-prefixed, outside the kubernetes.io domain. */
+bool pod_is_extended(const char *name);
+
 /* True when name matches one of the globs. */
 bool pod_glob_any(const struct strlist *globs, const char *name);
 
-/* The GPU amounts one container asks for (resources matching gpu_globs, amount > 0). */
+/* The GPU amounts one container asks for (resources matching gpu_globs, amount > 0; with
+ * gpu_globs NULL, every extended resource). */
 int pod_container_gpus(const json_t *container, const char *where, const struct strlist *gpu_globs,
                        struct pod_demand *out, struct diag *d);
 

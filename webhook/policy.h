@@ -20,7 +20,15 @@
 #include "diag.h"
 #include "review.h"
 
-enum rule_type { RULE_GPU_REQUEST, RULE_PRIORITY_CLASS, RULE_TOLERATIONS, RULE_NODE_SELECTOR };
+enum rule_type {
+    RULE_GPU_REQUEST,
+    RULE_PRIORITY_CLASS,
+    RULE_TOLERATIONS,
+    RULE_NODE_SELECTOR,
+    RULE_CAPACITY
+};
+/* What the capacity rule does while the cluster view is not synced or too old. */
+enum stale_mode { STALE_ALLOW, STALE_WARN, STALE_DENY };
 enum rule_action { ACTION_DENY, ACTION_MUTATE };
 enum rule_enforcement { ENFORCE_ENFORCE, ENFORCE_WARN, ENFORCE_AUDIT };
 
@@ -112,6 +120,15 @@ struct rule {
     size_t n_ns_defaults;
     struct ns_list *allowed; /* empty: any existing class is allowed */
     size_t n_allowed;
+
+    /* capacity */
+    bool deny_unavailable;  /* more than fits now: deny (else warn) */
+    int64_t headroom;       /* GPUs kept free on each node */
+    int64_t reserve_s;      /* how long an admitted increase is held back */
+    bool owned_replicasets; /* judge ReplicaSets a Deployment controls (else at the Deployment) */
+    enum stale_mode when_stale;
+    int64_t max_view_age_s;
+    bool deny_shared_multiple; /* more than one shared GPU per container where all are shared */
 
     /* node-selector: the labels added (Mutate); empty means every GPU node label of the policy
      * that has a value */

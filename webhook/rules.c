@@ -1074,7 +1074,10 @@ static const char *free_key(struct loader *L, const struct ynode *map, size_t i,
 /* Second pass: the format */
 
 static const char *const RULE_TYPES[] = {"gpu-request", "priority-class", "tolerations",
-                                         "node-selector"};
+                                         "node-selector", "capacity"};
+#define N_RULE_TYPES (sizeof(RULE_TYPES) / sizeof(RULE_TYPES[0]))
+static const char *const AVAILABLE[] = {"Warn", "Deny"};
+static const char *const WHEN_STALE[] = {"Allow", "Warn", "Deny"};
 static const char *const ACTIONS[] = {"Deny", "Mutate"};
 static const char *const ENFORCEMENTS[] = {"Enforce", "Warn", "Audit"};
 static const char *const EFFECTS[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
@@ -1215,6 +1218,18 @@ static const struct field MATCH_FIELDS[M_N] = {{"namespaces", false},      {"lab
                                                {"users", false},           {"groups", false},
                                                {"serviceAccounts", false}, {"ownerKinds", false}};
 
+/* A match or exclude list: an empty one would read as "anything" in a match block and as
+ * "nothing" in an exclude block, so it is refused either way. */
+static void load_match_list(struct loader *L, const struct ynode *n, const char *path,
+                            const struct check *c, struct strlist *out)
+{
+    if (n->kind == YN_SEQ && n->n == 0) {
+        err_node(L, n, "%s: an empty list; leave the key out instead", path);
+        return;
+    }
+    load_strlist(L, n, path, c, out);
+}
+
 static void load_match(struct loader *L, const struct ynode *n, const char *path, struct match *m)
 {
     const struct ynode *v[M_N], *k[M_N];
@@ -1224,22 +1239,22 @@ static void load_match(struct loader *L, const struct ynode *n, const char *path
         return;
     path_key(p, path, "namespaces");
     if (given(v[M_NAMESPACES]))
-        load_strlist(L, v[M_NAMESPACES], p, &VAL_GLOB, &m->namespaces);
+        load_match_list(L, v[M_NAMESPACES], p, &VAL_GLOB, &m->namespaces);
     path_key(p, path, "labelSelector");
     if (given(v[M_LABELS]))
         load_selector(L, v[M_LABELS], p, &m->labels);
     path_key(p, path, "users");
     if (given(v[M_USERS]))
-        load_strlist(L, v[M_USERS], p, &VAL_GLOB, &m->users);
+        load_match_list(L, v[M_USERS], p, &VAL_GLOB, &m->users);
     path_key(p, path, "groups");
     if (given(v[M_GROUPS]))
-        load_strlist(L, v[M_GROUPS], p, &VAL_GLOB, &m->groups);
+        load_match_list(L, v[M_GROUPS], p, &VAL_GLOB, &m->groups);
     path_key(p, path, "serviceAccounts");
     if (given(v[M_SAS]))
-        load_strlist(L, v[M_SAS], p, &VAL_SA_GLOB, &m->service_accounts);
+        load_match_list(L, v[M_SAS], p, &VAL_SA_GLOB, &m->service_accounts);
     path_key(p, path, "ownerKinds");
     if (given(v[M_OWNERS]))
-        load_strlist(L, v[M_OWNERS], p, &VAL_GLOB, &m->owner_kinds);
+        load_match_list(L, v[M_OWNERS], p, &VAL_GLOB, &m->owner_kinds);
 }
 
 /* match and exclude of a policy or a rule; with_default: a policy without exclude excludes
@@ -1296,6 +1311,15 @@ static void load_taints(struct loader *L, const struct ynode *n, const char *pat
         e = given(v[T_EFFECT]) ? get_enum(L, v[T_EFFECT], q, EFFECTS, 3) : 0;
         if (e >= 0)
             t->effect = xstrdup(L, EFFECTS[e]);
+        for (size_t j = 0; j < i && t->key != NULL && t->effect != NULL; j++) {
+            const struct taint *o = &doc->gpu_taints[j];
+
+            if (o->key != NULL && o->effect != NULL && strcmp(o->key, t->key) == 0 &&
+                strcmp(o->effect, t->effect) == 0 &&
+                ((o->value == NULL && t->value == NULL) ||
+                 (o->value != NULL && t->value != NULL && strcmp(o->value, t->value) == 0)))
+                err_node(L, n->kids[i], "%s: the same taint as %s[%zu]", p, path, j);
+        }
     }
 }
 
@@ -1312,7 +1336,12 @@ static void load_gpu(struct loader *L, const struct ynode *n, const char *path,
     if (given(n) && !map_fields(L, n, path, GPU_FIELDS, G_N, v, k))
         return;
     path_key(p, path, "resources");
-    if (given(v[G_RESOURCES]))
+    if (given(v[G_RESOURCES]) && v[G_RESOURCES]->kind == YN_SEQ && v[G_RESOURCES]->n == 0)
+        err_node(L, v[G_RESOURCES],
+                 "%s: an empty list would turn every rule off; name at least "
+                 "one GPU resource, or leave the key out for the defaults",
+                 p);
+    else if (given(v[G_RESOURCES]))
         load_strlist(L, v[G_RESOURCES], p, &VAL_GLOB, &doc->gpu_resources);
     else
         set_strlist(L, &doc->gpu_resources, DEFAULT_RESOURCES, 3);
@@ -1370,6 +1399,11 @@ static void load_classes(struct loader *L, const struct ynode *n, const char *pa
             continue;
         path_key(q, p, "name");
         if (v[PC_NAME] != NULL && get_str(L, v[PC_NAME], q, &VAL_SUBDOMAIN, &c->name) == 0) {
+            if (strncmp(c->name, "system-", 7) == 0)
+                err_node(L, v[PC_NAME],
+                         "%s: names starting with system- are reserved for the "
+                         "cluster's own classes",
+                         q);
             for (j = 0; j < i; j++) {
                 if (doc->classes[j].name != NULL && strcmp(doc->classes[j].name, c->name) == 0) {
                     err_node(L, v[PC_NAME], "%s: duplicate priority class %s (also %s[%zu])", q,
@@ -1379,7 +1413,8 @@ static void load_classes(struct loader *L, const struct ynode *n, const char *pa
             }
         }
         path_key(q, p, "value");
-        if (v[PC_VALUE] != NULL && get_int(L, v[PC_VALUE], q, INT32_MIN, INT32_MAX, &value) == 0)
+        /* the apiserver refuses user classes above one billion */
+        if (v[PC_VALUE] != NULL && get_int(L, v[PC_VALUE], q, INT32_MIN, 1000000000, &value) == 0)
             c->value = (int32_t)value;
         path_key(q, p, "preemptionPolicy");
         e = given(v[PC_PREEMPTION]) ? get_enum(L, v[PC_PREEMPTION], q, PREEMPTIONS, 2) : 0;
@@ -1405,6 +1440,13 @@ enum {
     R_NS_DEFAULTS,
     R_ALLOWED,
     R_LABELS,
+    R_AVAILABLE,
+    R_HEADROOM,
+    R_RESERVE,
+    R_OWNED_RS,
+    R_WHEN_STALE,
+    R_MAX_AGE,
+    R_SHARED,
     R_N
 };
 static const struct field RULE_FIELDS[R_N] = {
@@ -1422,32 +1464,41 @@ static const struct field RULE_FIELDS[R_N] = {
     {"namespaceDefaults", false},
     {"allowed", false},
     {"labels", false},
+    {"available", false},
+    {"headroom", false},
+    {"reserveSeconds", false},
+    {"ownedReplicaSets", false},
+    {"whenStale", false},
+    {"maxViewAge", false},
+    {"denySharedMultiple", false},
 };
 
 #define FOR_GPU   (1u << RULE_GPU_REQUEST)
 #define FOR_PC    (1u << RULE_PRIORITY_CLASS)
 #define FOR_TOL   (1u << RULE_TOLERATIONS)
 #define FOR_NODES (1u << RULE_NODE_SELECTOR)
-#define FOR_ALL   (FOR_GPU | FOR_PC | FOR_TOL | FOR_NODES)
+#define FOR_CAP   (1u << RULE_CAPACITY)
+#define FOR_ALL   (FOR_GPU | FOR_PC | FOR_TOL | FOR_NODES | FOR_CAP)
 
 /* The rule types each key of RULE_FIELDS is valid for. */
 static const unsigned RULE_FIELD_TYPES[R_N] = {
     FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_GPU | FOR_PC,
     FOR_GPU, FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES,
+    FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP,
 };
 
 /* Refuses keys of another rule type. */
 static void check_rule_keys(struct loader *L, enum rule_type type, const struct ynode **keys,
                             const char *path)
 {
-    const char *names[4];
+    const char *names[N_RULE_TYPES];
     char list[LIST_BUF];
     size_t f, t, n;
 
     for (f = 0; f < R_N; f++) {
         if (keys[f] == NULL || (RULE_FIELD_TYPES[f] & (1u << type)))
             continue;
-        for (t = 0, n = 0; t < 4; t++)
+        for (t = 0, n = 0; t < N_RULE_TYPES; t++)
             if (RULE_FIELD_TYPES[f] & (1u << t))
                 names[n++] = RULE_TYPES[t];
         if (n == 2)
@@ -1585,6 +1636,46 @@ static void load_class_rule(struct loader *L, const struct ynode **v, const char
         load_allowed(L, v[R_ALLOWED], p, r);
 }
 
+static void load_capacity_rule(struct loader *L, const struct ynode **v, const char *path,
+                               struct rule *r)
+{
+    char p[RULES_PATH_MAX];
+    int e;
+
+    r->reserve_s = 10;
+    r->when_stale = STALE_WARN;
+    r->max_view_age_s = 300;
+    r->deny_shared_multiple = true;
+    if (r->action != ACTION_DENY) {
+        path_key(p, path, "action");
+        err_node(L, v[R_ACTION],
+                 "%s: capacity rules judge the final object at /validate and "
+                 "cannot patch; expected Deny",
+                 p);
+    }
+    path_key(p, path, "available");
+    if (given(v[R_AVAILABLE]) && (e = get_enum(L, v[R_AVAILABLE], p, AVAILABLE, 2)) >= 0)
+        r->deny_unavailable = e == 1;
+    path_key(p, path, "headroom");
+    if (given(v[R_HEADROOM]))
+        get_int(L, v[R_HEADROOM], p, 0, 1024, &r->headroom);
+    path_key(p, path, "reserveSeconds");
+    if (given(v[R_RESERVE]))
+        get_int(L, v[R_RESERVE], p, 0, 3600, &r->reserve_s);
+    path_key(p, path, "ownedReplicaSets");
+    if (given(v[R_OWNED_RS]))
+        get_bool(L, v[R_OWNED_RS], p, &r->owned_replicasets);
+    path_key(p, path, "whenStale");
+    if (given(v[R_WHEN_STALE]) && (e = get_enum(L, v[R_WHEN_STALE], p, WHEN_STALE, 3)) >= 0)
+        r->when_stale = (enum stale_mode)e;
+    path_key(p, path, "maxViewAge");
+    if (given(v[R_MAX_AGE]))
+        get_int(L, v[R_MAX_AGE], p, 1, 86400, &r->max_view_age_s);
+    path_key(p, path, "denySharedMultiple");
+    if (given(v[R_SHARED]))
+        get_bool(L, v[R_SHARED], p, &r->deny_shared_multiple);
+}
+
 /* Records a rule name, or reports it as a duplicate of an earlier one in any file. */
 static void register_rule(struct loader *L, const char *file, const struct ynode *map,
                           const struct ynode *name_node, const char *name)
@@ -1619,7 +1710,7 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
     if (v[R_NAME] != NULL && get_str(L, v[R_NAME], p, &VAL_RULE_NAME, &r->name) == 0)
         register_rule(L, doc->file, n, v[R_NAME], r->name);
     path_key(p, path, "type");
-    if (v[R_TYPE] != NULL && (type = get_enum(L, v[R_TYPE], p, RULE_TYPES, 4)) >= 0)
+    if (v[R_TYPE] != NULL && (type = get_enum(L, v[R_TYPE], p, RULE_TYPES, N_RULE_TYPES)) >= 0)
         r->type = (enum rule_type)type;
     path_key(p, path, "action");
     e = given(v[R_ACTION]) ? get_enum(L, v[R_ACTION], p, ACTIONS, 2) : ACTION_DENY;
@@ -1642,6 +1733,7 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
             load_label_map(L, v[R_LABELS], p, true, &r->labels, &r->n_labels);
         break;
     case RULE_TOLERATIONS: break;
+    case RULE_CAPACITY: load_capacity_rule(L, v, path, r); break;
     }
 }
 

@@ -87,12 +87,15 @@ static enum MHD_Result route_validate(struct server *s, struct MHD_Connection *c
 static enum MHD_Result route_healthz(struct server *s, struct MHD_Connection *c,
                                      struct request *rq);
 static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, struct request *rq);
+static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
+                                        struct request *rq);
 
 static const struct route routes[] = {
     {"/mutate", "POST", "POST", true, route_mutate},
     {"/validate", "POST", "POST", true, route_validate},
     {"/healthz", "GET", "GET, HEAD", false, route_healthz},
     {"/readyz", "GET", "GET, HEAD", false, route_readyz},
+    {"/debug/view", "GET", "GET, HEAD", false, route_debug_view},
 };
 
 static long long now_ms(void)
@@ -180,7 +183,7 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
     }
     decision_init(&dec);
     policy = policy_holder_get(s->cfg.policies);
-    rc = eval_review(policy, r, mutating, s->cfg.audit_only, &dec);
+    rc = eval_review(policy, r, mutating, s->cfg.audit_only, s->cfg.view, &dec);
     policy_unref(policy);
     if (rc < 0 || review_encode(r, &dec, mutating, &out, &len) < 0) {
         decision_release(&dec);
@@ -220,7 +223,32 @@ static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, 
     (void)rq;
     if (atomic_load(&s->stopping))
         return respond_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+    if (s->cfg.view_must_sync && !cluster_synced(s->cfg.view))
+        return respond_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+                            "the cluster view has not synced yet\n");
     return respond_text(s, c, MHD_HTTP_OK, "ok\n");
+}
+
+/* The cluster view, for tests and debugging; only with --debug-endpoints (it lists nodes and
+ * pods to whoever can reach the port). */
+static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
+                                        struct request *rq)
+{
+    json_t *dump;
+    char *text;
+
+    (void)rq;
+    if (!s->cfg.debug_endpoints || s->cfg.view == NULL)
+        return respond_error(s, c, MHD_HTTP_NOT_FOUND, "/debug/view",
+                             s->cfg.view == NULL ? "no cluster view is configured"
+                                                 : "debug endpoints are off (--debug-endpoints)",
+                             NULL);
+    dump = cluster_dump(s->cfg.view);
+    text = dump ? json_dumps(dump, JSON_COMPACT) : NULL;
+    json_decref(dump);
+    if (text == NULL)
+        return MHD_NO;
+    return respond(s, c, MHD_HTTP_OK, "application/json", text, strlen(text), NULL);
 }
 
 /* ---- request intake ---- */

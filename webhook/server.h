@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
+#include "cluster.h"
 #include "creds.h"
 #include "diag.h"
 #include "policy.h"
@@ -26,6 +27,9 @@ struct server_config {
     size_t max_body_memory;     /* bytes of request bodies held at once, all requests together */
     unsigned shutdown_grace_s;
     struct policy_holder *policies; /* borrowed; must outlive the server */
+    struct cluster *view;           /* borrowed, or NULL: the capacity rule's cluster view */
+    bool view_must_sync;            /* /readyz waits for the view's first sync (API source) */
+    bool debug_endpoints;           /* serve GET /debug/view */
     bool audit_only;                /* every rule reports instead of denying or patching */
 };
 

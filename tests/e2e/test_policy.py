@@ -840,7 +840,7 @@ def judge_case(srv, conn, mode, case):
         # /validate
         v = admit(srv, conn, "/validate", case.obj, ns)
         if eff == "Enforce":  # Deny+Enforce, and Mutate+Enforce when the problem is still there
-            expect(v, allowed=False, message="gpuadmit: pod [%s] %s" % (rule, what))
+            expect(v, allowed=False, message="gpuadmit: pod %s/%s [%s] %s" % (ns, name, rule, what))
             expect_log(srv, v, [(rule, "Enforce", "denied", what)], ns, name=name)
         elif mode.action == "Deny" and eff == "Warn":
             expect(v, warnings=["gpuadmit [%s]: would deny: %s" % (rule, what)])
@@ -862,7 +862,8 @@ def mode_group(mode):
     extra = ["--audit-only"] if mode.audit_flag else []
 
     def make():
-        return Server(rules_dir_with(pname, text), *extra, name=pname)
+        return Server(rules_dir_with(pname, text), "--cluster-snapshot", E.classes_snapshot,
+                      *extra, name=pname)
 
     def sub(rule):
         def fn(srv, conn):
@@ -940,7 +941,7 @@ def audit_predicts_enforcement():
                     check(val.startswith("patched: "), "enforcing annotation %r" % val)
                     want[rule] = "would patch"
                 if not v.allowed:
-                    for rule in re.findall(r"(?:^gpuadmit: \S+ |; )\[([A-Za-z0-9._-]+)\] ",
+                    for rule in re.findall(r"(?:^gpuadmit: [^\[]*|; )\[([A-Za-z0-9._-]+)\] ",
                                            v.message):
                         want[rule] = "would deny"
                 got = {}
@@ -1047,7 +1048,7 @@ def reload_tests():
     mutate_text = render_policy("reload", [rule_block(rtype, "Mutate", "Enforce", scoped=False)])
     deny_text = render_policy("reload", [rule_block(rtype, "Deny", "Enforce", scoped=False)])
     warn_text = render_policy("reload", [rule_block(rtype, "Mutate", "Warn", scoped=False)])
-    deny_msg = "gpuadmit: pod [%s] %s" % (rtype, case.what)
+    deny_msg = "gpuadmit: pod %s/%s [%s] %s" % (ns, case.obj["metadata"]["name"], rtype, case.what)
     st = {}
 
     def classify(a):
@@ -1348,11 +1349,17 @@ def fixture_tests():
         def fn(srv, conn):
             obj = fixture(fname)
             ns = obj["metadata"].get("namespace") or "default"
-            for path in ("/mutate", "/validate"):
-                a = admit(srv, conn, path, obj, ns, kind)
-                # no GPU, not aimed at GPU nodes: nothing to judge
-                expect(a)
-                expect_log(srv, a, [])
+            # no GPU, but privileged with a nodeName (which bypasses taints) and envFrom: it can
+            # reach GPU devices around the device plugin; nothing to patch
+            a = admit(srv, conn, "/mutate", obj, ns, kind)
+            expect(a)
+            expect_log(srv, a, [])
+            v = admit(srv, conn, "/validate", obj, ns, kind)
+            what = "pod" if kind == "Pod" else kind
+            check(not v.allowed and v.message.startswith(
+                "gpuadmit: %s %s/%s [gpu-request] privileged container \"nameValue\" can reach "
+                "GPU devices" % (what, ns, obj["metadata"]["name"])),
+                "the all-fields %s at /validate: %r" % (kind, v))
         return fn
 
     def gpu(fname, kind):
@@ -1392,12 +1399,21 @@ def fixture_tests():
             v = admit(srv, conn, "/validate", obj, ns, kind)
             check(not v.allowed, "unpatched GPU %s allowed at /validate" % kind)
             what = "pod" if kind == "Pod" else kind
-            check(v.message.startswith("gpuadmit: %s [priority-class] " % what) and
+            check(v.message.startswith("gpuadmit: %s %s/%s [priority-class] "
+                                       % (what, ns, obj["metadata"]["name"])) and
                   "; [tolerations] " in v.message and "; [node-selector] " in v.message,
                   "denial message %r" % v.message)
             # the patched object is settled
             expect(admit(srv, conn, "/mutate", patched, ns, kind))
-            expect(admit(srv, conn, "/validate", patched, ns, kind))
+            # the default policy's capacity rule has no cluster view here: it says so, and only
+            # for workloads (a pod gets just its sharing check, which needs the view)
+            unchecked = "GPU capacity not checked: no cluster view is configured"
+            if kind == "Pod":
+                expect(admit(srv, conn, "/validate", patched, ns, kind))
+            else:
+                expect(admit(srv, conn, "/validate", patched, ns, kind),
+                       warnings=["gpuadmit [capacity]: " + unchecked],
+                       annotations={"capacity": "warned: " + unchecked})
         return fn
 
     subs = []
@@ -1480,6 +1496,13 @@ def main():
             check(os.access(BIN, os.X_OK), "GPUADMIT_BIN=%s is not an executable" % BIN)
             E.pki = CertPair(os.path.join(work, "pki"))
             E.schemas = Schemas()
+            # the cluster's PriorityClasses: with a view the class rule knows which exist
+            E.classes_snapshot = os.path.join(work, "classes.json")
+            with open(E.classes_snapshot, "w") as f:
+                json.dump({"apiVersion": "v1", "kind": "List", "items": [
+                    {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                     "metadata": {"name": n}, "value": v, "preemptionPolicy": p}
+                    for n, (v, p) in CLASSES.items()]}, f)
         except Exception as e:
             sys.stdout.write("not ok - setup: %s\ne2e-policy: 0 passed, 1 failed\n" % e)
             return 1

@@ -329,7 +329,7 @@ int main(void)
     size_t loglen;
     int refused = 0;
 
-    dup2(fileno(logf), STDERR_FILENO);
+    log_set_fd(fileno(logf));
     srand((unsigned)getpid());
     RUN(test_check_pair);
     RUN(test_read_file_limits);

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "eval.h"
 #include "harness.h"
 #include "log.h"
@@ -48,6 +49,8 @@ struct ecase {
     const char *old_object;
     const char *user;
     const char *group;
+    const char *view; /* a snapshot in tests/data/snapshots, or NULL for no cluster view */
+    const char *sub;  /* request.subResource */
     int allowed;
     const char *patch;      /* expected operations, or NULL for none */
     const char *message;    /* substring of the denial */
@@ -76,6 +79,8 @@ static struct review *make_review(const struct ecase *c, const json_t *object)
                     json_null(), "dryRun", 0);
     if (c->old_object)
         json_object_set_new(req, "oldObject", js(c->old_object));
+    if (c->sub)
+        json_object_set_new(req, "subResource", json_string(c->sub));
     root = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
                      "AdmissionReview", "request", req);
     text = json_dumps(root, JSON_COMPACT);
@@ -151,9 +156,29 @@ static bool has_warning(const struct decision *dec, const char *want)
     return false;
 }
 
+static struct cluster *load_view(const char *name)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *v;
+    char path[256];
+    struct diag d;
+
+    if (name == NULL)
+        return NULL;
+    v = cluster_new(&cfg);
+    snprintf(path, sizeof(path), "tests/data/snapshots/%s", name);
+    diag_clear(&d);
+    if (cluster_load_snapshot(v, path, &d) < 0) {
+        printf("cannot load %s: %s\n", path, d.msg);
+        exit(2);
+    }
+    return v;
+}
+
 static void check_case(const struct ecase *c)
 {
     struct policy *p = load(c->policy);
+    struct cluster *view = load_view(c->view);
     json_t *object = js(c->object), *patched = NULL;
     struct review *r = make_review(c, object), *r2 = NULL;
     struct decision dec, again;
@@ -164,7 +189,7 @@ static void check_case(const struct ecase *c)
     CHECK(r != NULL);
     if (r == NULL)
         goto out;
-    CHECK(eval_review(p, r, c->mutating, c->audit_only, &dec) == 0);
+    CHECK(eval_review(p, r, c->mutating, c->audit_only, view, &dec) == 0);
     CHECK(dec.allowed == (c->allowed != 0));
     if (c->message)
         CHECK_CONTAINS(dec.message, c->message);
@@ -198,11 +223,11 @@ static void check_case(const struct ecase *c)
             struct ecase c2 = *c;
 
             r2 = make_review(&c2, patched);
-            CHECK(r2 != NULL && eval_review(p, r2, true, false, &again) == 0);
+            CHECK(r2 != NULL && eval_review(p, r2, true, false, view, &again) == 0);
             CHECK(again.patch == NULL); /* idempotent */
             decision_release(&again);
             decision_init(&again);
-            CHECK(r2 != NULL && eval_review(p, r2, false, false, &again) == 0);
+            CHECK(r2 != NULL && eval_review(p, r2, false, false, view, &again) == 0);
             CHECK(again.allowed);
             if (!again.allowed)
                 printf("  patched object denied: %s\n", again.message);
@@ -220,6 +245,7 @@ out:
     json_decref(object);
     json_decref(patched);
     policy_unref(p);
+    cluster_free(view);
 }
 
 #define POD(spec)                                                                                  \
@@ -297,6 +323,14 @@ out:
         .mutating = true, .audit_only = true, .object = pod, .allowed = 1,                         \
         .annotation = rule "=would patch: " problem                                                \
     }
+
+#define TEMPLATE_SPEC(cls)                                                                         \
+    "{'priorityClassName':'" cls "','tolerations':[{'key':'nvidia.com/gpu','operator':'Exists',"   \
+    "'effect':'NoSchedule'}],'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"       \
+    "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
+#define RS(n, cls)                                                                                 \
+    "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n                                        \
+    ",'template':{'spec':" TEMPLATE_SPEC(cls) "}}}"
 
 static const struct ecase cases[] = {
     PER_RULE("gpu-request", ONLY_GPU_REQUEST,
@@ -481,7 +515,7 @@ static const struct ecase cases[] = {
      .object = "{'metadata':{'labels':{'tier':'gpu'}},'spec':{'containers':[" GPU_CONTAINER
                "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}}",
      .allowed = 0,
-     .message = "gpuadmit: pod [tolerations]"},
+     .message = "gpuadmit: pod in namespace ml-train [tolerations]"},
     {.name = "scope: a rule's own match leaves others out",
      .policy = "scoped.yaml",
      .ns = "ml-train",
@@ -496,7 +530,9 @@ static const struct ecase cases[] = {
     {.name = "scope: DaemonSet pods by default",
      .policy = "scoped.yaml",
      .ns = "ml-train",
-     .object = "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'dcgm-exporter'}]},'"
+     .user = "system:serviceaccount:kube-system:daemon-set-controller",
+     .object = "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'dcgm-exporter',"
+               "'controller':true}]},'"
                "spec':{'containers':[" GPU_CONTAINER "]}}",
      .allowed = 1},
     /* ---- Mutate + Enforce ---- */
@@ -563,6 +599,7 @@ static const struct ecase cases[] = {
               "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'}]"},
     {.name = "mutate: an unknown class cannot be patched and is denied at /validate",
      .policy = "mutate.yaml",
+     .view = "stall.json",
      .object =
          POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'nope','tolerations':[" TOL
              "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
@@ -673,7 +710,9 @@ static const struct ecase cases[] = {
     {.name = "mutate: DaemonSet pods are exempt",
      .policy = "mutate.yaml",
      .mutating = true,
-     .object = "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'nvidia-device-plugin'}]"
+     .user = "system:kube-controller-manager",
+     .object = "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'nvidia-device-plugin',"
+               "'controller':true}]"
                "},'spec':{'containers':[" GPU_CONTAINER "]}}",
      .allowed = 1},
     {.name = "mutate: mirror pods are exempt",
@@ -717,7 +756,7 @@ static const struct ecase cases[] = {
      .object = "{'kind':'Job','spec':{'template':{'spec':{'containers':[" GPU_CONTAINER
                "],'restartPolicy':'Never'}}}}",
      .allowed = 0,
-     .message = "gpuadmit: Job [priority-class] GPU pod has no priorityClassName"},
+     .message = "gpuadmit: Job in namespace ml [priority-class] GPU pod has no priorityClassName"},
     {.name = "autogen: a workload UPDATE that keeps the template is not judged",
      .policy = "deny.yaml",
      .resource = "apps/statefulsets",
@@ -749,8 +788,9 @@ static const struct ecase cases[] = {
      .policy = "deny.yaml",
      .object = GPU_POD,
      .allowed = 0,
-     .message = "gpuadmit: pod [priority-class] GPU pod has no priorityClassName, so it cannot "
-                "preempt anything; set spec.priorityClassName: gpu-standard; [tolerations]"},
+     .message =
+         "gpuadmit: pod ml/p [priority-class] GPU pod has no priorityClassName, so it cannot "
+         "preempt anything; set spec.priorityClassName: gpu-standard; [tolerations]"},
     {.name = "deny: /mutate never patches for Deny rules",
      .policy = "deny.yaml",
      .mutating = true,
@@ -798,15 +838,308 @@ static const struct ecase cases[] = {
      .object = GPU_POD,
      .allowed = 1,
      .annotation = "priority-class=would deny: GPU pod has no priorityClassName"},
+    /* ---- ways around the device plugin ---- */
+    {.name = "a DaemonSet owner written by a user exempts nothing",
+     .policy = "mutate.yaml",
+     .object =
+         "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'any','controller':true}]},"
+         "'spec':{'containers':[{'name':'c','securityContext':{'privileged':true}}],"
+         "'tolerations':[{'operator':'Exists'}]}}",
+     .allowed = 0,
+     .message = "privileged container \"c\" can reach GPU devices"},
+    {.name = "an Equal toleration of the GPU taint reaches GPU nodes",
+     .policy = "mutate.yaml",
+     .object = POD(
+         "{'containers':[{'name':'c','securityContext':{'privileged':true}}],'tolerations':"
+         "[{'key':'nvidia.com/gpu','operator':'Equal','value':'present','effect':'NoSchedule'}]}"),
+     .allowed = 0,
+     .message = "privileged container \"c\" can reach GPU devices"},
+    {.name = "nodeName bypasses taints, so it reaches GPU nodes",
+     .policy = "mutate.yaml",
+     .object =
+         POD("{'containers':[{'name':'c','securityContext':{'privileged':true}}],'nodeName':'g1'}"),
+     .allowed = 0,
+     .message = "privileged container \"c\" can reach GPU devices"},
+    {.name = "/dev/./nvidia0 is /dev/nvidia0",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{'path':"
+                   "'/dev/./nvidia0'}}],'nodeName':'n'}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/dev/./nvidia0\" exposes GPU device nodes"},
+    {.name = "a driver root's dev directory exposes devices",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{'path':"
+                   "'/run/nvidia/driver/dev/'}}],'nodeName':'n'}"),
+     .allowed = 0,
+     .message = "exposes GPU device nodes"},
+    {.name = "/dev/dri exposes devices",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{'path':"
+                   "'/dev/dri'}}],'nodeName':'n'}"),
+     .allowed = 0,
+     .message = "exposes GPU device nodes"},
+    {.name = "/var/log is harmless",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{'path':"
+                   "'/var/log'}}],'nodeName':'n'}"),
+     .allowed = 1},
+    {.name = "envFrom on a pod that reaches GPU nodes may hide NVIDIA_VISIBLE_DEVICES",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'configMapRef':{'name':'x'}}]}],"
+                   "'nodeName':'n'}"),
+     .allowed = 0,
+     .message = "takes its environment from envFrom"},
+    {.name = "envFrom on a pod kept off GPU nodes is fine",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'configMapRef':{'name':'x'}}]}]}"),
+     .allowed = 1},
+
+    /* ---- PriorityClasses: the cluster's, when a view knows them ---- */
+    {.name = "without a cluster view an unlisted class cannot be called unknown",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'cluster-default',"
+                   "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1},
+    {.name = "a class the cluster has is known though the policy does not list it",
+     .policy = "mutate.yaml",
+     .view = "stall.json",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'batch-low',"
+                   "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1},
+    {.name = "the patch takes the class's value from the cluster, not the rule file",
+     .policy = "mutate.yaml",
+     .view = "stall.json",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL "],"
+                   "'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+              "{'op':'add','path':'/spec/priority','value':100000},"
+              "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'}]"},
+
+    /* ---- kubectl debug ---- */
+    {.name = "a privileged debug container is refused",
+     .policy = "deny.yaml",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','securityContext':{'privileged':true}}]}"),
+     .old_object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "privileged ephemeral container \"dbg\" can reach every GPU"},
+    {.name = "a debug container with NVIDIA_VISIBLE_DEVICES is refused, with Mutate rules too",
+     .policy = "mutate.yaml",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'g1','containers':[" CPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':'all'}]}]}"),
+     .old_object = POD("{'nodeName':'g1','containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "ephemeral container \"dbg\" sets NVIDIA_VISIBLE_DEVICES"},
+    {.name = "a plain debug container is fine",
+     .policy = "deny.yaml",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','image':'busybox'}]}"),
+     .old_object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "debug containers added earlier are not judged again",
+     .policy = "deny.yaml",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'old','securityContext':{'privileged':true}},{'name':'new'}]}"),
+     .old_object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                       "[{'name':'old','securityContext':{'privileged':true}}]}"),
+     .allowed = 1},
+
+    /* ---- capacity (the stall scenario: 4 nodes × 4 GPUs, 12 in use at priority 1000) ---- */
+    {.name = "capacity: 8 replicas at equal priority, deny past what fits now",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .object = RS(8, "batch-low"),
+     .allowed = 0,
+     .message = "[capacity] replicasets ml/trainer: only 4 of 8 more pods fit now"},
+    {.name = "capacity: the same under the default setting is a warning that says 4 fit now",
+     .policy = "capacity-warn.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .object = RS(8, "batch-low"),
+     .allowed = 1,
+     .warning = "gpuadmit [capacity]: replicasets ml/trainer: only 4 of 8 more pods fit now"},
+    {.name = "capacity: a preempting class counts the lower-priority GPUs",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .object = RS(8, "gpu-critical"),
+     .allowed = 1},
+    {.name = "capacity: 20 replicas can never fit 16 GPUs, whatever the setting",
+     .policy = "capacity-warn.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .object = RS(20, "gpu-critical"),
+     .allowed = 0,
+     .message = "can never fit: 20 replicas, at most 16 fit the eligible nodes"},
+    {.name = "capacity: a ReplicaSet of a Deployment is judged at the Deployment",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .user = "system:serviceaccount:kube-system:deployment-controller",
+     .object = "{'metadata':{'name':'trainer-5d9','ownerReferences':[{'kind':'Deployment',"
+               "'name':'trainer','controller':true}]},'spec':{'replicas':20,'template':"
+               "{'spec':" TEMPLATE_SPEC("gpu-critical") "}}}",
+     .allowed = 1},
+    {.name = "capacity: an update counts only the increase",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/statefulsets",
+     .op = "UPDATE",
+     .object = RS(6, "batch-low"),
+     .old_object = RS(2, "batch-low"),
+     .allowed = 1},
+    {.name = "capacity: a Deployment's new template counts its rollout surge",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object =
+         "{'metadata':{'name':'trainer'},'spec':{'replicas':4,'strategy':{'rollingUpdate':"
+         "{'maxSurge':'100%'}},'template':{'metadata':{'labels':{'v':'2'}},'spec':" TEMPLATE_SPEC(
+             "batch-low") "}}}",
+     .old_object =
+         "{'metadata':{'name':'trainer'},'spec':{'replicas':4,'template':{'spec':" TEMPLATE_SPEC(
+             "batch-low") "}}}",
+     .allowed = 1},
+    {.name = "capacity: ... and denies when the surge does not fit",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = "{'metadata':{'name':'trainer'},'spec':{'replicas':8,'strategy':{'rollingUpdate':"
+               "{'maxSurge':'100%'}},'template':{'spec':" TEMPLATE_SPEC(
+                   "batch-low") ",'metadata':"
+                                "{'labels':{'v':'2'}}}}}",
+     .old_object =
+         "{'metadata':{'name':'trainer'},'spec':{'replicas':8,'template':{'spec':" TEMPLATE_SPEC(
+             "batch-low") "}}}",
+     .allowed = 0,
+     .message = "only 4 of 8 more pods fit now"},
+    {.name = "capacity: a Job runs min(parallelism, completions) at once",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "batch/jobs",
+     .object = "{'metadata':{'name':'j'},'spec':{'parallelism':10,'completions':3,'template':"
+               "{'spec':" TEMPLATE_SPEC("batch-low") "}}}",
+     .allowed = 1},
+    {.name = "capacity: kubectl scale is judged from the cached template",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/deployments",
+     .sub = "scale",
+     .op = "UPDATE",
+     .object =
+         "{'kind':'Scale','metadata':{'name':'trainer','namespace':'ml'},'spec':{'replicas':10}}",
+     .old_object =
+         "{'kind':'Scale','metadata':{'name':'trainer','namespace':'ml'},'spec':{'replicas':2}}",
+     .allowed = 0,
+     .message = "gpuadmit: deployments ml/trainer (scale) [capacity]"},
+    {.name = "capacity: scaling down is always fine",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/deployments",
+     .sub = "scale",
+     .op = "UPDATE",
+     .object = "{'kind':'Scale','metadata':{'name':'trainer'},'spec':{'replicas':1}}",
+     .old_object = "{'kind':'Scale','metadata':{'name':'trainer'},'spec':{'replicas':2}}",
+     .allowed = 1},
+    {.name = "capacity: scaling a workload that uses no GPU is not judged",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/deployments",
+     .sub = "scale",
+     .op = "UPDATE",
+     .object = "{'kind':'Scale','metadata':{'name':'web'},'spec':{'replicas':100}}",
+     .old_object = "{'kind':'Scale','metadata':{'name':'web'},'spec':{'replicas':2}}",
+     .allowed = 1},
+    {.name = "capacity: an HPA whose maxReplicas cannot fit gets a warning",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "autoscaling/horizontalpodautoscalers",
+     .object = "{'metadata':{'name':'trainer'},'spec':{'maxReplicas':30,'scaleTargetRef':"
+               "{'kind':'Deployment','name':'trainer'}}}",
+     .allowed = 1,
+     .warning = "can never fit: 30 replicas, at most 16"},
+    {.name = "capacity: without a cluster view, a warning that capacity was not checked",
+     .policy = "capacity.yaml",
+     .resource = "apps/replicasets",
+     .object = RS(8, "batch-low"),
+     .allowed = 1,
+     .warning = "GPU capacity not checked: no cluster view is configured"},
+    {.name = "capacity: audit-only records the would-be denial",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .audit_only = true,
+     .object = RS(8, "batch-low"),
+     .allowed = 1,
+     .annotation = "capacity=would deny: replicasets ml/trainer: only 4 of 8 more pods fit now"},
+    {.name =
+         "capacity: more than one time slice per container is refused where all GPUs are shared",
+     .policy = "capacity.yaml",
+     .view = "shared.json",
+     .resource = "apps/replicasets",
+     .object = "{'metadata':{'name':'t'},'spec':{'replicas':1,'template':{'spec':{'containers':"
+               "[{'name':'big','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}}}}",
+     .allowed = 0,
+     .message = "container \"big\" asks for 2 nvidia.com/gpu, but every eligible "
+                "node shares its GPUs (time-slicing, nvidia.com/gpu.replicas=4)"},
+
 };
+
+/* Two policies patch the same lists: the second appends to what the first added, and the
+ * recorded operations stay as they were when recorded. */
+static void test_two_policies_share_lists(void)
+{
+    struct rules_errors errs;
+    struct policy *p = rules_load_dir("tests/data/policies/two", &errs);
+    const struct ecase c = {.name = "two", .policy = "", .mutating = true, .object = GPU_POD};
+    json_t *object = js(GPU_POD), *patched, *tols;
+    struct review *r = make_review(&c, object), *r2;
+    struct decision dec, again;
+
+    CHECK(p != NULL && r != NULL);
+    if (p == NULL || r == NULL)
+        return;
+    decision_init(&dec);
+    CHECK(eval_review(p, r, true, false, NULL, &dec) == 0);
+    patched = json_deep_copy(object);
+    CHECK(apply_patch(patched, dec.patch) == 0);
+    tols = json_object_get(json_object_get(patched, "spec"), "tolerations");
+    CHECK(json_array_size(tols) == 2); /* nvidia.com/gpu and sku=gpu, once each */
+    CHECK(json_object_size(json_object_get(json_object_get(patched, "spec"), "nodeSelector")) == 2);
+    r2 = make_review(&c, patched);
+    decision_init(&again);
+    CHECK(r2 != NULL && eval_review(p, r2, true, false, NULL, &again) == 0);
+    CHECK(again.patch == NULL);
+    decision_release(&again);
+    decision_release(&dec);
+    review_free(r);
+    review_free(r2);
+    json_decref(object);
+    json_decref(patched);
+    policy_unref(p);
+}
 
 int main(void)
 {
     FILE *logf = tmpfile();
 
     /* decisions are logged by design; keep them out of the test output */
-    dup2(fileno(logf), STDERR_FILENO);
+    log_set_fd(fileno(logf));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_case(&cases[i]);
+    RUN(test_two_policies_share_lists);
     TEST_MAIN_END("test_eval");
 }

@@ -444,19 +444,54 @@ static void test_null_and_empty(void)
     }
     policy_free(p);
 
-    p = load(HEAD "  gpu: {resources: [], nodeLabels: {}, taints: []}\n"
+    p = load(HEAD "  gpu: {nodeLabels: {}, taints: []}\n"
                   "  exclude: {}\n"
                   "  match: {labelSelector: {}}\n"
                   "  rules: [{name: n, type: node-selector, labels: {}}]\n");
     CHECK(p != NULL);
     if (p != NULL) {
         const struct policy_doc *d = &p->docs[0];
-        CHECK(d->gpu_resources.n == 0 && d->n_gpu_node_labels == 0 && d->n_gpu_taints == 0);
+        CHECK(d->gpu_resources.n == 3 && d->n_gpu_node_labels == 0 && d->n_gpu_taints == 0);
         CHECK(d->scope.has_exclude && d->scope.exclude.owner_kinds.n == 0);
         CHECK(d->scope.has_match && d->scope.match.labels.set && d->scope.match.labels.n == 0);
         CHECK(d->rules[0].n_labels == 0);
     }
     policy_free(p);
+}
+
+/* Empty lists that would silently mean "everything" or "nothing" are refused. */
+static void test_empty_lists_refused(void)
+{
+    struct policy *p = load(HEAD "  gpu: {resources: []}\n"                 /* 6 */
+                                 "  match: {namespaces: []}\n"              /* 7 */
+                                 "  exclude: {users: [], ownerKinds: []}\n" /* 8 */
+                                 "  rules: []\n");
+
+    CHECK(p == NULL);
+    CHECK(E.n == 4);
+    CHECK(has_err("t.yaml:6:20", "spec.gpu.resources: an empty list would turn every rule off"));
+    CHECK(has_err("t.yaml:7:23", "spec.match.namespaces: an empty list; leave the key out"));
+    CHECK(has_err("t.yaml:8:20", "spec.exclude.users: an empty list"));
+    CHECK(has_err("t.yaml:8:36", "spec.exclude.ownerKinds: an empty list"));
+}
+
+/* Reserved class names, values the apiserver refuses, and the same taint twice. */
+static void test_cluster_rules_enforced(void)
+{
+    struct policy *p = load(HEAD "  gpu:\n"                                            /* 6 */
+                                 "    taints:\n"                                       /* 7 */
+                                 "      - {key: nvidia.com/gpu, effect: NoSchedule}\n" /* 8 */
+                                 "      - {key: nvidia.com/gpu, effect: NoSchedule}\n" /* 9 */
+                                 "  priorityClasses:\n"                                /* 10 */
+                                 "    - {name: system-node-critical, value: 5}\n"      /* 11 */
+                                 "    - {name: huge, value: 1000000001}\n"             /* 12 */
+                                 "  rules: []\n");
+
+    CHECK(p == NULL);
+    CHECK(E.n == 3);
+    CHECK(has_err("t.yaml:9:9", "spec.gpu.taints[1]: the same taint as spec.gpu.taints[0]"));
+    CHECK(has_err("t.yaml:11:14", "names starting with system- are reserved"));
+    CHECK(has_err("t.yaml:12:27", "integer 1000000001 out of range"));
 }
 
 static void test_multiple_documents(void)
@@ -854,8 +889,9 @@ static void test_bad_enums(void)
                                  "PreferNoSchedule, NoExecute, got \"NoSchedul\""));
     CHECK(has_err("t.yaml:8:59", "spec.priorityClasses[0].preemptionPolicy: expected one of "
                                  "PreemptLowerPriority, Never, got \"never\""));
-    CHECK(has_err("t.yaml:11:13", "spec.rules[0].type: expected one of gpu-request, "
-                                  "priority-class, tolerations, node-selector, got \"gpu\""));
+    CHECK(has_err("t.yaml:11:13",
+                  "spec.rules[0].type: expected one of gpu-request, "
+                  "priority-class, tolerations, node-selector, capacity, got \"gpu\""));
     CHECK(has_err("t.yaml:12:15",
                   "spec.rules[0].action: expected one of Deny, Mutate, got \"deny\""));
     CHECK(has_err(
@@ -973,9 +1009,11 @@ static void test_integers(void)
                                  "      default: {count: 0}\n");                  /* 18 */
 
     CHECK(p == NULL);
-    CHECK(E.n == 7);
+    CHECK(E.n == 8);
+    CHECK(has_err("t.yaml:9:24", "spec.priorityClasses[2].value: integer 2147483647 out of "
+                                 "range; expected -2147483648 to 1000000000"));
     CHECK(has_err("t.yaml:7:24", "spec.priorityClasses[0].value: integer 2147483648 out of "
-                                 "range; expected -2147483648 to 2147483647"));
+                                 "range; expected -2147483648 to 1000000000"));
     CHECK(
         has_err("t.yaml:8:24", "spec.priorityClasses[1].value: integer -2147483649 out of range"));
     CHECK(has_err("t.yaml:10:24",
@@ -990,13 +1028,13 @@ static void test_integers(void)
                   "spec.rules[0].default.count: integer 0 out of range; expected at least 1"));
 
     /* the edges themselves are fine */
-    p = load(HEAD "  priorityClasses: [{name: hi, value: 2147483647}, {name: lo, value: "
+    p = load(HEAD "  priorityClasses: [{name: hi, value: 1000000000}, {name: lo, value: "
                   "-2147483648}]\n"
                   "  rules: [{name: r, type: gpu-request, maxPerPod: 9223372036854775807, "
                   "default: {count: 1}}]\n");
     CHECK(p != NULL);
     if (p != NULL) {
-        CHECK(p->docs[0].classes[0].value == INT32_MAX);
+        CHECK(p->docs[0].classes[0].value == 1000000000);
         CHECK(p->docs[0].classes[1].value == INT32_MIN);
         CHECK(p->docs[0].rules[0].max_per_pod == INT64_MAX);
     }
@@ -1445,6 +1483,8 @@ int main(void)
     RUN(test_full_policy);
     RUN(test_defaults);
     RUN(test_null_and_empty);
+    RUN(test_empty_lists_refused);
+    RUN(test_cluster_rules_enforced);
     RUN(test_multiple_documents);
     RUN(test_tags);
     RUN(test_bom);

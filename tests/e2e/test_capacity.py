@@ -1,0 +1,369 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the capacity rule over TLS: the stall scenario from a cluster snapshot
+(ReplicaSets and kubectl-scale-shaped Scale requests), and a device-plugin restart seen through
+a watched (simulated) API server. Standard library only.
+
+Run: GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_capacity.py
+"""
+import base64
+import copy
+import http.client
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import uuid
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import fake_apiserver  # noqa: E402
+
+BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
+SLOW = os.environ.get("GPUADMIT_SLOW") == "1"
+SERVICE_DNS = "gpuadmit.gpuadmit-system.svc"
+STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
+DEFAULT_RULES = os.path.join(ROOT, "rules/default.yaml")
+SUITE_LIMIT_S = 150 if SLOW else 90
+
+
+def t(s):
+    return s * 3 if SLOW else s
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+class E:
+    work = None
+
+
+def make_certs(d):
+    subprocess.run([os.path.join(ROOT, "certs/dev-certs.sh"), d], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return os.path.join(d, "ca.crt"), os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
+
+
+def rules_dir(name, available="Warn"):
+    d = os.path.join(E.work, "rules-" + name)
+    os.makedirs(d, exist_ok=True)
+    with open(DEFAULT_RULES) as f:
+        text = f.read()
+    check("available: Warn" in text, "the default policy lost its capacity rule")
+    with open(os.path.join(d, "default.yaml"), "w") as f:
+        f.write(text.replace("available: Warn", "available: " + available))
+    return d
+
+
+class Server:
+    def __init__(self, rules, *extra, name="srv"):
+        self.log_path = os.path.join(E.work, "%s-%d.log" % (name, time.monotonic_ns()))
+        self.args = [BIN, "serve", "--listen", "127.0.0.1:0", "--tls-cert", E.crt, "--tls-key",
+                     E.key, "--rules", rules, "--shutdown-grace", "5"] + list(extra)
+
+    def __enter__(self):
+        self.logf = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self.logf)
+        deadline = time.monotonic() + t(10)
+        self.port = None
+        while time.monotonic() < deadline and self.port is None:
+            for line in self.log().splitlines():
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("msg") == "serving":
+                    self.port = ev["port"]
+            if self.proc.poll() is not None:
+                raise Fail("server exited: %s" % self.log()[-2000:])
+            time.sleep(0.05)
+        check(self.port, "server did not start: %s" % self.log()[-2000:])
+        return self
+
+    def log(self):
+        with open(self.log_path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                rc = self.proc.wait(timeout=t(10))
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                rc = None
+        else:
+            rc = self.proc.returncode
+        self.logf.close()
+        if exc[0] is None:
+            check(rc == 0, "server exit code %r: %s" % (rc, self.log()[-2000:]))
+            check("ERROR: AddressSanitizer" not in self.log() and "runtime error:" not in self.log(),
+                  "sanitizer report: %s" % self.log()[-3000:])
+        return False
+
+
+class Conn(http.client.HTTPSConnection):
+    def __init__(self, port):
+        ctx = ssl.create_default_context(cafile=E.ca)
+        super().__init__(SERVICE_DNS, port, context=ctx, timeout=t(10))
+
+    def connect(self):
+        raw = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=SERVICE_DNS)
+
+
+def review(obj, resource, op="CREATE", old=None, sub="", name="", ns="ml", dry_run=True):
+    """dryRun, by default: an admitted increase that is not a dry run is reserved for a few
+    seconds, and these checks are each about one decision."""
+    group, _, res = resource.rpartition("/")
+    req = {"uid": str(uuid.uuid4()), "kind": {"group": group, "version": "v1", "kind": "X"},
+           "resource": {"group": group, "version": "v1", "resource": res}, "name": name,
+           "namespace": ns, "operation": op, "userInfo": {"username": "alice"},
+           "object": obj, "oldObject": old, "dryRun": dry_run}
+    if sub:
+        req["subResource"] = sub
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+
+
+def validate(port, body):
+    c = Conn(port)
+    try:
+        c.request("POST", "/validate", json.dumps(body).encode(),
+                  {"Content-Type": "application/json"})
+        r = c.getresponse()
+        data = r.read()
+        check(r.status == 200, "HTTP %d: %r" % (r.status, data[:300]))
+        resp = json.loads(data)["response"]
+        check(resp["uid"] == body["request"]["uid"], "uid not echoed")
+        return resp
+    finally:
+        c.close()
+
+
+TOL = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def template(cls):
+    return {"metadata": {"labels": {"app": "trainer"}},
+            "spec": {"priorityClassName": cls, "tolerations": [TOL],
+                     "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                     "containers": [{"name": "trainer", "image": "trainer:1",
+                                     "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+
+
+def replicaset(n, cls):
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+            "metadata": {"name": "stall", "namespace": "ml"},
+            "spec": {"replicas": n, "selector": {"matchLabels": {"app": "trainer"}},
+                     "template": template(cls)}}
+
+
+def scale(name, before, after):
+    def s(n):
+        return {"apiVersion": "autoscaling/v1", "kind": "Scale",
+                "metadata": {"name": name, "namespace": "ml"}, "spec": {"replicas": n},
+                "status": {"replicas": before, "selector": "app=trainer"}}
+    return review(s(after), "apps/deployments", "UPDATE", s(before), "scale", name)
+
+
+def warnings_of(resp):
+    return resp.get("warnings") or []
+
+
+# ---------------------------------------------------------------------------------------------
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+@test
+def stall_default_policy_warns_that_4_fit_now():
+    """5 nodes, 4 with 4 GPUs, 12 in use at priority 1000: 8 more one-GPU pods at the same
+    priority are admitted with a warning that 4 fit now; with a preempting class they fit."""
+    with Server(rules_dir("warn"), "--cluster-snapshot", STALL, name="warn") as srv:
+        r = validate(srv.port, review(replicaset(8, "batch-low"), "apps/replicasets"))
+        check(r["allowed"] is True, "8 replicas refused under the default policy: %r" % r)
+        w = warnings_of(r)
+        check(len(w) == 1 and "only 4 of 8 more pods fit now, the rest will wait Pending" in w[0],
+              "warning %r" % w)
+        check("8 more pods × 1 nvidia.com/gpu = 8 requested" in r["auditAnnotations"]["capacity"],
+              "annotation %r" % r.get("auditAnnotations"))
+        r = validate(srv.port, review(replicaset(8, "gpu-critical"), "apps/replicasets"))
+        check(r["allowed"] is True and not warnings_of(r),
+              "8 preempting replicas (12 lower-priority GPUs count): %r" % r)
+        r = validate(srv.port, review(replicaset(20, "gpu-critical"), "apps/replicasets"))
+        check(r["allowed"] is False, "20 replicas on 16 GPUs admitted: %r" % r)
+        msg = r["status"]["message"]
+        check("can never fit: 20 replicas, at most 16 fit the eligible nodes" in msg and
+              "4 eligible nodes" in msg and "not eligible: 1 node lacks nvidia.com/gpu.present=true"
+              in msg, "message %r" % msg)
+        check(r["status"]["code"] == 403, "status %r" % r["status"])
+        # kubectl scale on the cached Deployment (2 replicas, class batch-low) to 10: 8 more
+        r = validate(srv.port, scale("trainer", 2, 10))
+        check(r["allowed"] is True and any("only 4 of 8 more pods fit now" in x
+                                           for x in warnings_of(r)), "scale 2 -> 10: %r" % r)
+        r = validate(srv.port, scale("trainer-critical", 2, 10))
+        check(r["allowed"] is True and not warnings_of(r), "preempting scale 2 -> 10: %r" % r)
+        r = validate(srv.port, scale("trainer", 2, 20))
+        check(r["allowed"] is False and "can never fit: 20 replicas" in r["status"]["message"],
+              "scale 2 -> 20: %r" % r)
+        r = validate(srv.port, scale("trainer", 10, 2))
+        check(r["allowed"] is True and not warnings_of(r), "scale down: %r" % r)
+
+
+@test
+def stall_deny_setting_refuses_past_what_fits_now():
+    with Server(rules_dir("deny", "Deny"), "--cluster-snapshot", STALL, name="deny") as srv:
+        r = validate(srv.port, review(replicaset(8, "batch-low"), "apps/replicasets"))
+        check(r["allowed"] is False, "8 replicas admitted with available: Deny: %r" % r)
+        check("only 4 of 8 more pods fit now" in r["status"]["message"], "message %r" % r)
+        r = validate(srv.port, review(replicaset(8, "gpu-critical"), "apps/replicasets"))
+        check(r["allowed"] is True, "8 preempting replicas refused: %r" % r)
+        r = validate(srv.port, review(replicaset(20, "gpu-critical"), "apps/replicasets"))
+        check(r["allowed"] is False and "can never fit" in r["status"]["message"], "%r" % r)
+        r = validate(srv.port, scale("trainer", 2, 10))
+        check(r["allowed"] is False and "deployments ml/trainer (scale)" in r["status"]["message"]
+              and "only 4 of 8 more pods fit now" in r["status"]["message"], "scale: %r" % r)
+        r = validate(srv.port, scale("trainer-critical", 2, 10))
+        check(r["allowed"] is True, "preempting scale refused: %r" % r)
+
+
+def stall_objects():
+    with open(STALL) as f:
+        items = json.load(f)["items"]
+    by = {}
+    for o in items:
+        by.setdefault(o["kind"], []).append(o)
+    return by
+
+
+@test
+def device_plugin_restart_within_the_grace():
+    """Watched through a (simulated) API server: a node's allocatable drops to 0 while its
+    capacity stays (the device plugin re-registering). Within the grace nothing changes; a
+    server with a 1 s grace sees the loss once the grace is over."""
+    fake = fake_apiserver.FakeAPIServer(E.crt, E.key, token="t0k3n")
+    fake.start()
+    try:
+        by = stall_objects()
+        kinds = {"Node": "nodes", "Pod": "pods", "PriorityClass": "priorityclasses",
+                 "Deployment": "deployments"}
+        for k, plural in kinds.items():
+            fake.put_many(plural, by.get(k, []))
+        kcfg = fake.kubeconfig(os.path.join(E.work, "kubeconfig"), ca_file=E.ca, token="t0k3n")
+        rs4 = review(replicaset(4, "batch-low"), "apps/replicasets")
+        with Server(rules_dir("warn"), "--kubeconfig", kcfg, name="grace") as srv, \
+                Server(rules_dir("deny", "Deny"), "--kubeconfig", kcfg, "--allocatable-grace",
+                       "1", name="nograce") as short:
+            for s in (srv, short):
+                deadline = time.monotonic() + t(10)
+                while time.monotonic() < deadline:
+                    c = Conn(s.port)
+                    c.request("GET", "/readyz")
+                    st = c.getresponse().status
+                    c.close()
+                    if st == 200:
+                        break
+                    time.sleep(0.1)
+                check(st == 200, "not ready after the first sync: %d" % st)
+            for s in (srv, short):
+                r = validate(s.port, rs4)
+                check(r["allowed"] is True and not warnings_of(r), "4 of 4 free refused: %r" % r)
+            # gpu-0's device plugin restarts: allocatable 0, capacity 4
+            node = copy.deepcopy([n for n in by["Node"] if n["metadata"]["name"] == "gpu-0"][0])
+            node["status"]["allocatable"]["nvidia.com/gpu"] = "0"
+            fake.put("nodes", node)
+            time.sleep(1.5 if not SLOW else 3)  # past the short grace, well within the default
+            r = validate(srv.port, rs4)
+            check(r["allowed"] is True and not warnings_of(r),
+                  "a device-plugin restart changed the decision within the grace: %r" % r)
+            r = validate(short.port, rs4)
+            check(r["allowed"] is False and "only 3 of 4 more pods fit now" in
+                  r["status"]["message"], "past a 1 s grace the node's GPUs are gone: %r" % r)
+            # the plugin is back
+            node["status"]["allocatable"]["nvidia.com/gpu"] = "4"
+            fake.put("nodes", node)
+            deadline = time.monotonic() + t(5)
+            while time.monotonic() < deadline:
+                r = validate(short.port, rs4)
+                if r["allowed"]:
+                    break
+                time.sleep(0.1)
+            check(r["allowed"] is True, "the node's GPUs did not come back: %r" % r)
+    finally:
+        fake.stop()
+
+
+@test
+def a_burst_cannot_overcommit():
+    """Admitted increases are reserved for a while: two ReplicaSets of 4 arriving together do
+    not both count the same 4 free GPUs."""
+    with Server(rules_dir("deny", "Deny"), "--cluster-snapshot", STALL, name="burst") as srv:
+        first = validate(srv.port, review(replicaset(4, "batch-low"), "apps/replicasets",
+                                          dry_run=False))
+        check(first["allowed"] is True and not warnings_of(first), "first 4: %r" % first)
+        second = review(replicaset(4, "batch-low"), "apps/replicasets", dry_run=False)
+        second["request"]["object"]["metadata"]["name"] = "stall-2"
+        r = validate(srv.port, second)
+        check(r["allowed"] is False and "only 0 of 4 more pods fit now" in r["status"]["message"],
+              "second 4 in the same burst: %r" % r)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    state = {"passed": 0, "failed": 0}
+
+    def dog():
+        sys.stdout.write("not ok - watchdog: suite over %d s\ne2e-capacity: %d passed, %d failed\n"
+                         % (SUITE_LIMIT_S, state["passed"], state["failed"] + 1))
+        sys.stdout.flush()
+        os._exit(1)
+
+    timer = threading.Timer(SUITE_LIMIT_S, dog)
+    timer.daemon = True
+    timer.start()
+    with tempfile.TemporaryDirectory(prefix="gpuadmit-e2e-cap-") as work:
+        E.work = work
+        E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
+        for fn in TESTS:
+            try:
+                fn()
+                state["passed"] += 1
+                sys.stdout.write("ok - %s\n" % fn.__name__)
+            except Fail as e:
+                state["failed"] += 1
+                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
+            except Exception as e:
+                state["failed"] += 1
+                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
+                                                               traceback.format_exc()))
+            sys.stdout.flush()
+    timer.cancel()
+    sys.stdout.write("e2e-capacity: %d passed, %d failed\n" % (state["passed"], state["failed"]))
+    return 1 if state["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+/*
+ * test_cluster.c: the cluster view (lists, watch events, the device-plugin grace, snapshots)
+ * and the capacity arithmetic on it.
+ */
+#include <jansson.h>
+#include <unistd.h>
+
+#include "capacity.h"
+#include "cluster.h"
+#include "harness.h"
+
+#define js       harness_json
+#define SNAPSHOT "tests/data/snapshots/stall.json"
+
+static char *gpu_v[] = {"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"};
+static const struct strlist gpus = {gpu_v, 3};
+
+#define NODE(name, gpus, alloc, extra)                                                             \
+    "{'kind':'Node','metadata':{'name':'" name "','labels':{'nvidia.com/gpu.present':'true'}},"    \
+    "'spec':{" extra "},'status':{'conditions':[{'type':'Ready','status':'True'}],"                \
+    "'capacity':{'nvidia.com/gpu':'" gpus "','cpu':'8'},'allocatable':{'nvidia.com/gpu':'" alloc   \
+    "','cpu':'8'}}}"
+#define POD(name, node, gpus, phase)                                                               \
+    "{'kind':'Pod','metadata':{'name':'" name "','namespace':'ns'},'spec':{'nodeName':'" node      \
+    "','priority':5,'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'" gpus      \
+    "'}}}]},'status':{'phase':'" phase "'}}"
+
+static int64_t at(json_t *dump, const char *a, const char *b, const char *c, const char *d)
+{
+    json_t *v = json_object_get(json_object_get(dump, a), b);
+
+    if (c != NULL)
+        v = json_object_get(v, c);
+    if (d != NULL)
+        v = json_object_get(v, d);
+    return json_is_integer(v) ? json_integer_value(v) : -1;
+}
+
+static void apply(struct cluster *c, enum cluster_kind k, const char *type, const char *obj)
+{
+    json_t *o = js(obj);
+    struct diag d;
+
+    diag_clear(&d);
+    CHECK(cluster_apply(c, k, type, o, &d) == 0);
+    json_decref(o);
+}
+
+static void test_list_and_watch(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    json_t *items, *dump;
+    struct diag d;
+
+    CHECK(!cluster_synced(c));
+    cluster_list_begin(c, CLUSTER_NODES);
+    items = js("[" NODE("a", "4", "4", "") "," NODE("b", "8", "8", "'unschedulable':true") "]");
+    diag_clear(&d);
+    CHECK(cluster_list_items(c, CLUSTER_NODES, items, &d) == 0);
+    json_decref(items);
+    cluster_list_end(c, CLUSTER_NODES);
+    cluster_list_begin(c, CLUSTER_PODS);
+    items = js("[" POD("p1", "a", "1", "Running") "," POD("p2", "a", "2", "Running") "," POD(
+        "done", "a", "1",
+        "Succeeded") ",{'kind':'Pod','metadata':{'name':'cpu',"
+                     "'namespace':'ns'},'spec':{'nodeName':'a','containers':[{'name':'c'}]}}]");
+    CHECK(cluster_list_items(c, CLUSTER_PODS, items, &d) == 0);
+    json_decref(items);
+    cluster_list_end(c, CLUSTER_PODS);
+    CHECK(!cluster_synced(c)); /* classes and workloads not listed yet */
+    for (int k = CLUSTER_PRIORITYCLASSES; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    CHECK(cluster_synced(c));
+
+    dump = cluster_dump(c);
+    CHECK(json_object_size(json_object_get(dump, "nodes")) == 2);
+    CHECK(json_object_size(json_object_get(dump, "pods")) == 2); /* not the finished or CPU pod */
+    CHECK(at(dump, "nodes", "a", "used", "nvidia.com/gpu") == 3);
+    CHECK(at(dump, "nodes", "b", "allocatable", "nvidia.com/gpu") == 8);
+    CHECK(json_is_true(
+        json_object_get(json_object_get(json_object_get(dump, "nodes"), "b"), "unschedulable")));
+    json_decref(dump);
+
+    /* a pod moves, one finishes, one is deleted */
+    apply(c, CLUSTER_PODS, "MODIFIED", POD("p2", "b", "2", "Running"));
+    apply(c, CLUSTER_PODS, "MODIFIED", POD("p1", "a", "1", "Failed"));
+    dump = cluster_dump(c);
+    CHECK(at(dump, "nodes", "a", "used", "nvidia.com/gpu") == 0);
+    CHECK(at(dump, "nodes", "b", "used", "nvidia.com/gpu") == 2);
+    CHECK(json_object_size(json_object_get(dump, "pods")) == 1);
+    json_decref(dump);
+    apply(c, CLUSTER_PODS, "DELETED", POD("p2", "b", "2", "Running"));
+    dump = cluster_dump(c);
+    CHECK(at(dump, "nodes", "b", "used", "nvidia.com/gpu") == 0);
+    CHECK(json_object_size(json_object_get(dump, "pods")) == 0);
+    json_decref(dump);
+
+    /* a relist drops what it does not mention */
+    cluster_list_begin(c, CLUSTER_NODES);
+    items = js("[" NODE("b", "8", "8", "") "]");
+    CHECK(cluster_list_items(c, CLUSTER_NODES, items, &d) == 0);
+    json_decref(items);
+    cluster_list_end(c, CLUSTER_NODES);
+    dump = cluster_dump(c);
+    CHECK(json_object_size(json_object_get(dump, "nodes")) == 1);
+    CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == -1);
+    json_decref(dump);
+
+    /* bad events change nothing and say why */
+    {
+        json_t *o = js("{'kind':'Node','metadata':{}}");
+
+        diag_clear(&d);
+        CHECK(cluster_apply(c, CLUSTER_NODES, "ADDED", o, &d) == -1);
+        CHECK_CONTAINS(d.msg, "without metadata.name");
+        diag_clear(&d);
+        CHECK(cluster_apply(c, CLUSTER_NODES, "BOGUS", o, &d) == -1);
+        CHECK_CONTAINS(d.msg, "unknown type");
+        json_decref(o);
+    }
+    cluster_free(c);
+}
+
+static void test_device_plugin_grace(void)
+{
+    struct cluster_config with = {60}, without = {0};
+    struct cluster *c = cluster_new(&with), *c0 = cluster_new(&without);
+    json_t *dump;
+
+    apply(c, CLUSTER_NODES, "ADDED", NODE("a", "4", "4", ""));
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
+    dump = cluster_dump(c);
+    CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4); /* within the grace */
+    json_decref(dump);
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", "")); /* still 0: still in grace */
+    dump = cluster_dump(c);
+    CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4);
+    json_decref(dump);
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "3", ""));
+    dump = cluster_dump(c);
+    CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 3);
+    json_decref(dump);
+    /* capacity gone too: a real loss, not a plugin restart */
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "0", "0", ""));
+    dump = cluster_dump(c);
+    CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 0);
+    json_decref(dump);
+
+    apply(c0, CLUSTER_NODES, "ADDED", NODE("a", "4", "4", ""));
+    apply(c0, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
+    dump = cluster_dump(c0);
+    CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 0); /* no grace */
+    json_decref(dump);
+    cluster_free(c);
+    cluster_free(c0);
+}
+
+static struct cluster *stall(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    struct diag d;
+
+    diag_clear(&d);
+    if (cluster_load_snapshot(c, SNAPSHOT, &d) < 0) {
+        printf("cannot load %s: %s\n", SNAPSHOT, d.msg);
+        exit(2);
+    }
+    return c;
+}
+
+static void test_snapshot(void)
+{
+    struct cluster *c = stall();
+    json_t *dump = cluster_dump(c);
+    struct cluster_config cfg = {60};
+    struct cluster *bad = cluster_new(&cfg);
+    struct diag d;
+    char path[] = "/tmp/gpuadmit-snap-XXXXXX";
+    int fd = mkstemp(path);
+
+    CHECK(cluster_synced(c));
+    CHECK(cluster_age_s(c) == 0.0);
+    CHECK(json_object_size(json_object_get(dump, "nodes")) == 5);
+    CHECK(json_object_size(json_object_get(dump, "pods")) == 12);
+    CHECK(at(dump, "priorityClasses", "gpu-critical", "value", NULL) == 1000000);
+    CHECK(at(dump, "workloads", "Deployment/ml/trainer", "replicas", NULL) == 2);
+    CHECK(at(dump, "workloads", "Deployment/ml/trainer", "demand", "nvidia.com/gpu") == 1);
+    CHECK(at(dump, "nodes", "gpu-0", "used", "nvidia.com/gpu") == 3);
+    json_decref(dump);
+
+    /* two documents one after the other, and then garbage */
+    CHECK(write(fd,
+                "{\"kind\":\"List\",\"items\":[]}\n{\"kind\":\"Node\",\"metadata\":"
+                "{\"name\":\"x\"}}\n{oops",
+                69) == 69);
+    close(fd);
+    diag_clear(&d);
+    CHECK(cluster_load_snapshot(bad, path, &d) == -1);
+    CHECK_CONTAINS(d.file, "/tmp/gpuadmit-snap-");
+    CHECK_CONTAINS(d.msg, "not kubectl's JSON output");
+    diag_clear(&d);
+    CHECK(cluster_load_snapshot(bad, "/nonexistent/snap.json", &d) == -1);
+    CHECK_CONTAINS(d.msg, "cannot read");
+    unlink(path);
+    cluster_free(bad);
+    cluster_free(c);
+}
+
+/* A one-GPU pod template with the stall scenario's toleration and selector. */
+#define TEMPLATE(cls)                                                                              \
+    "{'priorityClassName':'" cls "','tolerations':[{'key':'nvidia.com/gpu','operator':'Exists',"   \
+    "'effect':'NoSchedule'}],'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"       \
+    "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
+
+static struct capacity_result judge(struct cluster *c, const char *tmpl, int64_t inc,
+                                    int64_t headroom)
+{
+    json_t *spec = js(tmpl);
+    struct capacity_request rq = {spec, &gpus, inc, inc, headroom};
+    struct capacity_result res;
+
+    CHECK(capacity_judge(c, &rq, &res) == 0);
+    json_decref(spec);
+    return res;
+}
+
+static void test_capacity_stall(void)
+{
+    struct cluster *c = stall();
+    struct capacity_result r;
+    char text[2048];
+    json_t *spec = js(TEMPLATE("batch-low"));
+    struct capacity_request rq = {spec, &gpus, 8, 8, 0};
+
+    /* equal priority: nothing to preempt; 4 GPUs free of 16 */
+    r = judge(c, TEMPLATE("batch-low"), 8, 0);
+    CHECK(r.judged && r.eligible == 4);
+    CHECK(r.fit_now == 4);
+    CHECK(r.fit_ever == 16);
+    CHECK(r.total_gpus[0] == 16);
+    CHECK_STR(r.reasons, "1 node lacks nvidia.com/gpu.present=true");
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "8 more pods × 1 nvidia.com/gpu = 8 requested");
+    CHECK_CONTAINS(text, "4 eligible nodes (");
+    CHECK_CONTAINS(text, "1/4 free");
+    CHECK_CONTAINS(text, "4 more fit now");
+    CHECK_CONTAINS(text, "16 at most");
+    CHECK_CONTAINS(text, "not eligible: 1 node lacks nvidia.com/gpu.present=true");
+
+    /* a preempting class counts the 12 lower-priority GPUs */
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
+    CHECK(r.fit_now == 16 && r.preempts && r.priority == 1000000);
+    /* headroom keeps one GPU free per node */
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 1);
+    CHECK(r.fit_now == 12 && r.fit_ever == 12);
+    /* without the toleration the taint keeps it off every GPU node */
+    r = judge(c, "{'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}", 1,
+              0);
+    CHECK(r.eligible == 0 && r.fit_ever == 0);
+    CHECK_CONTAINS(r.reasons, "4 nodes have untolerated taint nvidia.com/gpu=true:NoSchedule");
+    CHECK_CONTAINS(r.reasons, "1 node has no nvidia.com/gpu");
+    /* two GPUs a pod: whole pods per node */
+    r = judge(c,
+              "{'priorityClassName':'gpu-critical','tolerations':[{'operator':'Exists'}],"
+              "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'3'}}}]}",
+              1, 0);
+    CHECK(r.fit_ever == 4 && r.fit_now == 4); /* 4 nodes × floor(4/3) */
+    /* a template with no GPU is not judged */
+    r = judge(c, "{'containers':[{'name':'t'}]}", 1, 0);
+    CHECK(!r.judged);
+
+    /* an admitted increase is held back for a while */
+    r = judge(c, TEMPLATE("batch-low"), 3, 0);
+    capacity_reserve(c, &r, 3, 60);
+    r = judge(c, TEMPLATE("batch-low"), 8, 0);
+    CHECK(r.fit_now == 1);
+    json_decref(spec);
+    cluster_free(c);
+}
+
+static void test_capacity_nodes(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    struct capacity_result r;
+
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    apply(c, CLUSTER_NODES, "ADDED", NODE("ok", "4", "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", NODE("cordoned", "4", "4", "'unschedulable':true"));
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'down','labels':{'nvidia.com/gpu.present':'true'}},"
+          "'status':{'conditions':[{'type':'Ready','status':'False'}],'capacity':{'nvidia.com/gpu':"
+          "'4'},'allocatable':{'nvidia.com/gpu':'4'}}}");
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'sliced','labels':{'nvidia.com/gpu.present':'true',"
+          "'nvidia.com/gpu.sharing-strategy':'time-slicing','nvidia.com/gpu.replicas':'4',"
+          "'zone':'b'}},'status':{'conditions':[{'type':'Ready','status':'True'}],'capacity':"
+          "{'nvidia.com/gpu':'16'},'allocatable':{'nvidia.com/gpu':'16'}}}");
+    r = judge(c, "{'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}", 1,
+              0);
+    CHECK(r.eligible == 2 && r.fit_now == 20);
+    CHECK_CONTAINS(r.reasons, "1 node is cordoned");
+    CHECK_CONTAINS(r.reasons, "1 node is not Ready");
+    CHECK(!r.all_shared);
+    /* required node affinity: only the time-sliced node, which shares its GPUs */
+    r = judge(c,
+              "{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+              "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'zone','operator':'In',"
+              "'values':['b']}]}]}}},'containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'2'}}}]}",
+              1, 0);
+    CHECK(r.eligible == 1 && r.fit_now == 8 && r.all_shared);
+    CHECK_STR(r.shared_why, "time-slicing, nvidia.com/gpu.replicas=4");
+    CHECK_CONTAINS(r.reasons, "do not match the required node affinity");
+    cluster_free(c);
+}
+
+int main(void)
+{
+    RUN(test_list_and_watch);
+    RUN(test_device_plugin_grace);
+    RUN(test_snapshot);
+    RUN(test_capacity_stall);
+    RUN(test_capacity_nodes);
+    TEST_MAIN_END("test_cluster");
+}

@@ -1,0 +1,437 @@
+/*
+ * capacity.c: workload fit against the cluster view (see capacity.h).
+ */
+#include "capacity.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_view.h"
+#include "pod.h"
+
+#define REASONS_MAX  16
+#define NODES_LISTED 6
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+struct reasons {
+    char text[REASONS_MAX][200];
+    int count[REASONS_MAX];
+    int n;
+};
+
+static bool starts_with_verb(const char *s)
+{
+    return strncmp(s, "lack ", 5) == 0 || strncmp(s, "have ", 5) == 0 ||
+           strncmp(s, "do not ", 7) == 0;
+}
+
+/* A reason for several nodes: "lack X", "have X", "do not X", or "are cordoned". */
+static const char *plural(const char *text, char *buf, size_t len)
+{
+    if (starts_with_verb(text))
+        return text;
+    snprintf(buf, len, "are %s", text);
+    return buf;
+}
+
+/* The same for one node: "lacks X", "has X", "does not X", "is cordoned". */
+static const char *singular(const char *plural, char *buf, size_t len)
+{
+    if (strncmp(plural, "lack ", 5) == 0)
+        snprintf(buf, len, "lacks %s", plural + 5);
+    else if (strncmp(plural, "have ", 5) == 0)
+        snprintf(buf, len, "has %s", plural + 5);
+    else if (strncmp(plural, "do not ", 7) == 0)
+        snprintf(buf, len, "does not %s", plural + 7);
+    else
+        snprintf(buf, len, "is %s", plural);
+    return buf;
+}
+
+static void reason_add(struct reasons *r, const char *text)
+{
+    for (int i = 0; i < r->n; i++) {
+        if (strcmp(r->text[i], text) == 0) {
+            r->count[i]++;
+            return;
+        }
+    }
+    if (r->n < REASONS_MAX) {
+        snprintf(r->text[r->n], sizeof(r->text[0]), "%s", text);
+        r->count[r->n++] = 1;
+    }
+}
+
+static bool label_in(const char *v, const json_t *values)
+{
+    size_t i;
+    const json_t *x;
+
+    json_array_foreach (values, i, x) {
+        if (v != NULL && json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* One node selector requirement against a node's labels. */
+static bool expr_matches(const json_t *e, const json_t *labels)
+{
+    const char *key = json_string_value(json_object_get(e, "key"));
+    const char *op = json_string_value(json_object_get(e, "operator"));
+    const json_t *values = json_object_get(e, "values");
+    const char *v = key ? json_string_value(json_object_get(labels, key)) : NULL;
+    long long have, want;
+    char *end;
+
+    if (key == NULL || op == NULL)
+        return false;
+    if (strcmp(op, "In") == 0)
+        return label_in(v, values);
+    if (strcmp(op, "NotIn") == 0)
+        return !label_in(v, values);
+    if (strcmp(op, "Exists") == 0)
+        return v != NULL;
+    if (strcmp(op, "DoesNotExist") == 0)
+        return v == NULL;
+    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && v != NULL &&
+        json_array_size(values) == 1) {
+        have = strtoll(v, &end, 10);
+        if (*end != '\0')
+            return false;
+        want = strtoll(or_empty(json_string_value(json_array_get(values, 0))), &end, 10);
+        if (*end != '\0')
+            return false;
+        return op[0] == 'G' ? have > want : have < want;
+    }
+    return false;
+}
+
+/* Why the node cannot take the pod, or NULL when it can. */
+static const char *ineligible(const struct node *n, const json_t *spec, char *why, size_t len)
+{
+    const json_t *sel = json_object_get(spec, "nodeSelector"), *v, *terms, *term, *e, *tols, *tol;
+    const char *key;
+    size_t i, k;
+    bool any;
+
+    json_object_foreach ((json_t *)sel, key, v) {
+        const char *have = json_string_value(json_object_get(n->labels, key));
+
+        if (have == NULL || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0) {
+            snprintf(why, len, "lack %s=%s", key, or_empty(json_string_value(v)));
+            return why;
+        }
+    }
+    terms = json_object_get(
+        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+                        "requiredDuringSchedulingIgnoredDuringExecution"),
+        "nodeSelectorTerms");
+    if (json_array_size(terms) > 0) {
+        any = false;
+        json_array_foreach (terms, i, term) {
+            bool all = true;
+
+            json_array_foreach (json_object_get(term, "matchExpressions"), k, e)
+                all = all && expr_matches(e, n->labels);
+            any = any || all;
+        }
+        if (!any) {
+            snprintf(why, len, "do not match the required node affinity");
+            return why;
+        }
+    }
+    tols = json_object_get(spec, "tolerations");
+    for (i = 0; i < n->n_taints; i++) {
+        const struct node_taint *t = &n->taints[i];
+        bool ok = false;
+
+        if (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0)
+            continue;
+        json_array_foreach (tols, k, tol) {
+            const char *tk = or_empty(json_string_value(json_object_get(tol, "key")));
+            const char *op = json_string_value(json_object_get(tol, "operator"));
+            const char *tv = or_empty(json_string_value(json_object_get(tol, "value")));
+            const char *te = or_empty(json_string_value(json_object_get(tol, "effect")));
+
+            if (op == NULL)
+                op = "Equal";
+            if (te[0] && strcmp(te, t->effect) != 0)
+                continue;
+            if (tk[0] == '\0' ? strcmp(op, "Exists") == 0
+                              : strcmp(tk, t->key) == 0 &&
+                                    (strcmp(op, "Exists") == 0 || strcmp(tv, t->value) == 0))
+                ok = true;
+        }
+        if (!ok) {
+            snprintf(why, len, "have untolerated taint %s%s%s:%s", t->key, t->value[0] ? "=" : "",
+                     t->value, t->effect);
+            return why;
+        }
+    }
+    if (n->unschedulable)
+        return "cordoned";
+    if (!n->ready)
+        return "not Ready";
+    return NULL;
+}
+
+static const struct node_res *node_res_of(const struct node *n, const char *name)
+{
+    for (size_t i = 0; i < n->n_res; i++) {
+        if (strcmp(n->res[i].name, name) == 0)
+            return &n->res[i];
+    }
+    return NULL;
+}
+
+/* The template's priority and whether it may preempt, from its class in the view. */
+static void template_priority(const struct cluster *c, const json_t *spec, int64_t *prio,
+                              bool *preempt)
+{
+    const char *cls = json_string_value(json_object_get(spec, "priorityClassName"));
+    const struct vclass *v = NULL;
+    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
+
+    *prio = 0;
+    *preempt = true; /* PreemptLowerPriority is the default */
+    if (cls != NULL && cls[0])
+        v = table_get(t, cls);
+    for (size_t i = 0; v == NULL && (cls == NULL || !cls[0]) && i < t->n_buckets; i++) {
+        for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            if (((const struct vclass *)e->value)->global_default)
+                v = e->value;
+        }
+    }
+    if (v != NULL) {
+        *prio = v->value;
+        *preempt = v->preempt;
+    } else if (json_is_integer(json_object_get(spec, "priority"))) {
+        *prio = json_integer_value(json_object_get(spec, "priority"));
+    }
+    if (json_is_string(json_object_get(spec, "preemptionPolicy")))
+        *preempt = strcmp(json_string_value(json_object_get(spec, "preemptionPolicy")), "Never");
+}
+
+static int64_t reserved_gpus(struct cluster *c, const char *name, double now)
+{
+    int64_t sum = 0;
+
+    pthread_mutex_lock(&c->reserve_lock);
+    for (size_t i = 0; i < c->n_reservations; i++) {
+        if (c->reservations[i].until > now && strcmp(c->reservations[i].name, name) == 0)
+            sum += c->reservations[i].gpus;
+    }
+    pthread_mutex_unlock(&c->reserve_lock);
+    return sum;
+}
+
+void capacity_reserve(struct cluster *c, const struct capacity_result *res, int64_t pods,
+                      double window_s)
+{
+    double now = cluster_now();
+    size_t w = 0;
+
+    pthread_mutex_lock(&c->reserve_lock);
+    for (size_t i = 0; i < c->n_reservations; i++) { /* drop the expired */
+        if (c->reservations[i].until > now)
+            c->reservations[w++] = c->reservations[i];
+    }
+    c->n_reservations = w;
+    for (size_t r = 0; r < res->n_res && c->n_reservations < CLUSTER_RESERVATIONS_MAX; r++) {
+        struct reservation *rv = &c->reservations[c->n_reservations++];
+
+        rv->until = now + window_s;
+        snprintf(rv->name, sizeof(rv->name), "%s", res->res[r].name);
+        rv->gpus = pods * res->res[r].per_pod;
+    }
+    pthread_mutex_unlock(&c->reserve_lock);
+}
+
+static bool node_shares(const struct node *n, char *why, size_t len)
+{
+    const char *strategy =
+        json_string_value(json_object_get(n->labels, "nvidia.com/gpu.sharing-strategy"));
+    const char *replicas = json_string_value(json_object_get(n->labels, "nvidia.com/gpu.replicas"));
+    bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) ||
+                  (replicas != NULL && strtol(replicas, NULL, 10) > 1);
+
+    if (shared)
+        snprintf(why, len, "%s%s%s", strategy ? strategy : "shared",
+                 replicas ? ", nvidia.com/gpu.replicas=" : "", replicas ? replicas : "");
+    return shared;
+}
+
+/* Fits of one eligible node, now and ever; appends its free/total to the node list. */
+static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
+                     struct capacity_result *out, double now, int64_t *now_fit, int64_t *ever_fit)
+{
+    const struct binding *b = cluster_binding(c, n->name);
+
+    *now_fit = *ever_fit = INT64_MAX;
+    for (size_t r = 0; r < out->n_res; r++) {
+        const struct node_res *nr = node_res_of(n, out->res[r].name);
+        int64_t alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
+        int64_t used = 0, lower = 0, free_now, free_ever;
+
+        for (size_t p = 0; b != NULL && p < b->n; p++) {
+            for (size_t k = 0; k < b->pods[p]->n_demand; k++) {
+                if (strcmp(b->pods[p]->demand[k].name, out->res[r].name) != 0)
+                    continue;
+                used += b->pods[p]->demand[k].n;
+                if (out->preempts && b->pods[p]->priority < out->priority)
+                    lower += b->pods[p]->demand[k].n;
+            }
+        }
+        free_ever = alloc - rq->headroom;
+        free_now = alloc - used - rq->headroom + lower;
+        if (free_now > free_ever)
+            free_now = free_ever;
+        if (free_now < 0)
+            free_now = 0;
+        if (free_ever < 0)
+            free_ever = 0;
+        out->total_gpus[r] += alloc;
+        if (free_now / out->res[r].per_pod < *now_fit)
+            *now_fit = free_now / out->res[r].per_pod;
+        if (free_ever / out->res[r].per_pod < *ever_fit)
+            *ever_fit = free_ever / out->res[r].per_pod;
+        if (r == 0 && out->eligible <= NODES_LISTED) {
+            size_t l = strlen(out->nodes);
+
+            snprintf(out->nodes + l, sizeof(out->nodes) - l, "%s%s %lld/%lld free",
+                     out->eligible > 1 ? ", " : "", n->name, (long long)(alloc - used),
+                     (long long)alloc);
+        }
+    }
+}
+
+static int read_demand(const struct capacity_request *rq, struct capacity_result *out)
+{
+    struct pod_demand dm;
+    struct diag d;
+
+    diag_clear(&d);
+    if (pod_gpu_demand(rq->pod_spec, rq->gpu_globs, &dm, &d) < 0) {
+        snprintf(out->reasons, sizeof(out->reasons), "%s", d.msg);
+        return -1;
+    }
+    for (size_t i = 0; i < dm.n && out->n_res < CAPACITY_RESOURCES_MAX; i++) {
+        snprintf(out->res[out->n_res].name, sizeof(out->res[0].name), "%s", dm.r[i].name);
+        out->res[out->n_res++].per_pod = (dm.r[i].milli + 999) / 1000;
+    }
+    out->judged = out->n_res > 0;
+    return 0;
+}
+
+int capacity_judge(struct cluster *c, const struct capacity_request *rq,
+                   struct capacity_result *out)
+{
+    struct reasons rs = {.n = 0};
+    const struct table *nodes = &c->kinds[CLUSTER_NODES];
+    double now = cluster_now();
+    char why[200], share[128], verb[220];
+    int64_t fn, fe, reserved;
+    bool all_shared = true;
+
+    memset(out, 0, sizeof(*out));
+    if (read_demand(rq, out) < 0)
+        return -1;
+    if (!out->judged)
+        return 0;
+    pthread_rwlock_rdlock(&c->lock);
+    template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
+    for (size_t i = 0; i < nodes->n_buckets; i++) {
+        for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+            const char *bad = ineligible(n, rq->pod_spec, why, sizeof(why));
+            bool has = false;
+
+            for (size_t r = 0; r < out->n_res; r++)
+                has = has || node_res_of(n, out->res[r].name) != NULL;
+            if (bad == NULL && !has) {
+                snprintf(why, sizeof(why), "have no %s", out->res[0].name);
+                bad = why;
+            }
+            if (bad != NULL) {
+                reason_add(&rs, bad);
+                continue;
+            }
+            out->eligible++;
+            if (!node_shares(n, share, sizeof(share)))
+                all_shared = false;
+            else
+                snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
+            node_fit(c, n, rq, out, now, &fn, &fe);
+            out->fit_now += fn;
+            out->fit_ever += fe;
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+    out->all_shared = out->eligible > 0 && all_shared;
+    if (out->eligible > NODES_LISTED) {
+        size_t l = strlen(out->nodes);
+
+        snprintf(out->nodes + l, sizeof(out->nodes) - l, " and %d more",
+                 out->eligible - NODES_LISTED);
+    }
+    for (size_t r = 0; r < out->n_res; r++) {
+        reserved = reserved_gpus(c, out->res[r].name, now);
+        fn = out->fit_now - (reserved + out->res[r].per_pod - 1) / out->res[r].per_pod;
+        if (fn < out->fit_now)
+            out->fit_now = fn < 0 ? 0 : fn;
+    }
+    /* the most common reasons first */
+    for (int shown = 0; shown < 3 && rs.n > 0; shown++) {
+        int best = 0;
+        size_t l = strlen(out->reasons);
+
+        for (int i = 1; i < rs.n; i++)
+            if (rs.count[i] > rs.count[best])
+                best = i;
+        if (rs.count[best] == 0)
+            break;
+        snprintf(out->reasons + l, sizeof(out->reasons) - l, "%s%d node%s %s", shown ? "; " : "",
+                 rs.count[best], rs.count[best] == 1 ? "" : "s",
+                 rs.count[best] == 1 ? singular(rs.text[best], verb, sizeof(verb))
+                                     : plural(rs.text[best], verb, sizeof(verb)));
+        rs.count[best] = 0;
+    }
+    return 0;
+}
+
+void capacity_explain(const struct capacity_request *rq, const struct capacity_result *res,
+                      char *buf, size_t len)
+{
+    size_t l;
+
+    snprintf(buf, len, "%lld more pod%s × %lld %s = %lld requested", (long long)rq->increase,
+             rq->increase == 1 ? "" : "s", (long long)res->res[0].per_pod, res->res[0].name,
+             (long long)(rq->increase * res->res[0].per_pod));
+    for (size_t r = 1; r < res->n_res; r++) {
+        l = strlen(buf);
+        snprintf(buf + l, len - l, " (and %lld %s each)", (long long)res->res[r].per_pod,
+                 res->res[r].name);
+    }
+    l = strlen(buf);
+    snprintf(buf + l, len - l, "; %d eligible node%s (%s) with %lld %s in all", res->eligible,
+             res->eligible == 1 ? "" : "s", res->eligible ? res->nodes : "none",
+             (long long)res->total_gpus[0], res->res[0].name);
+    l = strlen(buf);
+    snprintf(buf + l, len - l, "; %lld more fit now%s, %lld at most", (long long)res->fit_now,
+             res->preempts ? " (it may preempt lower-priority pods)" : "",
+             (long long)res->fit_ever);
+    if (res->shared_why[0]) {
+        l = strlen(buf);
+        snprintf(buf + l, len - l, "; GPUs are shared (%s)", res->shared_why);
+    }
+    if (res->reasons[0]) {
+        l = strlen(buf);
+        snprintf(buf + l, len - l, "; not eligible: %s", res->reasons);
+    }
+}

@@ -1,0 +1,65 @@
+/*
+ * capacity.h: whether N more pods of a template fit the cluster view, and why not.
+ *
+ * Fit as the scheduler would place them (DESIGN.md): eligible nodes are Ready, schedulable,
+ * match the template's nodeSelector and required node affinity, and tolerate its NoSchedule and
+ * NoExecute taints; each pod lands whole on one node, so a node holds floor(free / per-pod) of
+ * them per GPU resource. "Now" counts a node's effective allocatable minus what bound pods use
+ * and the headroom, plus what pods of lower priority use when the template's class may preempt;
+ * "ever" counts the eligible nodes' allocatable alone. Recent admissions are reserved for a
+ * short window, so a burst cannot overcommit.
+ */
+#ifndef GPUADMIT_CAPACITY_H
+#define GPUADMIT_CAPACITY_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "policy.h"
+
+#define CAPACITY_RESOURCES_MAX 8
+#define CAPACITY_TEXT_MAX      1024
+
+struct capacity_request {
+    const json_t *pod_spec;          /* the pod template's spec (borrowed) */
+    const struct strlist *gpu_globs; /* which extended resources are GPUs */
+    int64_t increase;                /* how many more pods (surge included) */
+    int64_t total;                   /* replicas after the change */
+    int64_t headroom;                /* GPUs kept free on each node */
+};
+
+struct capacity_result {
+    bool judged; /* the template requests GPUs */
+    struct {
+        char name[64];
+        int64_t per_pod;
+    } res[CAPACITY_RESOURCES_MAX];
+    size_t n_res;
+    int64_t priority;
+    bool preempts;
+    int64_t fit_now;                            /* more pods that fit now */
+    int64_t fit_ever;                           /* pods that fit the eligible nodes' allocatable */
+    int64_t total_gpus[CAPACITY_RESOURCES_MAX]; /* allocatable of the eligible nodes */
+    int eligible;
+    bool all_shared;                 /* every eligible node shares its GPUs (time-slicing, MPS) */
+    char shared_why[128];            /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
+    char nodes[CAPACITY_TEXT_MAX];   /* eligible nodes and their free/total GPUs */
+    char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
+};
+
+/* Judges rq against the view (read-locked for the call). Returns 0, or -1 when the template's
+ * GPU amounts do not parse (msg in out->reasons). */
+int capacity_judge(struct cluster *c, const struct capacity_request *rq,
+                   struct capacity_result *out);
+
+/* "8 replicas × 1 nvidia.com/gpu = 8 requested; ..." into buf. */
+void capacity_explain(const struct capacity_request *rq, const struct capacity_result *res,
+                      char *buf, size_t len);
+
+/* Reserves n pods of res (an admitted increase) for window seconds. */
+void capacity_reserve(struct cluster *c, const struct capacity_result *res, int64_t pods,
+                      double window_s);
+
+#endif

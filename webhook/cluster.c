@@ -1,0 +1,1073 @@
+/*
+ * cluster.c: the cached cluster view (see cluster.h; records in cluster_view.h).
+ *
+ * Invariants: every pod record is in exactly one binding list, that of its node name (unbound
+ * pods are in none); a record's key is its name (nodes, classes), "NS/NAME" (pods) or
+ * "NS/NAME" in the workload kind's own table; amounts are whole units of extended resources.
+ */
+#include "cluster.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_view.h"
+#include "limits.h"
+#include "pod.h"
+#include "quantity.h"
+
+static const struct {
+    const char *path, *object, *plural, *selector;
+} kinds[CLUSTER_KINDS] = {
+    [CLUSTER_NODES] = {"/api/v1/nodes", "Node", "nodes", ""},
+    [CLUSTER_PODS] = {"/api/v1/pods", "Pod", "pods",
+                      "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"},
+    [CLUSTER_PRIORITYCLASSES] = {"/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass",
+                                 "priorityclasses", ""},
+    [CLUSTER_REPLICASETS] = {"/apis/apps/v1/replicasets", "ReplicaSet", "replicasets", ""},
+    [CLUSTER_DEPLOYMENTS] = {"/apis/apps/v1/deployments", "Deployment", "deployments", ""},
+    [CLUSTER_STATEFULSETS] = {"/apis/apps/v1/statefulsets", "StatefulSet", "statefulsets", ""},
+    [CLUSTER_JOBS] = {"/apis/batch/v1/jobs", "Job", "jobs", ""},
+};
+
+const char *cluster_kind_path(enum cluster_kind k)
+{
+    return kinds[k].path;
+}
+
+const char *cluster_kind_object(enum cluster_kind k)
+{
+    return kinds[k].object;
+}
+
+const char *cluster_kind_plural(enum cluster_kind k)
+{
+    return kinds[k].plural;
+}
+
+const char *cluster_kind_selector(enum cluster_kind k)
+{
+    return kinds[k].selector;
+}
+
+int cluster_kind_of(const char *kind)
+{
+    for (int k = 0; kind != NULL && k < CLUSTER_KINDS; k++) {
+        if (strcmp(kinds[k].object, kind) == 0)
+            return k;
+    }
+    return -1;
+}
+
+double cluster_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* ---- the table ---- */
+
+static size_t hash(const char *s)
+{
+    size_t h = 1469598103934665603ull; /* FNV-1a */
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static int table_init(struct table *t, void (*free_value)(void *))
+{
+    t->n_buckets = 64;
+    t->n = 0;
+    t->free_value = free_value;
+    t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
+    return t->buckets ? 0 : -1;
+}
+
+void *table_get(const struct table *t, const char *key)
+{
+    for (struct table_entry *e = t->buckets[hash(key) & (t->n_buckets - 1)]; e; e = e->next) {
+        if (strcmp(e->key, key) == 0)
+            return e->value;
+    }
+    return NULL;
+}
+
+static struct table_entry *table_entry_of(const struct table *t, const char *key)
+{
+    for (struct table_entry *e = t->buckets[hash(key) & (t->n_buckets - 1)]; e; e = e->next) {
+        if (strcmp(e->key, key) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+static void table_grow(struct table *t)
+{
+    size_t nb = t->n_buckets * 2;
+    struct table_entry **b = calloc(nb, sizeof(*b)), *e, *next;
+
+    if (b == NULL)
+        return; /* a longer chain, not a failure */
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (e = t->buckets[i]; e; e = next) {
+            next = e->next;
+            e->next = b[hash(e->key) & (nb - 1)];
+            b[hash(e->key) & (nb - 1)] = e;
+        }
+    }
+    free(t->buckets);
+    t->buckets = b;
+    t->n_buckets = nb;
+}
+
+/* Sets key to value (taken), freeing an old value. -1 on allocation failure (value freed). */
+static int table_put(struct table *t, const char *key, void *value, unsigned gen)
+{
+    struct table_entry *e = table_entry_of(t, key);
+    size_t b;
+
+    if (e != NULL) {
+        if (e->value != value)
+            t->free_value(e->value);
+        e->value = value;
+        e->gen = gen;
+        return 0;
+    }
+    e = calloc(1, sizeof(*e));
+    if (e == NULL || (e->key = strdup(key)) == NULL) {
+        free(e);
+        t->free_value(value);
+        return -1;
+    }
+    e->value = value;
+    e->gen = gen;
+    if (t->n >= t->n_buckets)
+        table_grow(t);
+    b = hash(key) & (t->n_buckets - 1);
+    e->next = t->buckets[b];
+    t->buckets[b] = e;
+    t->n++;
+    return 0;
+}
+
+/* Removes the entries for which drop() says so (all when drop is NULL). */
+static void table_sweep(struct table *t, bool (*drop)(const struct table_entry *, unsigned),
+                        unsigned gen)
+{
+    struct table_entry **pp, *e;
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        pp = &t->buckets[i];
+        while ((e = *pp) != NULL) {
+            if (drop == NULL || drop(e, gen)) {
+                *pp = e->next;
+                t->free_value(e->value);
+                free(e->key);
+                free(e);
+                t->n--;
+            } else {
+                pp = &e->next;
+            }
+        }
+    }
+}
+
+static bool older_than(const struct table_entry *e, unsigned gen)
+{
+    return e->gen != gen;
+}
+
+static void table_free(struct table *t)
+{
+    if (t->buckets == NULL)
+        return;
+    table_sweep(t, NULL, 0);
+    free(t->buckets);
+    t->buckets = NULL;
+}
+
+static bool table_del(struct table *t, const char *key)
+{
+    struct table_entry **pp = &t->buckets[hash(key) & (t->n_buckets - 1)], *e;
+
+    for (; (e = *pp) != NULL; pp = &e->next) {
+        if (strcmp(e->key, key) == 0) {
+            *pp = e->next;
+            t->free_value(e->value);
+            free(e->key);
+            free(e);
+            t->n--;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* ---- records ---- */
+
+static void node_free(void *p)
+{
+    struct node *n = p;
+
+    if (n == NULL)
+        return;
+    free(n->name);
+    json_decref(n->labels);
+    for (size_t i = 0; i < n->n_taints; i++) {
+        free(n->taints[i].key);
+        free(n->taints[i].value);
+        free(n->taints[i].effect);
+    }
+    free(n->taints);
+    for (size_t i = 0; i < n->n_res; i++)
+        free(n->res[i].name);
+    free(n->res);
+    free(n);
+}
+
+static void vpod_free(void *p)
+{
+    struct vpod *v = p;
+
+    if (v == NULL)
+        return;
+    free(v->node);
+    for (size_t i = 0; i < v->n_demand; i++)
+        free(v->demand[i].name);
+    free(v->demand);
+    free(v);
+}
+
+static void binding_free(void *p)
+{
+    struct binding *b = p;
+
+    if (b != NULL)
+        free(b->pods);
+    free(b);
+}
+
+static void workload_free(void *p)
+{
+    struct workload *w = p;
+
+    if (w == NULL)
+        return;
+    json_decref(w->spec);
+    free(w->owner_deployment);
+    free(w);
+}
+
+static const char *str_at(const json_t *obj, const char *key)
+{
+    const char *s = json_string_value(json_object_get(obj, key));
+    return s ? s : "";
+}
+
+/* "NS/NAME" of an object, or "NAME" for a cluster-scoped one; -1 without a name. */
+static int object_key(const json_t *obj, bool namespaced, char *buf, size_t len)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *name = str_at(meta, "name");
+
+    if (name[0] == '\0')
+        return -1;
+    if (namespaced)
+        snprintf(buf, len, "%s/%s", str_at(meta, "namespace"), name);
+    else
+        snprintf(buf, len, "%s", name);
+    return 0;
+}
+
+static struct node_res *node_res_slot(struct node *n, const char *name)
+{
+    struct node_res *grown;
+
+    for (size_t i = 0; i < n->n_res; i++) {
+        if (strcmp(n->res[i].name, name) == 0)
+            return &n->res[i];
+    }
+    grown = realloc(n->res, (n->n_res + 1) * sizeof(*n->res));
+    if (grown == NULL)
+        return NULL;
+    n->res = grown;
+    memset(&n->res[n->n_res], 0, sizeof(*n->res));
+    n->res[n->n_res].name = strdup(name);
+    if (n->res[n->n_res].name == NULL)
+        return NULL;
+    return &n->res[n->n_res++];
+}
+
+/* capacity/allocatable maps into the node's resources, whole units. */
+static int node_read_amounts(struct node *n, const json_t *map, bool alloc)
+{
+    const char *name;
+    const json_t *v;
+    int64_t milli;
+    struct node_res *r;
+
+    json_object_foreach ((json_t *)map, name, v) {
+        if (!pod_is_extended(name) || quantity_json_milli(v, &milli) < 0 || milli < 0)
+            continue;
+        if ((r = node_res_slot(n, name)) == NULL)
+            return -1;
+        if (alloc)
+            r->allocatable = milli / 1000;
+        else
+            r->capacity = milli / 1000;
+    }
+    return 0;
+}
+
+static bool node_ready(const json_t *status)
+{
+    const json_t *conds = json_object_get(status, "conditions"), *cnd;
+    size_t i;
+
+    json_array_foreach (conds, i, cnd) {
+        if (strcmp(str_at(cnd, "type"), "Ready") == 0)
+            return strcmp(str_at(cnd, "status"), "True") == 0;
+    }
+    return false;
+}
+
+static struct node *node_from_json(const json_t *obj)
+{
+    const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
+    const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
+    const json_t *taints = json_object_get(spec, "taints"), *t;
+    struct node *n = calloc(1, sizeof(*n));
+    size_t i;
+
+    if (n == NULL)
+        return NULL;
+    n->name = strdup(str_at(json_object_get(obj, "metadata"), "name"));
+    n->ready = node_ready(status);
+    n->unschedulable = json_is_true(json_object_get(spec, "unschedulable"));
+    n->labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
+    n->taints = calloc(json_array_size(taints) + 1, sizeof(*n->taints));
+    if (n->name == NULL || n->labels == NULL || n->taints == NULL)
+        goto fail;
+    json_array_foreach (taints, i, t) {
+        struct node_taint *nt = &n->taints[n->n_taints++];
+
+        nt->key = strdup(str_at(t, "key"));
+        nt->value = strdup(str_at(t, "value"));
+        nt->effect = strdup(str_at(t, "effect"));
+        if (nt->key == NULL || nt->value == NULL || nt->effect == NULL)
+            goto fail;
+    }
+    if (node_read_amounts(n, json_object_get(status, "capacity"), false) < 0 ||
+        node_read_amounts(n, json_object_get(status, "allocatable"), true) < 0)
+        goto fail;
+    return n;
+fail:
+    node_free(n);
+    return NULL;
+}
+
+/* Carries the device-plugin grace over from the node's previous state. */
+static void node_carry_grace(struct node *n, const struct node *old, double now)
+{
+    for (size_t i = 0; i < n->n_res; i++) {
+        struct node_res *r = &n->res[i];
+        const struct node_res *o = NULL;
+
+        for (size_t k = 0; old != NULL && k < old->n_res; k++) {
+            if (strcmp(old->res[k].name, r->name) == 0)
+                o = &old->res[k];
+        }
+        if (r->allocatable > 0) {
+            r->last_allocatable = r->allocatable;
+            continue;
+        }
+        if (o == NULL || r->capacity == 0)
+            continue;
+        r->last_allocatable = o->allocatable > 0 ? o->allocatable : o->last_allocatable;
+        r->zero_since = o->zero_since > 0 ? o->zero_since : now;
+    }
+}
+
+int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r, double now)
+{
+    if (r->allocatable == 0 && r->zero_since > 0 && r->last_allocatable > 0 &&
+        now - r->zero_since < (double)c->cfg.allocatable_grace_s)
+        return r->last_allocatable;
+    return r->allocatable;
+}
+
+static bool pod_terminal(const json_t *obj)
+{
+    const char *phase = str_at(json_object_get(obj, "status"), "phase");
+
+    return strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
+}
+
+/* A pod record, or NULL (with *skip set) for a pod the view does not keep. */
+static struct vpod *vpod_from_json(const json_t *obj, bool *skip)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    struct pod_demand dm;
+    struct diag d;
+    struct vpod *v;
+
+    *skip = true;
+    diag_clear(&d);
+    if (pod_terminal(obj) || pod_gpu_demand(spec, NULL, &dm, &d) < 0 || dm.n == 0)
+        return NULL;
+    *skip = false;
+    v = calloc(1, sizeof(*v));
+    if (v == NULL)
+        return NULL;
+    v->node = strdup(str_at(spec, "nodeName"));
+    v->priority = json_integer_value(json_object_get(spec, "priority"));
+    v->demand = calloc(dm.n, sizeof(*v->demand));
+    if (v->node == NULL || v->demand == NULL)
+        goto fail;
+    for (size_t i = 0; i < dm.n; i++) {
+        v->demand[i].name = strdup(dm.r[i].name);
+        v->demand[i].n = (dm.r[i].milli + 999) / 1000;
+        v->n_demand++;
+        if (v->demand[i].name == NULL)
+            goto fail;
+    }
+    return v;
+fail:
+    vpod_free(v);
+    return NULL;
+}
+
+static struct vclass *vclass_from_json(const json_t *obj)
+{
+    struct vclass *v = calloc(1, sizeof(*v));
+
+    if (v == NULL)
+        return NULL;
+    v->value = json_integer_value(json_object_get(obj, "value"));
+    v->preempt = strcmp(str_at(obj, "preemptionPolicy"), "Never") != 0;
+    v->global_default = json_is_true(json_object_get(obj, "globalDefault"));
+    return v;
+}
+
+/* The pod template's spec, trimmed to what decisions read. New object. */
+static json_t *trim_pod_spec(const json_t *spec)
+{
+    static const char *const keep[] = {"nodeSelector",      "affinity",        "tolerations",
+                                       "priorityClassName", "priority",        "preemptionPolicy",
+                                       "overhead",          "runtimeClassName"};
+    static const char *const lists[] = {"containers", "initContainers"};
+    json_t *out = json_object(), *arr, *c, *slim;
+    size_t i;
+
+    if (out == NULL)
+        return NULL;
+    for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++) {
+        json_t *v = json_object_get(spec, keep[k]);
+
+        if (v != NULL)
+            json_object_set(out, keep[k], v);
+    }
+    for (size_t l = 0; l < 2; l++) {
+        arr = json_array();
+        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+            slim = json_pack("{s:O*, s:O*, s:O*}", "name", json_object_get(c, "name"), "resources",
+                             json_object_get(c, "resources"), "restartPolicy",
+                             json_object_get(c, "restartPolicy"));
+            json_array_append_new(arr, slim);
+        }
+        json_object_set_new(out, lists[l], arr);
+    }
+    return out;
+}
+
+static const char *controlling_deployment(const json_t *obj)
+{
+    const json_t *owners = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
+    const json_t *o;
+    size_t i;
+
+    json_array_foreach (owners, i, o) {
+        if (json_is_true(json_object_get(o, "controller")) &&
+            strcmp(str_at(o, "kind"), "Deployment") == 0)
+            return str_at(o, "name");
+    }
+    return NULL;
+}
+
+static struct workload *workload_from_json(enum cluster_kind k, const json_t *obj, bool *skip)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *tspec = json_object_get(json_object_get(spec, "template"), "spec");
+    const json_t *replicas;
+    struct pod_demand dm;
+    struct diag d;
+    struct workload *w;
+    const char *owner;
+
+    *skip = true;
+    diag_clear(&d);
+    if (pod_gpu_demand(tspec, NULL, &dm, &d) < 0 || dm.n == 0)
+        return NULL;
+    *skip = false;
+    w = calloc(1, sizeof(*w));
+    if (w == NULL)
+        return NULL;
+    replicas = json_object_get(spec, k == CLUSTER_JOBS ? "parallelism" : "replicas");
+    w->replicas = replicas ? json_integer_value(replicas) : 1;
+    w->spec = json_pack("{s:o, s:O*, s:O*, s:O*}", "template", trim_pod_spec(tspec), "strategy",
+                        json_object_get(spec, "strategy"), "completions",
+                        json_object_get(spec, "completions"), "parallelism",
+                        json_object_get(spec, "parallelism"));
+    owner = k == CLUSTER_REPLICASETS ? controlling_deployment(obj) : NULL;
+    if (owner != NULL)
+        w->owner_deployment = strdup(owner);
+    if (w->spec == NULL || (owner != NULL && w->owner_deployment == NULL)) {
+        workload_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+/* ---- bindings ---- */
+
+static int bind_pod(struct cluster *c, struct vpod *v)
+{
+    struct binding *b;
+    struct vpod **grown;
+
+    if (v->node[0] == '\0')
+        return 0;
+    b = table_get(&c->bindings, v->node);
+    if (b == NULL) {
+        b = calloc(1, sizeof(*b));
+        if (b == NULL || table_put(&c->bindings, v->node, b, 0) < 0)
+            return -1;
+    }
+    if (b->n == b->cap) {
+        grown = realloc(b->pods, (b->cap ? b->cap * 2 : 4) * sizeof(*b->pods));
+        if (grown == NULL)
+            return -1;
+        b->pods = grown;
+        b->cap = b->cap ? b->cap * 2 : 4;
+    }
+    b->pods[b->n++] = v;
+    return 0;
+}
+
+static void unbind_pod(struct cluster *c, const struct vpod *v)
+{
+    struct binding *b;
+
+    if (v->node[0] == '\0' || (b = table_get(&c->bindings, v->node)) == NULL)
+        return;
+    for (size_t i = 0; i < b->n; i++) {
+        if (b->pods[i] == v) {
+            b->pods[i] = b->pods[--b->n];
+            break;
+        }
+    }
+    if (b->n == 0)
+        table_del(&c->bindings, v->node);
+}
+
+const struct binding *cluster_binding(const struct cluster *c, const char *node)
+{
+    return table_get(&c->bindings, node);
+}
+
+/* ---- the view ---- */
+
+static void noop_free(void *p)
+{
+    (void)p;
+}
+
+struct cluster *cluster_new(const struct cluster_config *cfg)
+{
+    struct cluster *c = calloc(1, sizeof(*c));
+    int rc = 0;
+
+    if (c == NULL)
+        return NULL;
+    c->cfg = *cfg;
+    pthread_rwlock_init(&c->lock, NULL);
+    pthread_mutex_init(&c->reserve_lock, NULL);
+    rc |= table_init(&c->kinds[CLUSTER_NODES], node_free);
+    /* pods are freed by remove_pod, which unbinds them first */
+    rc |= table_init(&c->kinds[CLUSTER_PODS], noop_free);
+    rc |= table_init(&c->kinds[CLUSTER_PRIORITYCLASSES], free);
+    for (int k = CLUSTER_REPLICASETS; k < CLUSTER_KINDS; k++)
+        rc |= table_init(&c->kinds[k], workload_free);
+    rc |= table_init(&c->bindings, binding_free);
+    if (rc != 0) {
+        cluster_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void free_all_pods(struct table *pods)
+{
+    for (size_t i = 0; i < pods->n_buckets; i++) {
+        for (struct table_entry *e = pods->buckets[i]; e; e = e->next)
+            vpod_free(e->value);
+    }
+}
+
+void cluster_free(struct cluster *c)
+{
+    if (c == NULL)
+        return;
+    if (c->kinds[CLUSTER_PODS].buckets != NULL)
+        free_all_pods(&c->kinds[CLUSTER_PODS]);
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        table_free(&c->kinds[k]);
+    table_free(&c->bindings);
+    pthread_rwlock_destroy(&c->lock);
+    pthread_mutex_destroy(&c->reserve_lock);
+    free(c);
+}
+
+static void remove_pod(struct cluster *c, const char *key)
+{
+    struct vpod *old = table_get(&c->kinds[CLUSTER_PODS], key);
+
+    if (old == NULL)
+        return;
+    unbind_pod(c, old);
+    table_del(&c->kinds[CLUSTER_PODS], key);
+    vpod_free(old);
+}
+
+/* Inserts or replaces the record of obj; a record for an object the view does not keep is
+ * removed. Called with the write lock held. */
+static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, struct diag *d)
+{
+    char key[512];
+    bool skip = false;
+    void *rec = NULL;
+    struct table *t = &c->kinds[k];
+
+    if (object_key(obj, k != CLUSTER_NODES && k != CLUSTER_PRIORITYCLASSES, key, sizeof(key)) < 0) {
+        diag_set(d, NULL, 0, 0, "%s: an object without metadata.name", kinds[k].plural);
+        return -1;
+    }
+    switch (k) {
+    case CLUSTER_NODES: {
+        struct node *n = node_from_json(obj);
+
+        if (n != NULL)
+            node_carry_grace(n, table_get(t, key), cluster_now());
+        rec = n;
+        break;
+    }
+    case CLUSTER_PODS: {
+        struct vpod *v = vpod_from_json(obj, &skip);
+
+        remove_pod(c, key);
+        if (skip)
+            return 0;
+        if (v == NULL || table_put(t, key, v, c->list_gen[k]) < 0) {
+            vpod_free(v);
+            goto oom;
+        }
+        if (bind_pod(c, v) < 0) {
+            table_del(t, key);
+            vpod_free(v);
+            goto oom;
+        }
+        return 0;
+    }
+    case CLUSTER_PRIORITYCLASSES: rec = vclass_from_json(obj); break;
+    default:
+        rec = workload_from_json(k, obj, &skip);
+        if (skip) {
+            table_del(t, key);
+            return 0;
+        }
+        break;
+    }
+    if (rec == NULL || table_put(t, key, rec, c->list_gen[k]) < 0)
+        goto oom;
+    return 0;
+oom:
+    diag_set(d, NULL, 0, 0, "out of memory keeping %s %s", kinds[k].plural, key);
+    return -1;
+}
+
+static void remove_object(struct cluster *c, enum cluster_kind k, const json_t *obj)
+{
+    char key[512];
+
+    if (object_key(obj, k != CLUSTER_NODES && k != CLUSTER_PRIORITYCLASSES, key, sizeof(key)) < 0)
+        return;
+    if (k == CLUSTER_PODS)
+        remove_pod(c, key);
+    else
+        table_del(&c->kinds[k], key);
+}
+
+void cluster_list_begin(struct cluster *c, enum cluster_kind k)
+{
+    pthread_rwlock_wrlock(&c->lock);
+    c->list_gen[k]++;
+    pthread_rwlock_unlock(&c->lock);
+}
+
+int cluster_list_items(struct cluster *c, enum cluster_kind k, const json_t *items, struct diag *d)
+{
+    size_t i;
+    const json_t *obj;
+    int rc = 0;
+
+    pthread_rwlock_wrlock(&c->lock);
+    json_array_foreach (items, i, obj) {
+        struct diag one;
+
+        /* one bad item does not lose the page */
+        diag_clear(&one);
+        if (upsert(c, k, obj, &one) < 0) {
+            diag_set(d, NULL, 0, 0, "%s", one.msg);
+            rc = -1;
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return rc;
+}
+
+void cluster_list_end(struct cluster *c, enum cluster_kind k)
+{
+    struct table *t = &c->kinds[k];
+
+    pthread_rwlock_wrlock(&c->lock);
+    if (k == CLUSTER_PODS) {
+        /* unbind and free the pods the list did not mention */
+        for (size_t i = 0; i < t->n_buckets; i++) {
+            for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
+                if (e->gen != c->list_gen[k]) {
+                    unbind_pod(c, e->value);
+                    vpod_free(e->value);
+                }
+            }
+        }
+    }
+    table_sweep(t, older_than, c->list_gen[k]);
+    c->listed[k] = true;
+    c->heartbeat[k] = cluster_now();
+    pthread_rwlock_unlock(&c->lock);
+}
+
+int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, const json_t *obj,
+                  struct diag *d)
+{
+    int rc = 0;
+
+    if (!json_is_object(obj)) {
+        diag_set(d, NULL, 0, 0, "%s watch event without an object", kinds[k].plural);
+        return -1;
+    }
+    pthread_rwlock_wrlock(&c->lock);
+    if (strcmp(type, "DELETED") == 0)
+        remove_object(c, k, obj);
+    else if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+        rc = upsert(c, k, obj, d);
+    else {
+        diag_set(d, NULL, 0, 0, "%s watch event of unknown type \"%.32s\"", kinds[k].plural, type);
+        rc = -1;
+    }
+    c->heartbeat[k] = cluster_now();
+    pthread_rwlock_unlock(&c->lock);
+    return rc;
+}
+
+void cluster_heartbeat(struct cluster *c, enum cluster_kind k)
+{
+    pthread_rwlock_wrlock(&c->lock);
+    c->heartbeat[k] = cluster_now();
+    pthread_rwlock_unlock(&c->lock);
+}
+
+bool cluster_synced(struct cluster *c)
+{
+    bool all = true;
+
+    pthread_rwlock_rdlock(&c->lock);
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        all = all && c->listed[k];
+    pthread_rwlock_unlock(&c->lock);
+    return all;
+}
+
+double cluster_age_s(struct cluster *c)
+{
+    double oldest, now = cluster_now();
+
+    pthread_rwlock_rdlock(&c->lock);
+    oldest = now;
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        if (c->heartbeat[k] < oldest)
+            oldest = c->heartbeat[k];
+    }
+    if (c->snapshot)
+        oldest = now;
+    pthread_rwlock_unlock(&c->lock);
+    return now - oldest;
+}
+
+void cluster_mark_snapshot(struct cluster *c)
+{
+    pthread_rwlock_wrlock(&c->lock);
+    c->snapshot = true;
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        c->listed[k] = true;
+    pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- dump ---- */
+
+static json_t *amounts_json(const struct node *n, int which, const struct cluster *c, double now)
+{
+    json_t *o = json_object();
+    const struct binding *b = cluster_binding(c, n->name);
+
+    for (size_t i = 0; i < n->n_res; i++) {
+        const struct node_res *r = &n->res[i];
+        int64_t v = 0;
+
+        if (which == 0)
+            v = r->capacity;
+        else if (which == 1)
+            v = cluster_effective_allocatable(c, r, now);
+        else
+            for (size_t p = 0; b != NULL && p < b->n; p++)
+                for (size_t k = 0; k < b->pods[p]->n_demand; k++)
+                    if (strcmp(b->pods[p]->demand[k].name, r->name) == 0)
+                        v += b->pods[p]->demand[k].n;
+        json_object_set_new(o, r->name, json_integer(v));
+    }
+    return o;
+}
+
+static json_t *demand_json(const struct pod_res *d, size_t n)
+{
+    json_t *o = json_object();
+
+    for (size_t i = 0; i < n; i++)
+        json_object_set_new(o, d[i].name, json_integer(d[i].n));
+    return o;
+}
+
+static void dump_nodes(struct cluster *c, json_t *out, double now)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+            json_t *taints = json_array();
+
+            for (size_t k = 0; k < n->n_taints; k++)
+                json_array_append_new(taints,
+                                      json_pack("{s:s, s:s, s:s}", "key", n->taints[k].key, "value",
+                                                n->taints[k].value, "effect", n->taints[k].effect));
+            json_object_set_new(out, e->key,
+                                json_pack("{s:b, s:b, s:O, s:o, s:o, s:o, s:o}", "ready", n->ready,
+                                          "unschedulable", n->unschedulable, "labels", n->labels,
+                                          "taints", taints, "capacity", amounts_json(n, 0, c, now),
+                                          "allocatable", amounts_json(n, 1, c, now), "used",
+                                          amounts_json(n, 2, c, now)));
+        }
+    }
+}
+
+json_t *cluster_dump(struct cluster *c)
+{
+    json_t *nodes = json_object(), *pods = json_object(), *classes = json_object();
+    json_t *workloads = json_object(), *out;
+    double now = cluster_now();
+    char key[600];
+
+    pthread_rwlock_rdlock(&c->lock);
+    dump_nodes(c, nodes, now);
+    for (int k = CLUSTER_PODS; k < CLUSTER_KINDS; k++) {
+        const struct table *t = &c->kinds[k];
+
+        for (size_t i = 0; i < t->n_buckets; i++) {
+            for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
+                if (k == CLUSTER_PODS) {
+                    const struct vpod *v = e->value;
+
+                    json_object_set_new(pods, e->key,
+                                        json_pack("{s:s, s:I, s:o}", "node", v->node, "priority",
+                                                  (json_int_t)v->priority, "demand",
+                                                  demand_json(v->demand, v->n_demand)));
+                } else if (k == CLUSTER_PRIORITYCLASSES) {
+                    const struct vclass *v = e->value;
+
+                    json_object_set_new(classes, e->key,
+                                        json_pack("{s:I, s:s, s:b}", "value", (json_int_t)v->value,
+                                                  "preemptionPolicy",
+                                                  v->preempt ? "PreemptLowerPriority" : "Never",
+                                                  "globalDefault", v->global_default));
+                } else {
+                    const struct workload *w = e->value;
+                    struct pod_demand dm;
+                    struct diag d;
+                    json_t *dj = json_object();
+
+                    diag_clear(&d);
+                    if (pod_gpu_demand(json_object_get(w->spec, "template"), NULL, &dm, &d) == 0)
+                        for (size_t r = 0; r < dm.n; r++)
+                            json_object_set_new(dj, dm.r[r].name,
+                                                json_integer((dm.r[r].milli + 999) / 1000));
+                    snprintf(key, sizeof(key), "%s/%s", kinds[k].object, e->key);
+                    json_object_set_new(
+                        workloads, key,
+                        json_pack("{s:I, s:o}", "replicas", (json_int_t)w->replicas, "demand", dj));
+                }
+            }
+        }
+    }
+    out = json_pack("{s:b, s:f, s:o, s:o, s:o, s:o}", "synced", true, "age_s", 0.0, "nodes", nodes,
+                    "pods", pods, "priorityClasses", classes, "workloads", workloads);
+    pthread_rwlock_unlock(&c->lock);
+    if (out != NULL) {
+        json_object_set_new(out, "synced", json_boolean(cluster_synced(c)));
+        json_object_set_new(out, "age_s", json_real(cluster_age_s(c)));
+    }
+    return out;
+}
+
+/* ---- snapshot ---- */
+
+static int load_object(struct cluster *c, const json_t *obj, struct diag *d)
+{
+    const json_t *items;
+    size_t i;
+    const json_t *it;
+    int k;
+    struct diag one;
+
+    if (strcmp(str_at(obj, "kind"), "List") == 0 || json_object_get(obj, "items") != NULL) {
+        items = json_object_get(obj, "items");
+        json_array_foreach (items, i, it) {
+            if (load_object(c, it, d) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    k = cluster_kind_of(str_at(obj, "kind"));
+    if (k < 0)
+        return 0; /* something the view does not need, e.g. a Service */
+    diag_clear(&one);
+    pthread_rwlock_wrlock(&c->lock);
+    if (upsert(c, (enum cluster_kind)k, obj, &one) < 0) {
+        pthread_rwlock_unlock(&c->lock);
+        diag_set(d, NULL, 0, 0, "%s", one.msg);
+        return -1;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return 0;
+}
+
+int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d)
+{
+    FILE *f = NULL;
+    char *buf = NULL;
+    long size;
+    size_t off = 0;
+    json_t *doc;
+    json_error_t jerr;
+    struct diag one;
+    int rc = -1;
+
+    f = fopen(path, "re");
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 ||
+        fseek(f, 0, SEEK_SET) != 0) {
+        diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+        goto out;
+    }
+    if ((unsigned long)size > CLUSTER_SNAPSHOT_MAX_BYTES) {
+        diag_set(d, path, 0, 0, "file is %ld bytes, more than the limit of %lu", size,
+                 (unsigned long)CLUSTER_SNAPSHOT_MAX_BYTES);
+        goto out;
+    }
+    buf = malloc((size_t)size + 1);
+    if (buf == NULL || fread(buf, 1, (size_t)size, f) != (size_t)size) {
+        diag_set(d, path, 0, 0, "cannot read the whole file");
+        goto out;
+    }
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        cluster_list_begin(c, (enum cluster_kind)k);
+    /* one List, or several documents one after another (kubectl output appended) */
+    while (off < (size_t)size) {
+        while (off < (size_t)size && strchr(" \t\r\n", buf[off]) != NULL)
+            off++;
+        if (off == (size_t)size)
+            break;
+        doc = json_loadb(buf + off, (size_t)size - off, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL,
+                         &jerr);
+        if (doc == NULL) {
+            diag_set(d, path, (unsigned)jerr.line, (unsigned)jerr.column,
+                     "not kubectl's JSON output: %s", jerr.text);
+            goto out;
+        }
+        off += jerr.position;
+        diag_clear(&one);
+        rc = load_object(c, doc, &one);
+        json_decref(doc);
+        if (rc < 0) {
+            diag_set(d, path, 0, 0, "%s", one.msg);
+            goto out;
+        }
+        rc = -1;
+    }
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        cluster_list_end(c, (enum cluster_kind)k);
+    cluster_mark_snapshot(c);
+    rc = 0;
+out:
+    free(buf);
+    if (f != NULL)
+        fclose(f);
+    return rc;
+}
+
+json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
+                                  const char *name, int64_t *replicas)
+{
+    char key[512];
+    const struct workload *w;
+    json_t *out = NULL;
+
+    if (k < CLUSTER_REPLICASETS)
+        return NULL;
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    pthread_rwlock_rdlock(&c->lock);
+    w = table_get(&c->kinds[k], key);
+    if (w != NULL) {
+        out = json_deep_copy(json_object_get(w->spec, "template"));
+        *replicas = w->replicas;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return out;
+}
+
+bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value, bool *preempt)
+{
+    const struct vclass *v;
+
+    pthread_rwlock_rdlock(&c->lock);
+    v = table_get(&c->kinds[CLUSTER_PRIORITYCLASSES], name);
+    if (v != NULL) {
+        *value = v->value;
+        *preempt = v->preempt;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return v != NULL;
+}

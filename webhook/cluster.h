@@ -1,0 +1,95 @@
+/*
+ * cluster.h: the cached view of the cluster the capacity rule judges from.
+ *
+ * Fed either by the API client's list+watch (kube.h) or by a snapshot file; one code path after
+ * loading: a list feeds cluster_list_begin/items/end, a watch feeds cluster_apply. The view keeps
+ * only what decisions need: per node its readiness, labels, taints, and capacity, allocatable and
+ * use per extended resource; per GPU-requesting pod its node, priority and demand; every
+ * PriorityClass; the pod template of GPU-requesting workloads (for the scale subresource, which
+ * carries none).
+ *
+ * Thread safety: writers (one background thread, or the loader) and readers (request threads)
+ * share a read-write lock; a writer holds it for one event or one list page, readers for one
+ * decision. Objects passed in are borrowed and not kept.
+ */
+#ifndef GPUADMIT_CLUSTER_H
+#define GPUADMIT_CLUSTER_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <time.h>
+
+#include "diag.h"
+
+enum cluster_kind {
+    CLUSTER_NODES,
+    CLUSTER_PODS,
+    CLUSTER_PRIORITYCLASSES,
+    CLUSTER_REPLICASETS,
+    CLUSTER_DEPLOYMENTS,
+    CLUSTER_STATEFULSETS,
+    CLUSTER_JOBS,
+    CLUSTER_KINDS
+};
+
+struct cluster_config {
+    unsigned allocatable_grace_s; /* how long a node whose allocatable fell to 0 (capacity not)
+                                     keeps its last known allocatable */
+};
+
+struct cluster;
+
+struct cluster *cluster_new(const struct cluster_config *cfg);
+void cluster_free(struct cluster *c);
+
+/* The kind's list/watch path on the apiserver, e.g. "/api/v1/pods"; its "kind" field as the
+ * apiserver writes it ("Node", ...); the plural used in messages ("nodes"). */
+const char *cluster_kind_path(enum cluster_kind k);
+const char *cluster_kind_object(enum cluster_kind k);
+const char *cluster_kind_plural(enum cluster_kind k);
+/* The kind of an object by its "kind" field, or -1. */
+int cluster_kind_of(const char *kind);
+/* Extra query for the kind's list and watch (pods: only non-terminal ones), or "". */
+const char *cluster_kind_selector(enum cluster_kind k);
+
+/* A (re)list of one kind, page by page: everything of kind k not passed to _items between
+ * _begin and _end is dropped at _end. items is a JSON array of objects (a page's "items"). */
+void cluster_list_begin(struct cluster *c, enum cluster_kind k);
+int cluster_list_items(struct cluster *c, enum cluster_kind k, const json_t *items, struct diag *d);
+void cluster_list_end(struct cluster *c, enum cluster_kind k);
+
+/* One watch event. type is "ADDED", "MODIFIED" or "DELETED" (DELETED carries the object's last
+ * state). An object that no longer qualifies (a pod that finished, a workload whose template
+ * stopped requesting GPUs) is dropped. -1 with d filled for an object without the fields an
+ * event needs (metadata.name): the view is unchanged then. */
+int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, const json_t *obj,
+                  struct diag *d);
+
+/* The source of kind k is known good now (listed, or a watch delivered an event or bookmark or
+ * ended cleanly). */
+void cluster_heartbeat(struct cluster *c, enum cluster_kind k);
+/* Every kind has been listed at least once. */
+bool cluster_synced(struct cluster *c);
+/* Seconds since the stalest kind's last heartbeat; 0 for a view loaded from a snapshot. */
+double cluster_age_s(struct cluster *c);
+/* Marks the view as a snapshot: synced, and never stale. */
+void cluster_mark_snapshot(struct cluster *c);
+
+/* Loads `kubectl get nodes,pods,priorityclasses,replicasets,deployments,statefulsets,jobs -A
+ * -o json` output (a List; also accepts several Lists or objects concatenated). Unknown kinds
+ * are skipped. */
+int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d);
+
+/* A copy of the pod template spec of the GPU-requesting workload NS/NAME of kind k (a workload
+ * kind), and its replicas; NULL when the view holds no such workload (it does not exist, or
+ * its template requests no extended resource). New reference. */
+json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
+                                  const char *name, int64_t *replicas);
+
+/* The PriorityClass name in the view: its value and whether it may preempt. */
+bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value, bool *preempt);
+
+/* The whole view as JSON, for tests and debugging (new reference). */
+json_t *cluster_dump(struct cluster *c);
+
+#endif

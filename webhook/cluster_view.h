@@ -1,0 +1,120 @@
+/*
+ * cluster_view.h: the records of the cluster view, for its two owners: cluster.c, which keeps
+ * them current, and capacity.c, which reads them under the view's read lock. Nothing else
+ * includes this header.
+ */
+#ifndef GPUADMIT_CLUSTER_VIEW_H
+#define GPUADMIT_CLUSTER_VIEW_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cluster.h"
+
+/* A string-keyed hash table of records (chained; grows at one entry per bucket). */
+struct table_entry {
+    struct table_entry *next;
+    char *key;
+    void *value;
+    unsigned gen; /* the list generation that last saw it */
+};
+
+struct table {
+    struct table_entry **buckets;
+    size_t n_buckets, n;
+    void (*free_value)(void *);
+};
+
+/* One extended resource of a node. Amounts are whole units. */
+struct node_res {
+    char *name;
+    int64_t capacity;
+    int64_t allocatable;
+    int64_t last_allocatable; /* the last nonzero allocatable, for the device-plugin grace */
+    double zero_since;        /* monotonic seconds when allocatable fell to 0 while capacity
+                                 did not; 0 when it has not */
+};
+
+struct node_taint {
+    char *key;
+    char *value; /* "" when the taint has none */
+    char *effect;
+};
+
+struct node {
+    char *name;
+    bool ready;
+    bool unschedulable;
+    json_t *labels; /* owned object */
+    struct node_taint *taints;
+    size_t n_taints;
+    struct node_res *res;
+    size_t n_res;
+};
+
+struct pod_res {
+    char *name;
+    int64_t n;
+};
+
+/* A non-terminal pod that requests an extended resource. */
+struct vpod {
+    char *node; /* "" while unbound */
+    int64_t priority;
+    struct pod_res *demand;
+    size_t n_demand;
+};
+
+/* The pods bound to one node name (the node may be unknown yet). */
+struct binding {
+    struct vpod **pods;
+    size_t n, cap;
+};
+
+struct vclass {
+    int64_t value;
+    bool preempt; /* preemptionPolicy PreemptLowerPriority */
+    bool global_default;
+};
+
+/* A workload whose pod template requests an extended resource. */
+struct workload {
+    int64_t replicas;
+    json_t *spec; /* owned: the parts of the workload's spec a decision needs, the pod template
+                     spec under "template" */
+    char *owner_deployment; /* a ReplicaSet's controlling Deployment, or NULL */
+};
+
+/* GPUs of an admitted increase, held back from "fits now" until the pods show up in the view. */
+#define CLUSTER_RESERVATIONS_MAX 256
+struct reservation {
+    double until; /* monotonic seconds */
+    char name[64];
+    int64_t gpus;
+};
+
+struct cluster {
+    struct cluster_config cfg;
+    pthread_mutex_t reserve_lock;
+    struct reservation reservations[CLUSTER_RESERVATIONS_MAX];
+    size_t n_reservations;
+    pthread_rwlock_t lock;
+    struct table kinds[CLUSTER_KINDS]; /* nodes, pods, classes, then the workload kinds */
+    struct table bindings;             /* node name -> struct binding */
+    unsigned list_gen[CLUSTER_KINDS];
+    bool listed[CLUSTER_KINDS];
+    double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */
+    bool snapshot;
+};
+
+void *table_get(const struct table *t, const char *key);
+
+double cluster_now(void);
+/* The allocatable a decision uses: the last nonzero one during the grace after a drop to 0. */
+int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r,
+                                      double now);
+const struct binding *cluster_binding(const struct cluster *c, const char *node);
+
+#endif

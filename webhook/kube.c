@@ -1,0 +1,1835 @@
+/*
+ * kube.c: the API-server client (see kube.h): configuration (kubeconfig or in-cluster), one
+ * list+watch thread per cluster kind, and the HTTP underneath (libcurl with OpenSSL).
+ *
+ * Invariants: struct target and the kube's settings are read-only once the threads run; each
+ * worker owns its curl handles, buffers, token copy and resourceVersion, so the threads share
+ * nothing but the stop flag (atomic, and also guarded by k->lock so a backoff sleep cannot miss
+ * it) and the view (which has its own lock). Every transfer runs on the worker's own multi
+ * handle, polled at most KUBE_POLL_MS at a time: kube_stop() sets the flag and wakes each
+ * handle with curl_multi_wakeup(), so a blocked watch ends within milliseconds.
+ *
+ * Protocol (PROTOCOL.md §9): lists carry no resourceVersion (a consistent read) and go page by
+ * page with limit/continue; each page goes to the view as it arrives. The watch starts at the
+ * list's resourceVersion and resumes from the last one seen (events and bookmarks) after a
+ * clean end or a broken connection. 410 Gone, an ERROR event, or a stream that cannot be parsed
+ * means relist. resourceVersions are opaque strings: copied and compared, never parsed.
+ *
+ * Silence: a watch that receives nothing (no event, no bookmark) for its timeoutSeconds plus a
+ * margin is dropped by the poll loop itself (the time of the last byte is kept by the write
+ * callback), which is exact where CURLOPT_LOW_SPEED_TIME averages over a window.
+ *
+ * Threads: kube_start() calls curl_global_init(), which is not thread-safe: call it from the
+ * main thread before starting other threads that use libcurl or OpenSSL; kube_stop() joins the
+ * workers and calls curl_global_cleanup(). The workers block every signal.
+ *
+ * Secrets: the bearer token and key material are wiped when released and never logged; curl's
+ * verbose mode (which prints headers) is never enabled.
+ */
+#include "kube.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <yaml.h>
+
+#include "certs.h"
+#include "limits.h"
+#include "log.h"
+#include "text.h"
+
+/* Where the kubelet mounts the service account's token and CA (a test build may move it). */
+#ifndef KUBE_SA_DIR
+#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#endif
+#define KUBE_SA_TOKEN KUBE_SA_DIR "/token"
+#define KUBE_SA_CA    KUBE_SA_DIR "/ca.crt"
+
+#define KUBE_DEFAULT_WATCH_TIMEOUT_S 300u /* client-go asks 5-10 minutes */
+#define KUBE_MAX_WATCH_TIMEOUT_S     3600u
+#define KUBE_DEFAULT_LIST_PAGE       500u
+#define KUBE_MAX_LIST_PAGE           10000u
+
+#define KUBE_CONNECT_TIMEOUT_S 10L /* TCP connect and TLS handshake */
+#define KUBE_LIST_TIMEOUT_S    60L /* one list page, start to end */
+/* A watch silent for its timeoutSeconds plus this margin (at least KUBE_SILENCE_MARGIN_MIN_S,
+ * else a tenth of the timeout) is dead: the apiserver would have ended it. */
+#define KUBE_SILENCE_MARGIN_MIN_S 2u
+#define KUBE_POLL_MS              250 /* longest wait in curl before checking stop and silence */
+#define KUBE_TCP_KEEPIDLE_S       30L
+#define KUBE_TCP_KEEPINTVL_S      10L
+
+/* Backoff: full jitter over an exponential ceiling, reset after a success. */
+#define KUBE_BACKOFF_BASE_MS 200u
+#define KUBE_BACKOFF_MAX_MS  30000u
+/* A watch that ends cleanly this soon without delivering anything counts as a failure, so that
+ * a server closing every watch at once cannot make us spin. */
+#define KUBE_WATCH_MIN_HEALTHY_S 1.0
+
+/* Token files are re-read this often (client-go: every minute), and after a 401. */
+#define KUBE_TOKEN_REFRESH_S 60.0
+#define KUBE_TOKEN_MAX_BYTES (64u * 1024u)
+
+/* Bounds on what the apiserver (or something posing as it) can make us hold. */
+#define KUBE_LIST_BODY_MAX  (64u * 1024u * 1024u) /* one list page; past it the page halves */
+#define KUBE_LINE_MAX       (16u * 1024u * 1024u) /* one watch event */
+#define KUBE_ERROR_BODY_MAX (16u * 1024u)         /* a failed request's Status, for the log */
+#define KUBE_RV_MAX         256u                  /* a resourceVersion */
+#define KUBE_MSG_SHOWN      300                   /* chars of an apiserver message in logs */
+#define KUBE_WHY_MAX        512u
+
+/* The kubeconfig file. */
+#define KUBE_KUBECONFIG_MAX_BYTES (4u * 1024u * 1024u)
+#define KUBE_YAML_DEPTH_MAX       32u
+#define KUBE_YAML_NODES_MAX       100000u
+
+#define KUBE_USER_AGENT "gpuadmit (kube client)"
+
+/* ------------------------------------------------------------------------------------------ */
+/* Small helpers */
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A new string by format; NULL when out of memory. */
+static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *str_printf(const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        goto out;
+    s = malloc((size_t)n + 1);
+    if (s == NULL)
+        goto out;
+    va_start(ap, fmt);
+    vsnprintf(s, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+out:
+    return s;
+}
+
+/* Frees a string that may hold a secret, wiping it first. */
+static void secret_free(char *s)
+{
+    if (s == NULL)
+        return;
+    OPENSSL_cleanse(s, strlen(s));
+    free(s);
+}
+
+static void blob_free(unsigned char *p, size_t len)
+{
+    if (p == NULL)
+        return;
+    OPENSSL_cleanse(p, len);
+    free(p);
+}
+
+/* A byte buffer that grows by doubling up to a caller's cap. */
+struct buf {
+    char *p;
+    size_t len, cap;
+};
+
+/* Appends n bytes; -1 (buffer unchanged) past max bytes or out of memory. */
+static int buf_add(struct buf *b, const void *data, size_t n, size_t max)
+{
+    size_t ncap;
+    char *np;
+
+    if (n > max || b->len > max - n)
+        return -1;
+    if (b->len + n + 1 > b->cap) {
+        ncap = b->cap ? b->cap : 4096;
+        while (ncap < b->len + n + 1)
+            ncap *= 2;
+        np = realloc(b->p, ncap);
+        if (np == NULL)
+            return -1;
+        b->p = np;
+        b->cap = ncap;
+    }
+    memcpy(b->p + b->len, data, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+    return 0;
+}
+
+/* A string from the apiserver, cut and cleaned for a log field (new reference; null when out
+ * of memory). */
+static json_t *shown(const char *s, size_t max_runes)
+{
+    char *clean = text_utf8_clean(s ? s : "", max_runes, true);
+    json_t *j = clean ? json_string(clean) : NULL;
+
+    free(clean);
+    return j ? j : json_null();
+}
+
+static void buf_free(struct buf *b)
+{
+    free(b->p);
+    memset(b, 0, sizeof(*b));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Where and how to connect: read once by kube_start(), read-only afterwards */
+
+struct target {
+    char *server;        /* "https://host:port[/prefix]", no trailing '/' */
+    char *ca_path;       /* CA bundle file, or */
+    unsigned char *ca;   /* inline PEM CA bundle; neither: the system's CAs */
+    size_t ca_len;       /**/
+    bool insecure;       /* insecure-skip-tls-verify */
+    char *token;         /* a static bearer token (wiped), or */
+    char *token_path;    /* a file holding it, re-read as it rotates (wins over token) */
+    char *cert_path;     /* client certificate: files, or */
+    char *key_path;      /**/
+    unsigned char *cert; /* inline PEM */
+    size_t cert_len;     /**/
+    unsigned char *key;  /* inline PEM (wiped) */
+    size_t key_len;      /**/
+    const char *source;  /* "in-cluster" or the kubeconfig path: borrowed from the config */
+};
+
+static void target_free(struct target *t)
+{
+    free(t->server);
+    free(t->ca_path);
+    blob_free(t->ca, t->ca_len);
+    secret_free(t->token);
+    free(t->token_path);
+    free(t->cert_path);
+    free(t->key_path);
+    blob_free(t->cert, t->cert_len);
+    blob_free(t->key, t->key_len);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Decodes standard base64 (whitespace ignored) into a new buffer. -1 when it is not base64. */
+static int base64_decode(const char *in, unsigned char **out, size_t *out_len)
+{
+    size_t n = strlen(in), m = 0, pad = 0, i;
+    char *clean = malloc(n + 1);
+    unsigned char *dec = NULL;
+    int got, rc = -1;
+
+    *out = NULL;
+    if (clean == NULL)
+        goto out;
+    for (i = 0; i < n; i++)
+        if (in[i] != ' ' && in[i] != '\n' && in[i] != '\r' && in[i] != '\t')
+            clean[m++] = in[i];
+    clean[m] = '\0';
+    if (m == 0 || m % 4 != 0 || m > (size_t)INT32_MAX)
+        goto out;
+    for (i = m; i > 0 && clean[i - 1] == '=' && pad < 2; i--)
+        pad++;
+    dec = malloc(m / 4 * 3 + 1);
+    if (dec == NULL)
+        goto out;
+    /* EVP_DecodeBlock refuses bad characters, but counts padding as zero bytes */
+    got = EVP_DecodeBlock(dec, (const unsigned char *)clean, (int)m);
+    if (got < 0 || (size_t)got < pad)
+        goto out;
+    *out_len = (size_t)got - pad;
+    dec[*out_len] = '\0';
+    *out = dec;
+    dec = NULL;
+    rc = 0;
+out:
+    if (clean != NULL) {
+        OPENSSL_cleanse(clean, m);
+        free(clean);
+    }
+    blob_free(dec, m / 4 * 3 + 1);
+    return rc;
+}
+
+/* Checks that pem holds at least one PEM certificate. */
+static int check_ca_pem(const unsigned char *pem, size_t len, const char *file, const char *what,
+                        struct diag *d)
+{
+    BIO *bio = NULL;
+    X509 *x;
+    unsigned n = 0;
+
+    ERR_clear_error();
+    if (len <= (size_t)INT32_MAX)
+        bio = BIO_new_mem_buf(pem, (int)len);
+    while (bio != NULL && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+        n++;
+        X509_free(x);
+    }
+    ERR_clear_error(); /* the loop ends on "no start line" */
+    BIO_free(bio);
+    if (n == 0)
+        diag_set(d, file, 0, 0, "%s: no PEM certificate found", what);
+    return n > 0 ? 0 : -1;
+}
+
+static int check_ca_file(const char *path, struct diag *d)
+{
+    char *pem = NULL;
+    size_t len = 0;
+    int rc = -1;
+
+    if (certs_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
+        goto out;
+    rc = check_ca_pem((const unsigned char *)pem, len, path, "the CA bundle", d);
+out:
+    certs_buf_free(pem, len);
+    return rc;
+}
+
+/* Checks a client certificate and key (files or inline) as a matching pair. */
+static int check_client_pair(const struct target *t, struct diag *d)
+{
+    char *cert = NULL, *key = NULL;
+    size_t cert_len = 0, key_len = 0;
+    struct certs_info info;
+    struct diag pair;
+    int rc = -1;
+
+    if (t->cert_path != NULL &&
+        certs_read_file(t->cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0)
+        goto out;
+    if (t->key_path != NULL &&
+        certs_read_file(t->key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
+        goto out;
+    diag_clear(&pair);
+    if (certs_check_pair(cert ? cert : (const char *)t->cert, cert ? cert_len : t->cert_len,
+                         key ? key : (const char *)t->key, key ? key_len : t->key_len, &info,
+                         &pair) < 0) {
+        diag_set(d, t->source, 0, 0, "client certificate: %s", pair.msg);
+        goto out;
+    }
+    rc = 0;
+out:
+    certs_buf_free(cert, cert_len);
+    certs_buf_free(key, key_len);
+    return rc;
+}
+
+/* Reads a bearer token file: its content without surrounding whitespace. Refuses an empty token
+ * and control characters (a newline inside would split the header). New string (wiped). */
+static char *token_read(const char *path, struct diag *d)
+{
+    char *raw = NULL, *tok = NULL;
+    size_t len = 0, a = 0, b, i;
+
+    if (certs_read_file(path, KUBE_TOKEN_MAX_BYTES, &raw, &len, d) < 0)
+        goto out;
+    b = len;
+    while (a < b && strchr(" \t\r\n", raw[a]) != NULL)
+        a++;
+    while (b > a && strchr(" \t\r\n", raw[b - 1]) != NULL)
+        b--;
+    if (a == b) {
+        diag_set(d, path, 0, 0, "the token file is empty");
+        goto out;
+    }
+    for (i = a; i < b; i++) {
+        if ((unsigned char)raw[i] < 0x21 || raw[i] == 0x7f) {
+            diag_set(d, path, 0, 0, "the token holds a space or control character");
+            goto out;
+        }
+    }
+    tok = strndup(raw + a, b - a);
+    if (tok == NULL)
+        diag_set(d, path, 0, 0, "out of memory");
+out:
+    certs_buf_free(raw, len);
+    return tok;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* The kubeconfig: a small YAML tree from libyaml events, then the current context */
+
+enum ykind { Y_SCALAR, Y_SEQ, Y_MAP };
+
+struct ynode {
+    enum ykind kind;
+    bool plain; /* a plain scalar (so "null", "~" and "" mean null) */
+    unsigned line, column;
+    char *s;             /* scalars; may hold a secret: wiped on free */
+    struct ynode **kids; /* sequence items; mapping keys and values alternating */
+    size_t n, cap;
+};
+
+struct yload {
+    const char *file;
+    struct diag *d;
+    struct ynode *root;
+    struct ynode *stack[KUBE_YAML_DEPTH_MAX];
+    size_t depth, nodes, docs;
+};
+
+static void ynode_free(struct ynode *n)
+{
+    if (n == NULL)
+        return;
+    for (size_t i = 0; i < n->n; i++)
+        ynode_free(n->kids[i]); /* depth is capped at KUBE_YAML_DEPTH_MAX */
+    free(n->kids);
+    secret_free(n->s);
+    free(n);
+}
+
+static int yerr(struct yload *y, const yaml_mark_t *m, const char *msg)
+{
+    diag_set(y->d, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1, "%s", msg);
+    return -1;
+}
+
+/* A new node, attached to the open container or made the root. */
+static struct ynode *ynode_add(struct yload *y, enum ykind kind, const yaml_mark_t *m)
+{
+    struct ynode *n = NULL, *parent, **kids;
+    size_t ncap;
+
+    if (++y->nodes > KUBE_YAML_NODES_MAX) {
+        diag_set(y->d, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
+                 "more than %u YAML nodes", KUBE_YAML_NODES_MAX);
+        return NULL;
+    }
+    if (y->depth == 0 && y->root != NULL) {
+        yerr(y, m, "more than one document");
+        return NULL;
+    }
+    n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        yerr(y, m, "out of memory");
+        return NULL;
+    }
+    n->kind = kind;
+    n->line = (unsigned)m->line + 1;
+    n->column = (unsigned)m->column + 1;
+    if (y->depth == 0) {
+        y->root = n;
+        return n;
+    }
+    parent = y->stack[y->depth - 1];
+    if (parent->n == parent->cap) {
+        ncap = parent->cap ? parent->cap * 2 : 8;
+        kids = reallocarray(parent->kids, ncap, sizeof(*kids));
+        if (kids == NULL) {
+            free(n);
+            yerr(y, m, "out of memory");
+            return NULL;
+        }
+        parent->kids = kids;
+        parent->cap = ncap;
+    }
+    parent->kids[parent->n++] = n;
+    return n;
+}
+
+static bool core_tag(const yaml_char_t *tag)
+{
+    return tag == NULL || strncmp((const char *)tag, "tag:yaml.org,2002:", 18) == 0;
+}
+
+static int yload_event(struct yload *y, const yaml_event_t *ev)
+{
+    const yaml_mark_t *m = &ev->start_mark;
+    struct ynode *n;
+    size_t len;
+
+    switch (ev->type) {
+    case YAML_ALIAS_EVENT: return yerr(y, m, "YAML aliases are not supported in a kubeconfig");
+    case YAML_SCALAR_EVENT:
+        if (ev->data.scalar.anchor != NULL || !core_tag(ev->data.scalar.tag))
+            return yerr(y, m, "YAML anchors and tags are not supported in a kubeconfig");
+        len = ev->data.scalar.length;
+        if (memchr(ev->data.scalar.value, '\0', len) != NULL)
+            return yerr(y, m, "a NUL character is not allowed in a value");
+        if ((n = ynode_add(y, Y_SCALAR, m)) == NULL)
+            return -1;
+        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+        n->s = strndup((const char *)ev->data.scalar.value, len);
+        return n->s == NULL ? yerr(y, m, "out of memory") : 0;
+    case YAML_SEQUENCE_START_EVENT:
+    case YAML_MAPPING_START_EVENT:
+        if (ev->type == YAML_MAPPING_START_EVENT
+                ? ev->data.mapping_start.anchor != NULL || !core_tag(ev->data.mapping_start.tag)
+                : ev->data.sequence_start.anchor != NULL || !core_tag(ev->data.sequence_start.tag))
+            return yerr(y, m, "YAML anchors and tags are not supported in a kubeconfig");
+        if (y->depth >= KUBE_YAML_DEPTH_MAX)
+            return yerr(y, m, "nested too deeply");
+        n = ynode_add(y, ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ, m);
+        if (n == NULL)
+            return -1;
+        y->stack[y->depth++] = n;
+        return 0;
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        y->depth--; /* libyaml guarantees the nesting */
+        return 0;
+    default: return 0;
+    }
+}
+
+/* Reads a kubeconfig file into a tree. NULL with d filled. */
+static struct ynode *yload_file(const char *path, struct diag *d)
+{
+    char *text = NULL;
+    size_t len = 0;
+    yaml_parser_t parser;
+    yaml_event_t ev;
+    struct yload y = {.file = path, .d = d};
+    bool inited = false, done = false;
+    struct ynode *root = NULL;
+
+    if (certs_read_file(path, KUBE_KUBECONFIG_MAX_BYTES, &text, &len, d) < 0)
+        goto out;
+    if (!yaml_parser_initialize(&parser)) {
+        diag_set(d, path, 0, 0, "out of memory");
+        goto out;
+    }
+    inited = true;
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    while (!done) {
+        if (!yaml_parser_parse(&parser, &ev)) {
+            diag_set(d, path, (unsigned)parser.problem_mark.line + 1,
+                     (unsigned)parser.problem_mark.column + 1, "YAML: %s",
+                     parser.problem ? parser.problem : "syntax error");
+            goto out;
+        }
+        done = ev.type == YAML_STREAM_END_EVENT;
+        if (yload_event(&y, &ev) < 0) {
+            yaml_event_delete(&ev);
+            goto out;
+        }
+        yaml_event_delete(&ev);
+    }
+    if (y.root == NULL) {
+        diag_set(d, path, 0, 0, "the kubeconfig is empty");
+        goto out;
+    }
+    root = y.root;
+    y.root = NULL;
+out:
+    if (inited)
+        yaml_parser_delete(&parser);
+    ynode_free(y.root);
+    certs_buf_free(text, len);
+    return root;
+}
+
+/* The reading of one kubeconfig. */
+struct kcfg {
+    const char *file;
+    char *dir; /* relative paths in the file are relative to its directory */
+    struct diag *d;
+};
+
+static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
+{
+    char msg[DIAG_MSG_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    diag_set(K->d, K->file, n ? n->line : 0, n ? n->column : 0, "%s", msg);
+    return -1;
+}
+
+static bool is_null(const struct ynode *n)
+{
+    return n == NULL || (n->kind == Y_SCALAR && n->plain &&
+                         (n->s[0] == '\0' || strcmp(n->s, "~") == 0 || strcmp(n->s, "null") == 0 ||
+                          strcmp(n->s, "Null") == 0 || strcmp(n->s, "NULL") == 0));
+}
+
+/* Checks that n is a mapping with distinct scalar keys. */
+static int check_map(struct kcfg *K, const struct ynode *n, const char *what)
+{
+    if (n == NULL || n->kind != Y_MAP)
+        return kerr(K, n, "%s must be a mapping", what);
+    for (size_t i = 0; i < n->n; i += 2) {
+        if (n->kids[i]->kind != Y_SCALAR)
+            return kerr(K, n->kids[i], "%s: keys must be strings", what);
+        for (size_t j = 0; j < i; j += 2)
+            if (strcmp(n->kids[i]->s, n->kids[j]->s) == 0)
+                return kerr(K, n->kids[i], "%s: duplicate key \"%.64s\"", what, n->kids[i]->s);
+    }
+    return 0;
+}
+
+/* The value of key in a checked mapping; NULL when absent or null. */
+static const struct ynode *get(const struct ynode *map, const char *key)
+{
+    for (size_t i = 0; i + 1 < map->n; i += 2)
+        if (strcmp(map->kids[i]->s, key) == 0)
+            return is_null(map->kids[i + 1]) ? NULL : map->kids[i + 1];
+    return NULL;
+}
+
+/* A string value, or NULL when absent; -1 when not a scalar. */
+static int get_str(struct kcfg *K, const struct ynode *map, const char *key, const char *what,
+                   const char **out)
+{
+    const struct ynode *v = get(map, key);
+
+    *out = NULL;
+    if (v == NULL)
+        return 0;
+    if (v->kind != Y_SCALAR)
+        return kerr(K, v, "%s.%s must be a string", what, key);
+    *out = v->s;
+    return 0;
+}
+
+static int get_bool(struct kcfg *K, const struct ynode *map, const char *key, const char *what,
+                    bool *out)
+{
+    static const char *const yes[] = {"true", "True", "TRUE"};
+    static const char *const no[] = {"false", "False", "FALSE"};
+    const struct ynode *v = get(map, key);
+
+    *out = false;
+    if (v == NULL)
+        return 0;
+    for (size_t i = 0; v->kind == Y_SCALAR && v->plain && i < 3; i++) {
+        if (strcmp(v->s, yes[i]) == 0 || strcmp(v->s, no[i]) == 0) {
+            *out = strcmp(v->s, yes[i]) == 0;
+            return 0;
+        }
+    }
+    return kerr(K, v, "%s.%s must be true or false", what, key);
+}
+
+/* In root[list] (a sequence of {name, item: {...}}), the mapping `item` of the entry called
+ * name. NULL (recorded) when absent or malformed. */
+static const struct ynode *find_named(struct kcfg *K, const struct ynode *root, const char *list,
+                                      const char *item, const char *name)
+{
+    const struct ynode *seq = get(root, list), *found = NULL, *e, *v;
+    const char *n;
+
+    if (seq == NULL || seq->kind != Y_SEQ) {
+        kerr(K, seq, "%s must be a sequence holding %s \"%.64s\"", list, item, name);
+        return NULL;
+    }
+    for (size_t i = 0; i < seq->n; i++) {
+        e = seq->kids[i];
+        if (check_map(K, e, list) < 0 || get_str(K, e, "name", list, &n) < 0)
+            return NULL;
+        if (n == NULL || strcmp(n, name) != 0)
+            continue;
+        if (found != NULL) {
+            kerr(K, e, "two %s are called \"%.64s\"", list, name);
+            return NULL;
+        }
+        v = get(e, item);
+        if (check_map(K, v, item) < 0)
+            return NULL;
+        found = v;
+    }
+    if (found == NULL)
+        kerr(K, seq, "no %s called \"%.64s\" in %s", item, name, list);
+    return found;
+}
+
+/* A path from the file, made absolute against the file's directory. */
+static char *resolve(struct kcfg *K, const char *path)
+{
+    char *p = path[0] == '/' ? strdup(path) : str_printf("%s/%s", K->dir, path);
+
+    if (p == NULL)
+        kerr(K, NULL, "out of memory");
+    return p;
+}
+
+/* Refuses keys whose meaning we would silently get wrong by ignoring them. */
+static int refuse_keys(struct kcfg *K, const struct ynode *map, const char *what,
+                       const char *const *keys, size_t n, const char *why)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct ynode *v = get(map, keys[i]);
+        if (v != NULL)
+            return kerr(K, v, "%s.%s is not supported: %s", what, keys[i], why);
+    }
+    return 0;
+}
+
+/* One of a path key and a base64 data key: a resolved path, or decoded bytes. */
+static int path_or_data(struct kcfg *K, const struct ynode *map, const char *what,
+                        const char *path_key, const char *data_key, char **path,
+                        unsigned char **data, size_t *len)
+{
+    const char *p, *b64;
+
+    if (get_str(K, map, path_key, what, &p) < 0 || get_str(K, map, data_key, what, &b64) < 0)
+        return -1;
+    if (p != NULL && b64 != NULL)
+        return kerr(K, get(map, data_key), "%s: %s and %s are both set; keep one", what, path_key,
+                    data_key);
+    if (p != NULL && (*path = resolve(K, p)) == NULL)
+        return -1;
+    if (b64 != NULL && base64_decode(b64, data, len) < 0)
+        return kerr(K, get(map, data_key), "%s.%s is not valid base64", what, data_key);
+    return 0;
+}
+
+static int read_cluster(struct kcfg *K, const struct ynode *c, struct target *t)
+{
+    static const char *const unsupported[] = {"proxy-url", "tls-server-name"};
+    const char *server;
+    size_t len;
+
+    if (refuse_keys(K, c, "cluster", unsupported, 2, "connect to the server directly") < 0 ||
+        get_str(K, c, "server", "cluster", &server) < 0 ||
+        get_bool(K, c, "insecure-skip-tls-verify", "cluster", &t->insecure) < 0 ||
+        path_or_data(K, c, "cluster", "certificate-authority", "certificate-authority-data",
+                     &t->ca_path, &t->ca, &t->ca_len) < 0)
+        return -1;
+    if (server == NULL)
+        return kerr(K, c, "cluster.server is missing");
+    if (strncmp(server, "https://", 8) != 0 || server[8] == '\0' || server[8] == '/')
+        return kerr(K, get(c, "server"), "cluster.server must be an https:// URL, not \"%.64s\"",
+                    server);
+    if (strpbrk(server, " \t\r\n?#") != NULL)
+        return kerr(K, get(c, "server"), "cluster.server must not hold spaces, '?' or '#'");
+    if (t->insecure && (t->ca_path != NULL || t->ca != NULL))
+        return kerr(K, get(c, "insecure-skip-tls-verify"),
+                    "cluster: insecure-skip-tls-verify together with a certificate authority");
+    t->server = strdup(server);
+    if (t->server == NULL)
+        return kerr(K, NULL, "out of memory");
+    len = strlen(t->server);
+    while (len > 8 && t->server[len - 1] == '/')
+        t->server[--len] = '\0';
+    if (t->ca_path != NULL)
+        return check_ca_file(t->ca_path, K->d);
+    if (t->ca != NULL)
+        return check_ca_pem(t->ca, t->ca_len, K->file, "cluster.certificate-authority-data", K->d);
+    return 0;
+}
+
+static int read_user(struct kcfg *K, const struct ynode *u, struct target *t)
+{
+    static const char *const plugins[] = {"exec", "auth-provider"};
+    static const char *const other[] = {"username", "password",  "as",
+                                        "as-uid",   "as-groups", "as-user-extra"};
+    const char *token, *token_file;
+
+    if (refuse_keys(K, u, "user", plugins, 2,
+                    "credential plugins cannot run here; use token, tokenFile or a client "
+                    "certificate (e.g. a ServiceAccount token)") < 0 ||
+        refuse_keys(K, u, "user", other, 6, "use token, tokenFile or a client certificate") < 0 ||
+        get_str(K, u, "token", "user", &token) < 0 ||
+        get_str(K, u, "tokenFile", "user", &token_file) < 0 ||
+        path_or_data(K, u, "user", "client-certificate", "client-certificate-data", &t->cert_path,
+                     &t->cert, &t->cert_len) < 0 ||
+        path_or_data(K, u, "user", "client-key", "client-key-data", &t->key_path, &t->key,
+                     &t->key_len) < 0)
+        return -1;
+    if ((t->cert_path || t->cert) != (t->key_path || t->key))
+        return kerr(K, u, "user: a client certificate needs its key, and a key its certificate");
+    if (token != NULL && (t->token = strdup(token)) == NULL)
+        return kerr(K, NULL, "out of memory");
+    if (token_file != NULL && (t->token_path = resolve(K, token_file)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* The current context's server and credentials from a kubeconfig file. */
+static int target_from_kubeconfig(const char *path, struct target *t, struct diag *d)
+{
+    struct kcfg K = {.file = path, .d = d};
+    struct ynode *root = NULL;
+    const struct ynode *ctx, *cluster, *user = NULL;
+    const char *current, *cluster_name, *user_name, *slash = strrchr(path, '/');
+    char *tok = NULL;
+    int rc = -1;
+
+    t->source = path;
+    K.dir = slash == NULL   ? strdup(".")
+            : slash == path ? strdup("/")
+                            : strndup(path, (size_t)(slash - path));
+    if (K.dir == NULL) {
+        diag_set(d, path, 0, 0, "out of memory");
+        goto out;
+    }
+    root = yload_file(path, d);
+    if (root == NULL || check_map(&K, root, "the kubeconfig") < 0 ||
+        get_str(&K, root, "current-context", "kubeconfig", &current) < 0)
+        goto out;
+    if (current == NULL || current[0] == '\0') {
+        kerr(&K, root, "no current-context");
+        goto out;
+    }
+    if ((ctx = find_named(&K, root, "contexts", "context", current)) == NULL ||
+        get_str(&K, ctx, "cluster", "context", &cluster_name) < 0 ||
+        get_str(&K, ctx, "user", "context", &user_name) < 0)
+        goto out;
+    if (cluster_name == NULL || cluster_name[0] == '\0') {
+        kerr(&K, ctx, "context \"%.64s\" names no cluster", current);
+        goto out;
+    }
+    if ((cluster = find_named(&K, root, "clusters", "cluster", cluster_name)) == NULL ||
+        read_cluster(&K, cluster, t) < 0)
+        goto out;
+    /* a context without a user connects anonymously, as kubectl does */
+    if (user_name != NULL && user_name[0] != '\0' &&
+        ((user = find_named(&K, root, "users", "user", user_name)) == NULL ||
+         read_user(&K, user, t) < 0))
+        goto out;
+    if ((t->cert_path || t->cert) && check_client_pair(t, d) < 0)
+        goto out;
+    if (t->token_path != NULL && (tok = token_read(t->token_path, d)) == NULL)
+        goto out;
+    rc = 0;
+out:
+    secret_free(tok);
+    ynode_free(root);
+    free(K.dir);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* In-cluster configuration */
+
+bool kube_in_cluster(void)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+
+    return host != NULL && host[0] != '\0' && port != NULL && port[0] != '\0';
+}
+
+static int target_in_cluster(struct target *t, struct diag *d)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
+    char *end, *tok = NULL, hostbuf[300];
+    long long p;
+    size_t i, j = 0;
+    int rc = -1;
+
+    t->source = "in-cluster";
+    if (!kube_in_cluster()) {
+        diag_set(d, NULL, 0, 0,
+                 "not running in a cluster (KUBERNETES_SERVICE_HOST and "
+                 "KUBERNETES_SERVICE_PORT are unset) and no --kubeconfig given");
+        goto out;
+    }
+    errno = 0;
+    p = strtoll(port, &end, 10);
+    if (errno != 0 || *end != '\0' || p < 1 || p > 65535) {
+        diag_set(d, NULL, 0, 0, "KUBERNETES_SERVICE_PORT is not a port number: \"%.32s\"", port);
+        goto out;
+    }
+    if (strpbrk(host, "/?#@[] \t\r\n") != NULL || strlen(host) > 200) {
+        diag_set(d, NULL, 0, 0, "KUBERNETES_SERVICE_HOST is not a host: \"%.64s\"", host);
+        goto out;
+    }
+    /* an IPv6 literal goes in brackets (net.JoinHostPort), its zone's '%' escaped for the URL */
+    for (i = 0; host[i] != '\0'; i++) {
+        if (host[i] == '%') {
+            memcpy(hostbuf + j, "%25", 3);
+            j += 3;
+        } else {
+            hostbuf[j++] = host[i];
+        }
+    }
+    hostbuf[j] = '\0';
+    t->server = strchr(host, ':') != NULL ? str_printf("https://[%s]:%lld", hostbuf, p)
+                                          : str_printf("https://%s:%lld", hostbuf, p);
+    t->token_path = strdup(KUBE_SA_TOKEN);
+    t->ca_path = strdup(KUBE_SA_CA);
+    if (t->server == NULL || t->token_path == NULL || t->ca_path == NULL) {
+        diag_set(d, NULL, 0, 0, "out of memory");
+        goto out;
+    }
+    if ((tok = token_read(t->token_path, d)) == NULL || check_ca_file(t->ca_path, d) < 0)
+        goto out;
+    rc = 0;
+out:
+    secret_free(tok);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Workers: one thread per kind */
+
+enum verdict {
+    V_OK,      /* keep reading */
+    V_GONE,    /* a 410 ERROR event: relist */
+    V_ERROR,   /* another ERROR event: relist after a backoff */
+    V_BROKEN,  /* a line we cannot use: relist */
+    V_TOO_BIG, /* a list page past KUBE_LIST_BODY_MAX */
+    V_NOMEM,   /* out of memory while reading */
+};
+
+enum req_mode { REQ_LIST, REQ_WATCH };
+
+/* How one request ended. */
+struct reply {
+    CURLcode res;        /* the transport's result */
+    long status;         /* HTTP status; 0 when none came */
+    long retry_after_ms; /* the server's Retry-After, 0 when none */
+    bool stopped;        /* kube_stop() cut it */
+    bool silent;         /* a watch that went quiet for too long */
+};
+
+struct kube;
+
+struct worker {
+    struct kube *k;
+    enum cluster_kind kind;
+    const char *plural;
+    pthread_t thread;
+    bool running;
+    CURLM *multi;
+    CURL *easy;
+    char errbuf[CURL_ERROR_SIZE];
+    uint64_t rng;
+    unsigned failures; /* failed requests in a row, for the backoff */
+    unsigned relists;  /* relists forced by the stream since a watch last ended cleanly */
+    unsigned page;     /* list limit; halves when a page is too big to hold */
+    char rv[KUBE_RV_MAX + 1];
+    /* the bearer token read from t->token_path (wiped) */
+    char *token;
+    double token_at;
+    bool token_warned;
+    /* the transfer in progress */
+    enum req_mode mode;
+    long status;     /* of the response, once known; 0 before */
+    struct buf body; /* a list page, or the Status of a failed request */
+    struct buf line; /* a watch event not yet complete */
+    double last_data;
+    enum verdict verdict;
+    unsigned events; /* of the current watch, bookmarks included */
+    char why[KUBE_WHY_MAX];
+};
+
+struct kube {
+    struct target t;
+    struct cluster *view;
+    unsigned watch_timeout_s, list_page;
+    double silence_s;
+    atomic_bool stop;
+    pthread_mutex_t lock; /* with wake: backoff sleeps and the stop flag */
+    pthread_cond_t wake;
+    bool sync_inited, curl_inited;
+    struct worker w[CLUSTER_KINDS];
+};
+
+static bool stopping(struct kube *k)
+{
+    return atomic_load(&k->stop);
+}
+
+/* xorshift64*: per-worker jitter, no shared state. */
+static uint64_t rng_next(struct worker *w)
+{
+    w->rng ^= w->rng >> 12;
+    w->rng ^= w->rng << 25;
+    w->rng ^= w->rng >> 27;
+    return w->rng * 2685821657736338717ull;
+}
+
+/* The apiserver's message in an error body (a metav1.Status), for the log. */
+static json_t *status_fields(struct worker *w, const struct reply *r, const char *op)
+{
+    json_t *f = json_pack("{s:s, s:s, s:s}", "kind", w->plural, "op", op, "resourceVersion", w->rv),
+           *st;
+    const char *msg = NULL, *reason = NULL;
+
+    if (f == NULL)
+        return NULL;
+    if (r->status != 0)
+        json_object_set_new(f, "status", json_integer(r->status));
+    if (r->status != 0 && r->status != 200 && w->body.len > 0) {
+        st = json_loadb(w->body.p, w->body.len, 0, NULL);
+        if (json_unpack(st, "{s?s, s?s}", "message", &msg, "reason", &reason) == 0) {
+            if (msg != NULL)
+                json_object_set_new(f, "message", shown(msg, KUBE_MSG_SHOWN));
+            if (reason != NULL)
+                json_object_set_new(f, "reason", shown(reason, 64));
+        }
+        json_decref(st);
+    }
+    if (r->silent)
+        json_object_set_new(f, "error", json_sprintf("no data for %.0f s", w->k->silence_s));
+    else if (r->res != CURLE_OK)
+        json_object_set_new(f, "error",
+                            shown(w->errbuf[0] ? w->errbuf : curl_easy_strerror(r->res), 200));
+    return f;
+}
+
+/* Re-reads the token file when it is due (or forced after a 401). A failed read keeps the
+ * previous token, as client-go does. True when the token changed. */
+static bool token_refresh(struct worker *w, bool force)
+{
+    const struct target *t = &w->k->t;
+    struct diag d;
+    char msg[DIAG_MSG_MAX + 300];
+    char *fresh;
+    double now = now_s();
+    bool changed;
+
+    if (t->token_path == NULL ||
+        (!force && w->token != NULL && now - w->token_at < KUBE_TOKEN_REFRESH_S))
+        return false;
+    w->token_at = now;
+    diag_clear(&d);
+    fresh = token_read(t->token_path, &d);
+    if (fresh == NULL) {
+        if (!w->token_warned)
+            log_event(LOG_WARN, "cannot read the token file; keeping the previous token",
+                      json_pack("{s:s, s:s}", "kind", w->plural, "error",
+                                diag_format(&d, msg, sizeof(msg))));
+        w->token_warned = true;
+        return false;
+    }
+    w->token_warned = false;
+    changed = w->token == NULL || strcmp(w->token, fresh) != 0;
+    secret_free(w->token);
+    w->token = fresh;
+    return changed;
+}
+
+static const char *token_now(const struct worker *w)
+{
+    return w->token != NULL ? w->token : w->k->t.token;
+}
+
+static void headers_free(struct curl_slist *h)
+{
+    for (struct curl_slist *e = h; e != NULL; e = e->next)
+        OPENSSL_cleanse(e->data, strlen(e->data)); /* the Authorization header */
+    curl_slist_free_all(h);
+}
+
+static struct curl_slist *headers_new(const struct worker *w)
+{
+    struct curl_slist *h = NULL, *n;
+    const char *tok = token_now(w);
+    char *auth;
+
+    h = curl_slist_append(NULL, "Accept: application/json");
+    if (h == NULL || tok == NULL)
+        return h;
+    auth = str_printf("Authorization: Bearer %s", tok);
+    n = auth ? curl_slist_append(h, auth) : NULL;
+    secret_free(auth);
+    if (n == NULL) {
+        headers_free(h);
+        return NULL;
+    }
+    return n;
+}
+
+static int process_line(struct worker *w, const char *p, size_t len);
+
+/* Splits the watch stream into lines; chunk boundaries mean nothing. -1 to abort the stream. */
+static int watch_feed(struct worker *w, const char *p, size_t n)
+{
+    const char *nl;
+    size_t take;
+
+    while (n > 0) {
+        nl = memchr(p, '\n', n);
+        take = nl ? (size_t)(nl - p) : n;
+        if (nl != NULL && w->line.len == 0) {
+            /* a whole line in this chunk: no copy */
+            if (process_line(w, p, take) < 0)
+                return -1;
+        } else {
+            if (buf_add(&w->line, p, take, KUBE_LINE_MAX) < 0) {
+                w->verdict = w->line.len + take > KUBE_LINE_MAX ? V_BROKEN : V_NOMEM;
+                snprintf(w->why, sizeof(w->why), "an event longer than %u bytes", KUBE_LINE_MAX);
+                return -1;
+            }
+            if (nl == NULL)
+                break;
+            if (process_line(w, w->line.p, w->line.len) < 0)
+                return -1;
+            w->line.len = 0;
+        }
+        p += take + 1;
+        n -= take + 1;
+    }
+    return 0;
+}
+
+static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
+{
+    struct worker *w = arg;
+    size_t n = size * nmemb, keep;
+
+    w->last_data = now_s();
+    if (w->status == 0)
+        curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
+    if (w->status != 200) {
+        /* a failed request's Status, for the log; past the cap it is not worth keeping */
+        keep = KUBE_ERROR_BODY_MAX - w->body.len < n ? KUBE_ERROR_BODY_MAX - w->body.len : n;
+        (void)buf_add(&w->body, p, keep, KUBE_ERROR_BODY_MAX);
+        return n;
+    }
+    if (w->mode == REQ_WATCH)
+        return watch_feed(w, p, n) < 0 ? 0 : n;
+    if (buf_add(&w->body, p, n, KUBE_LIST_BODY_MAX) < 0) {
+        w->verdict = w->body.len + n > KUBE_LIST_BODY_MAX ? V_TOO_BIG : V_NOMEM;
+        return 0;
+    }
+    return n;
+}
+
+/* ERROR event: 410 means relist at once; anything else is logged and relisted after a backoff. */
+static int on_error_event(struct worker *w, const json_t *status)
+{
+    json_int_t code = 0;
+    const char *reason = "", *message = "";
+
+    json_unpack((json_t *)status, "{s?I, s?s, s?s}", "code", &code, "reason", &reason, "message",
+                &message);
+    if (code == 410) {
+        w->verdict = V_GONE;
+        snprintf(w->why, sizeof(w->why), "%.*s", KUBE_MSG_SHOWN, message);
+    } else {
+        w->verdict = V_ERROR;
+        log_event(LOG_WARN, "watch ERROR event; relisting",
+                  json_pack("{s:s, s:s, s:I, s:o, s:o}", "kind", w->plural, "resourceVersion",
+                            w->rv, "code", code, "reason", shown(reason, 64), "message",
+                            shown(message, KUBE_MSG_SHOWN)));
+    }
+    return -1;
+}
+
+static int broken(struct worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int broken(struct worker *w, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(w->why, sizeof(w->why), fmt, ap);
+    va_end(ap);
+    w->verdict = V_BROKEN;
+    return -1;
+}
+
+/* One line of the watch stream: {"type": ..., "object": {...}}. -1 ends the stream (verdict
+ * set). */
+static int process_line(struct worker *w, const char *p, size_t len)
+{
+    json_t *ev = NULL, *obj = NULL;
+    json_error_t jerr;
+    const char *type = NULL, *rv = NULL;
+    struct diag d;
+    char msg[DIAG_MSG_MAX + 300];
+    size_t i;
+    int rc = -1;
+
+    for (i = 0; i < len && strchr(" \t\r", p[i]) != NULL; i++) {
+    }
+    if (i == len)
+        return 0; /* a blank line */
+    ev = json_loadb(p, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (ev == NULL) {
+        rc = broken(w, "malformed event: %d:%d: %s", jerr.line, jerr.column, jerr.text);
+        goto out;
+    }
+    if (json_unpack_ex(ev, &jerr, 0, "{s:s, s:o}", "type", &type, "object", &obj) < 0 ||
+        !json_is_object(obj)) {
+        rc = broken(w, "an event without a type and an object");
+        goto out;
+    }
+    if (strcmp(type, "ERROR") == 0) {
+        rc = on_error_event(w, obj);
+        goto out;
+    }
+    if (json_unpack(obj, "{s:{s:s}}", "metadata", "resourceVersion", &rv) < 0 || rv[0] == '\0' ||
+        strlen(rv) > KUBE_RV_MAX) {
+        rc = broken(w, "a %.16s event without a usable metadata.resourceVersion", type);
+        goto out;
+    }
+    if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0 ||
+        strcmp(type, "DELETED") == 0) {
+        diag_clear(&d);
+        if (cluster_apply(w->k->view, w->kind, type, obj, &d) < 0)
+            log_event(LOG_WARN, "watch event skipped",
+                      json_pack("{s:s, s:s, s:s, s:s}", "kind", w->plural, "type", type,
+                                "resourceVersion", rv, "error", diag_format(&d, msg, sizeof(msg))));
+    } else if (strcmp(type, "BOOKMARK") != 0) {
+        rc = broken(w, "an event of unknown type \"%.32s\"", type);
+        goto out;
+    }
+    memcpy(w->rv, rv, strlen(rv) + 1);
+    w->events++;
+    w->failures = 0; /* the watch works */
+    cluster_heartbeat(w->k->view, w->kind);
+    rc = 0;
+out:
+    json_decref(ev);
+    return rc;
+}
+
+/* Prepares the easy handle for one GET. */
+static int setup(struct worker *w, const char *url, struct curl_slist *headers)
+{
+    const struct target *t = &w->k->t;
+    CURL *h = w->easy;
+    CURLcode e = CURLE_OK;
+    struct curl_blob ca = {t->ca, t->ca_len, CURL_BLOB_NOCOPY};
+    struct curl_blob cert = {t->cert, t->cert_len, CURL_BLOB_NOCOPY};
+    struct curl_blob key = {t->key, t->key_len, CURL_BLOB_NOCOPY};
+    /* a watch that outlives twice its timeoutSeconds is not being ended by the server */
+    long total = w->mode == REQ_LIST ? KUBE_LIST_TIMEOUT_S
+                                     : (long)w->k->watch_timeout_s * 2 + (long)w->k->silence_s;
+
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (e == CURLE_OK)                                                                         \
+            e = curl_easy_setopt(h, opt, val);                                                     \
+    } while (0)
+    curl_easy_reset(h); /* keeps the connections and TLS sessions */
+    SET(CURLOPT_URL, url);
+    SET(CURLOPT_PROTOCOLS_STR, "https");
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+    SET(CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+    SET(CURLOPT_SSL_VERIFYPEER, t->insecure ? 0L : 1L);
+    SET(CURLOPT_SSL_VERIFYHOST, t->insecure ? 0L : 2L);
+    if (t->ca_path != NULL)
+        SET(CURLOPT_CAINFO, t->ca_path);
+    if (t->ca != NULL)
+        SET(CURLOPT_CAINFO_BLOB, &ca);
+    if (t->cert_path != NULL) {
+        SET(CURLOPT_SSLCERT, t->cert_path);
+        SET(CURLOPT_SSLKEY, t->key_path);
+    }
+    if (t->cert != NULL) {
+        SET(CURLOPT_SSLCERT_BLOB, &cert);
+        SET(CURLOPT_SSLKEY_BLOB, &key);
+    }
+    if (t->cert_path != NULL || t->cert != NULL) {
+        SET(CURLOPT_SSLCERTTYPE, "PEM");
+        SET(CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    SET(CURLOPT_CONNECTTIMEOUT, KUBE_CONNECT_TIMEOUT_S);
+    SET(CURLOPT_TIMEOUT, total);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_TCP_KEEPIDLE, KUBE_TCP_KEEPIDLE_S);
+    SET(CURLOPT_TCP_KEEPINTVL, KUBE_TCP_KEEPINTVL_S);
+    SET(CURLOPT_HTTPHEADER, headers);
+    SET(CURLOPT_USERAGENT, KUBE_USER_AGENT);
+    if (w->mode == REQ_LIST)
+        SET(CURLOPT_ACCEPT_ENCODING, ""); /* lists compress well; watches are not compressed */
+    SET(CURLOPT_ERRORBUFFER, w->errbuf);
+    SET(CURLOPT_WRITEFUNCTION, on_data);
+    SET(CURLOPT_WRITEDATA, w);
+#undef SET
+    if (e != CURLE_OK)
+        snprintf(w->errbuf, sizeof(w->errbuf), "libcurl refused an option: %s",
+                 curl_easy_strerror(e));
+    return e == CURLE_OK ? 0 : -1;
+}
+
+/* Runs the prepared transfer on the worker's multi handle, checking the stop flag and, for a
+ * watch, silence between waits. */
+static void perform(struct worker *w, struct reply *r)
+{
+    CURLMsg *msg;
+    CURLMcode mc = CURLM_OK;
+    curl_off_t retry_after = 0;
+    int running = 1, left;
+    bool done = false;
+
+    w->last_data = now_s();
+    if (curl_multi_add_handle(w->multi, w->easy) != CURLM_OK) {
+        r->res = CURLE_FAILED_INIT;
+        return;
+    }
+    while (mc == CURLM_OK) {
+        mc = curl_multi_perform(w->multi, &running);
+        if (mc != CURLM_OK || running == 0)
+            break;
+        if (stopping(w->k)) {
+            r->stopped = true;
+            break;
+        }
+        if (w->mode == REQ_WATCH && now_s() - w->last_data > w->k->silence_s) {
+            r->silent = true;
+            break;
+        }
+        mc = curl_multi_poll(w->multi, NULL, 0, KUBE_POLL_MS, NULL);
+    }
+    while ((msg = curl_multi_info_read(w->multi, &left)) != NULL) {
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == w->easy) {
+            r->res = msg->data.result;
+            done = true;
+        }
+    }
+    if (r->stopped) {
+        r->res = CURLE_ABORTED_BY_CALLBACK;
+    } else if (r->silent) {
+        r->res = CURLE_OPERATION_TIMEDOUT; /* never a clean end */
+    } else if (!done) {
+        r->res = CURLE_RECV_ERROR;
+        snprintf(w->errbuf, sizeof(w->errbuf), "libcurl: %s", curl_multi_strerror(mc));
+    }
+    curl_multi_remove_handle(w->multi, w->easy);
+    curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &r->status);
+    if (curl_easy_getinfo(w->easy, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK &&
+        retry_after > 0)
+        r->retry_after_ms = retry_after > KUBE_BACKOFF_MAX_MS / 1000 ? (long)KUBE_BACKOFF_MAX_MS
+                                                                     : (long)retry_after * 1000;
+}
+
+/* One GET. After a 401 the token file is re-read, and the request made once more when the
+ * token changed. */
+static void request(struct worker *w, const char *url, enum req_mode mode, struct reply *r)
+{
+    struct curl_slist *h = NULL;
+
+    token_refresh(w, false);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        memset(r, 0, sizeof(*r));
+        w->mode = mode;
+        w->status = 0;
+        w->body.len = 0;
+        w->line.len = 0;
+        w->verdict = V_OK;
+        w->events = 0;
+        w->errbuf[0] = '\0';
+        w->why[0] = '\0';
+        headers_free(h);
+        h = headers_new(w);
+        if (h == NULL || setup(w, url, h) < 0) {
+            r->res = CURLE_OUT_OF_MEMORY;
+            break;
+        }
+        perform(w, r);
+        if (r->status != 401 || r->stopped || attempt > 0 || !token_refresh(w, true))
+            break;
+        if (log_enabled(LOG_DEBUG))
+            log_event(LOG_DEBUG, "401 Unauthorized: the token file changed; retrying",
+                      json_pack("{s:s}", "kind", w->plural));
+    }
+    headers_free(h);
+}
+
+/* The next backoff delay (and one more failure in the count). */
+static long backoff_ms(struct worker *w, unsigned *count, long min_ms)
+{
+    unsigned shift = *count < 16 ? *count : 16;
+    uint64_t ceiling = (uint64_t)KUBE_BACKOFF_BASE_MS << shift, ms;
+
+    if (ceiling > KUBE_BACKOFF_MAX_MS)
+        ceiling = KUBE_BACKOFF_MAX_MS;
+    ms = rng_next(w) % (ceiling + 1);
+    if (ms < (uint64_t)min_ms)
+        ms = (uint64_t)min_ms;
+    (*count)++;
+    return (long)ms;
+}
+
+/* Sleeps ms unless the client stops first. False when stopping. */
+static bool sleep_ms(struct kube *k, long ms)
+{
+    struct timespec until;
+    bool stop;
+
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&k->lock);
+    while (!(stop = stopping(k)) &&
+           pthread_cond_timedwait(&k->wake, &k->lock, &until) != ETIMEDOUT) {
+    }
+    pthread_mutex_unlock(&k->lock);
+    return !stop && !stopping(k);
+}
+
+/* Logs a failed request and sleeps its backoff. False when stopping. */
+static bool retry_after_failure(struct worker *w, const struct reply *r, const char *op)
+{
+    long ms = backoff_ms(w, &w->failures, r->retry_after_ms);
+    json_t *f = status_fields(w, r, op);
+    bool config = r->status == 401 || r->status == 403;
+    const char *msg = r->status == 401   ? "apiserver refused the credentials (401); retrying"
+                      : r->status == 403 ? "apiserver forbids it (403: RBAC?); retrying"
+                      : op[0] == 'w'     ? "watch restarted"
+                                         : "list failed; retrying";
+
+    if (f != NULL)
+        json_object_set_new(f, "retry_in_ms", json_integer(ms));
+    if (r->silent)
+        msg = "watch silent; reconnecting";
+    log_event(config ? LOG_ERROR : LOG_WARN, msg, f);
+    return sleep_ms(w->k, ms);
+}
+
+/* Feeds one list page (in w->body) to the view. Sets *next to the continue token (new string;
+ * NULL on the last page) and w->rv. -1 (logged) when the page is not a usable list. */
+static int take_page(struct worker *w, bool first, char **next, size_t *count)
+{
+    json_t *root = NULL, *items = NULL;
+    json_error_t jerr;
+    const char *rv = NULL, *cont = NULL;
+    struct diag d;
+    char msg[DIAG_MSG_MAX + 300];
+    int rc = -1;
+
+    *next = NULL;
+    root = json_loadb(w->body.p ? w->body.p : "", w->body.len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL ||
+        json_unpack_ex(root, &jerr, 0, "{s:{s?s, s?s}, s?o}", "metadata", "resourceVersion", &rv,
+                       "continue", &cont, "items", &items) < 0) {
+        log_event(LOG_WARN, "list page unreadable",
+                  json_pack("{s:s, s:o}", "kind", w->plural, "error", shown(jerr.text, 200)));
+        goto out;
+    }
+    if (!(items == NULL || json_is_null(items) || json_is_array(items)) || rv == NULL ||
+        rv[0] == '\0' || strlen(rv) > KUBE_RV_MAX) {
+        log_event(LOG_WARN, "list page unreadable",
+                  json_pack("{s:s, s:s}", "kind", w->plural, "error",
+                            "items is not an array, or no usable metadata.resourceVersion"));
+        goto out;
+    }
+    if (cont != NULL && cont[0] != '\0' && (*next = strdup(cont)) == NULL)
+        goto out;
+    if (first)
+        cluster_list_begin(w->k->view, w->kind);
+    if (json_is_array(items)) {
+        diag_clear(&d);
+        if (cluster_list_items(w->k->view, w->kind, items, &d) < 0)
+            log_event(LOG_WARN, "list items skipped",
+                      json_pack("{s:s, s:s}", "kind", w->plural, "error",
+                                diag_format(&d, msg, sizeof(msg))));
+        *count += json_array_size(items);
+    }
+    memcpy(w->rv, rv, strlen(rv) + 1);
+    rc = 0;
+out:
+    json_decref(root);
+    return rc;
+}
+
+/* A list in progress. */
+struct listing {
+    char *cont;     /* the next page's continue token; NULL for the first page */
+    unsigned pages; /* pages taken */
+    size_t items;
+};
+
+static void listing_restart(struct listing *L)
+{
+    free(L->cont);
+    memset(L, 0, sizeof(*L));
+}
+
+/* The URL of a list page (new string), or NULL when out of memory. */
+static char *list_url(struct worker *w, const char *cont)
+{
+    const char *sel = cluster_kind_selector(w->kind);
+    char *esc = cont != NULL ? curl_easy_escape(w->easy, cont, 0) : NULL;
+    char *url = NULL;
+
+    if (cont == NULL || esc != NULL)
+        url = str_printf("%s%s?limit=%u%s%s%s%s", w->k->t.server, cluster_kind_path(w->kind),
+                         w->page, esc ? "&continue=" : "", esc ? esc : "", sel[0] ? "&" : "", sel);
+    curl_free(esc);
+    return url;
+}
+
+/* After a page that failed: readies the retry and waits. False when stopping. */
+static bool list_retry(struct worker *w, const struct reply *r, struct listing *L)
+{
+    if (w->verdict == V_TOO_BIG && w->page > 1) {
+        w->page /= 2;
+        log_event(LOG_WARN, "list page too large; asking for smaller pages",
+                  json_pack("{s:s, s:i, s:i}", "kind", w->plural, "limit", (int)w->page,
+                            "max_bytes", (int)KUBE_LIST_BODY_MAX));
+        return true;
+    }
+    if (r->status == 410 && L->cont != NULL) {
+        /* the continue token expired: the list starts over, at once the first time */
+        log_event(LOG_WARN, "list restarted: continue token expired (410)",
+                  json_pack("{s:s, s:i}", "kind", w->plural, "pages", (int)L->pages));
+        listing_restart(L);
+        return w->failures++ == 0 || sleep_ms(w->k, backoff_ms(w, &w->failures, 0));
+    }
+    return retry_after_failure(w, r, "list");
+}
+
+/* Lists the kind into the view page by page. 0 when done (w->rv is the list's), -1 when
+ * stopping. */
+static int list_all(struct worker *w)
+{
+    struct listing L = {0};
+    char *url = NULL, *next = NULL;
+    struct reply r;
+    int rc = -1;
+
+    while (!stopping(w->k)) {
+        free(url);
+        url = list_url(w, L.cont);
+        if (url == NULL) {
+            if (!sleep_ms(w->k, backoff_ms(w, &w->failures, 0)))
+                goto out;
+            continue;
+        }
+        request(w, url, REQ_LIST, &r);
+        if (r.stopped)
+            goto out;
+        if (r.res != CURLE_OK || r.status != 200) {
+            if (!list_retry(w, &r, &L))
+                goto out;
+            continue;
+        }
+        if (take_page(w, L.pages == 0, &next, &L.items) < 0) {
+            /* not a list: start over after a pause */
+            listing_restart(&L);
+            if (!sleep_ms(w->k, backoff_ms(w, &w->failures, 0)))
+                goto out;
+            continue;
+        }
+        L.pages++;
+        free(L.cont);
+        L.cont = next;
+        if (L.cont == NULL) {
+            cluster_list_end(w->k->view, w->kind);
+            cluster_heartbeat(w->k->view, w->kind);
+            log_event(LOG_INFO, "list",
+                      json_pack("{s:s, s:s, s:I, s:i}", "kind", w->plural, "resourceVersion", w->rv,
+                                "items", (json_int_t)L.items, "pages", (int)L.pages));
+            w->failures = 0;
+            rc = 0;
+            goto out;
+        }
+    }
+out:
+    /* a big page's buffer is not worth keeping through the watch */
+    buf_free(&w->body);
+    free(url);
+    listing_restart(&L);
+    return rc;
+}
+
+enum wres { W_REWATCH, W_RELIST, W_STOP };
+
+/* The URL of a watch from w->rv (new string), or NULL when out of memory. */
+static char *watch_url(struct worker *w)
+{
+    const char *sel = cluster_kind_selector(w->kind);
+    char *esc = curl_easy_escape(w->easy, w->rv, 0);
+    char *url = NULL;
+
+    if (esc != NULL)
+        url = str_printf("%s%s?watch=1&resourceVersion=%s&allowWatchBookmarks=true"
+                         "&timeoutSeconds=%u%s%s",
+                         w->k->t.server, cluster_kind_path(w->kind), esc, w->k->watch_timeout_s,
+                         sel[0] ? "&" : "", sel);
+    curl_free(esc);
+    return url;
+}
+
+/* The server ended the watch: resume from the last resourceVersion. */
+static enum wres watch_ended(struct worker *w, double start)
+{
+    cluster_heartbeat(w->k->view, w->kind);
+    w->relists = 0;
+    if (log_enabled(LOG_DEBUG))
+        log_event(LOG_DEBUG, "watch ended",
+                  json_pack("{s:s, s:s, s:i}", "kind", w->plural, "resourceVersion", w->rv,
+                            "events", (int)w->events));
+    if (w->events == 0 && now_s() - start < KUBE_WATCH_MIN_HEALTHY_S)
+        return sleep_ms(w->k, backoff_ms(w, &w->failures, 0)) ? W_REWATCH : W_STOP;
+    w->failures = 0;
+    return W_REWATCH;
+}
+
+/* What a finished watch means: watch again from w->rv, relist, or stop. */
+static enum wres watch_outcome(struct worker *w, const struct reply *r, double start)
+{
+    if (r->status == 200 && r->res == CURLE_OK && w->verdict == V_OK && w->line.len > 0)
+        broken(w, "the stream ended inside an event");
+    switch (w->verdict) {
+    case V_GONE:
+        log_event(LOG_INFO, "relist (410 Gone)",
+                  json_pack("{s:s, s:s, s:s, s:o}", "kind", w->plural, "resourceVersion", w->rv,
+                            "via", "ERROR event", "message", shown(w->why, KUBE_MSG_SHOWN)));
+        return W_RELIST;
+    case V_ERROR: /* logged as it came */ return W_RELIST;
+    case V_BROKEN:
+    case V_NOMEM:
+    case V_TOO_BIG:
+        log_event(
+            LOG_WARN, "watch stream broken; relisting",
+            json_pack("{s:s, s:s, s:o}", "kind", w->plural, "resourceVersion", w->rv, "error",
+                      shown(w->verdict == V_NOMEM ? "out of memory" : w->why, KUBE_MSG_SHOWN)));
+        return W_RELIST;
+    case V_OK: break;
+    }
+    if (r->status == 410) {
+        log_event(LOG_INFO, "relist (410 Gone)",
+                  json_pack("{s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "via",
+                            "HTTP status"));
+        return W_RELIST;
+    }
+    if (r->res == CURLE_OK && r->status == 200)
+        return watch_ended(w, start);
+    return retry_after_failure(w, r, "watch") ? W_REWATCH : W_STOP;
+}
+
+/* One watch from w->rv, and what to do next. */
+static enum wres watch_once(struct worker *w)
+{
+    char *url = watch_url(w);
+    double start = now_s();
+    struct reply r;
+    enum wres res;
+
+    if (url == NULL) {
+        res = sleep_ms(w->k, backoff_ms(w, &w->failures, 0)) ? W_REWATCH : W_STOP;
+        goto out;
+    }
+    if (log_enabled(LOG_DEBUG))
+        log_event(LOG_DEBUG, "watch",
+                  json_pack("{s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv));
+    request(w, url, REQ_WATCH, &r);
+    res = r.stopped ? W_STOP : watch_outcome(w, &r, start);
+out:
+    /* an event can be 16 MiB: do not keep its buffer between watches */
+    buf_free(&w->line);
+    buf_free(&w->body);
+    free(url);
+    return res;
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    enum wres next = W_STOP;
+
+    while (!stopping(w->k)) {
+        if (list_all(w) < 0)
+            break;
+        do
+            next = watch_once(w);
+        while (next == W_REWATCH);
+        if (next == W_STOP)
+            break;
+        /* relisting in a loop (410s, ERROR events, broken streams) backs off too */
+        if (!sleep_ms(w->k, backoff_ms(w, &w->relists, 0)))
+            break;
+    }
+    buf_free(&w->body);
+    buf_free(&w->line);
+    secret_free(w->token);
+    w->token = NULL;
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Start and stop */
+
+static int check_curl(struct diag *d)
+{
+    const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+
+    /* the *_BLOB options (7.71/7.77), CURLOPT_PROTOCOLS_STR (7.85) */
+    if (v->version_num < 0x075500) {
+        diag_set(d, NULL, 0, 0, "libcurl %s is too old: 7.85 or newer is needed", v->version);
+        return -1;
+    }
+    if (!(v->features & CURL_VERSION_SSL) || v->ssl_version == NULL ||
+        strncmp(v->ssl_version, "OpenSSL", 7) != 0) {
+        diag_set(d, NULL, 0, 0, "libcurl is built without OpenSSL (it has %s)",
+                 v->ssl_version ? v->ssl_version : "no TLS");
+        return -1;
+    }
+    return 0;
+}
+
+static uint64_t seed(unsigned salt)
+{
+    uint64_t s = 0;
+
+    if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s))
+        s = (uint64_t)(now_s() * 1e9);
+    s ^= (uint64_t)salt * 0x9e3779b97f4a7c15ull;
+    return s != 0 ? s : 0x2545f4914f6cdd1dull;
+}
+
+static void log_start(const struct kube *k)
+{
+    const struct target *t = &k->t;
+    const char *auth = t->token_path             ? "token file"
+                       : t->token                ? "token"
+                       : t->cert || t->cert_path ? "client certificate"
+                                                 : "none";
+    const char *ca = t->insecure  ? "not verified"
+                     : t->ca_path ? t->ca_path
+                     : t->ca      ? "inline"
+                                  : "system";
+
+    log_event(LOG_INFO, "kube client starting",
+              json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "server", t->server, "config", t->source,
+                        "auth", auth, "ca", ca, "watch_timeout_s", (int)k->watch_timeout_s,
+                        "list_page", (int)k->list_page));
+    if (t->insecure)
+        log_event(LOG_WARN,
+                  "the apiserver's certificate is not verified "
+                  "(insecure-skip-tls-verify)",
+                  json_pack("{s:s}", "server", t->server));
+}
+
+/* The workers' handles, before any thread exists. */
+static int workers_init(struct kube *k, struct diag *d)
+{
+    for (int i = 0; i < CLUSTER_KINDS; i++) {
+        struct worker *w = &k->w[i];
+
+        w->k = k;
+        w->kind = (enum cluster_kind)i;
+        w->plural = cluster_kind_plural(w->kind);
+        w->page = k->list_page;
+        w->rng = seed((unsigned)i + 1);
+        w->multi = curl_multi_init();
+        w->easy = curl_easy_init();
+        if (w->multi == NULL || w->easy == NULL) {
+            diag_set(d, NULL, 0, 0, "libcurl: out of memory");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int threads_start(struct kube *k, struct diag *d)
+{
+    sigset_t all, old;
+    int err = 0;
+
+    /* the threads take no signals: main owns them (signalfd) */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    for (int i = 0; i < CLUSTER_KINDS && err == 0; i++) {
+        err = pthread_create(&k->w[i].thread, NULL, worker_main, &k->w[i]);
+        k->w[i].running = err == 0;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (err != 0)
+        diag_set(d, NULL, 0, 0, "cannot start a thread: %s", strerror(err));
+    return err == 0 ? 0 : -1;
+}
+
+/* Not thread-safe (curl_global_init): call it from the main thread before other threads that
+ * use libcurl or OpenSSL start. */
+struct kube *kube_start(const struct kube_config *cfg, struct cluster *view, struct diag *d)
+{
+    struct kube *k = calloc(1, sizeof(*k));
+    pthread_condattr_t ca;
+    unsigned margin;
+
+    if (k == NULL) {
+        diag_set(d, NULL, 0, 0, "out of memory");
+        return NULL;
+    }
+    atomic_init(&k->stop, false);
+    k->view = view;
+    k->watch_timeout_s = cfg->watch_timeout_s ? cfg->watch_timeout_s : KUBE_DEFAULT_WATCH_TIMEOUT_S;
+    k->list_page = cfg->list_page ? cfg->list_page : KUBE_DEFAULT_LIST_PAGE;
+    if (k->watch_timeout_s > KUBE_MAX_WATCH_TIMEOUT_S || k->list_page > KUBE_MAX_LIST_PAGE) {
+        diag_set(d, NULL, 0, 0, "the watch timeout must be 1 to %u s and the list page 1 to %u",
+                 KUBE_MAX_WATCH_TIMEOUT_S, KUBE_MAX_LIST_PAGE);
+        goto fail;
+    }
+    margin = k->watch_timeout_s / 10;
+    k->silence_s = k->watch_timeout_s +
+                   (margin > KUBE_SILENCE_MARGIN_MIN_S ? margin : KUBE_SILENCE_MARGIN_MIN_S);
+    if ((cfg->kubeconfig ? target_from_kubeconfig(cfg->kubeconfig, &k->t, d)
+                         : target_in_cluster(&k->t, d)) < 0)
+        goto fail;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&k->lock, NULL);
+    pthread_cond_init(&k->wake, &ca);
+    pthread_condattr_destroy(&ca);
+    k->sync_inited = true;
+    if (check_curl(d) < 0)
+        goto fail;
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        diag_set(d, NULL, 0, 0, "libcurl failed to initialise");
+        goto fail;
+    }
+    k->curl_inited = true;
+    if (workers_init(k, d) < 0)
+        goto fail;
+    log_start(k);
+    if (threads_start(k, d) < 0)
+        goto fail;
+    return k;
+fail:
+    kube_stop(k);
+    return NULL;
+}
+
+void kube_stop(struct kube *k)
+{
+    int i;
+
+    if (k == NULL)
+        return;
+    if (k->sync_inited) {
+        pthread_mutex_lock(&k->lock);
+        atomic_store(&k->stop, true);
+        pthread_cond_broadcast(&k->wake);
+        pthread_mutex_unlock(&k->lock);
+    }
+    for (i = 0; i < CLUSTER_KINDS; i++)
+        if (k->w[i].multi != NULL)
+            curl_multi_wakeup(k->w[i].multi);
+    for (i = 0; i < CLUSTER_KINDS; i++) {
+        if (k->w[i].running)
+            pthread_join(k->w[i].thread, NULL);
+        if (k->w[i].easy != NULL)
+            curl_easy_cleanup(k->w[i].easy);
+        if (k->w[i].multi != NULL)
+            curl_multi_cleanup(k->w[i].multi);
+    }
+    if (k->curl_inited)
+        curl_global_cleanup();
+    if (k->sync_inited) {
+        pthread_cond_destroy(&k->wake);
+        pthread_mutex_destroy(&k->lock);
+    }
+    target_free(&k->t);
+    free(k);
+}
