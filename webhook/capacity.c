@@ -99,7 +99,7 @@ static bool expr_matches(const json_t *e, const json_t *labels)
         return v != NULL;
     if (strcmp(op, "DoesNotExist") == 0)
         return v == NULL;
-    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && v != NULL &&
+    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && v != NULL && v[0] != '\0' &&
         json_array_size(values) == 1) {
         have = strtoll(v, &end, 10);
         if (*end != '\0')
@@ -112,10 +112,47 @@ static bool expr_matches(const json_t *e, const json_t *labels)
     return false;
 }
 
+/* A matchFields requirement: the only field is metadata.name. */
+static bool field_matches(const json_t *e, const char *node_name)
+{
+    const char *key = json_string_value(json_object_get(e, "key"));
+    const char *op = json_string_value(json_object_get(e, "operator"));
+    const json_t *values = json_object_get(e, "values");
+
+    if (key == NULL || op == NULL || strcmp(key, "metadata.name") != 0)
+        return false;
+    if (strcmp(op, "In") == 0)
+        return label_in(node_name, values);
+    if (strcmp(op, "NotIn") == 0)
+        return !label_in(node_name, values);
+    return false;
+}
+
+/* A required node selector term: all its requirements hold; a term with none matches no node
+ * (as in the scheduler). */
+static bool term_matches(const json_t *term, const struct node *n)
+{
+    const json_t *exprs = json_object_get(term, "matchExpressions");
+    const json_t *fields = json_object_get(term, "matchFields"), *e;
+    size_t k;
+
+    if (json_array_size(exprs) == 0 && json_array_size(fields) == 0)
+        return false;
+    json_array_foreach (exprs, k, e) {
+        if (!expr_matches(e, n->labels))
+            return false;
+    }
+    json_array_foreach (fields, k, e) {
+        if (!field_matches(e, n->name))
+            return false;
+    }
+    return true;
+}
+
 /* Why the node cannot take the pod, or NULL when it can. */
 static const char *ineligible(const struct node *n, const json_t *spec, char *why, size_t len)
 {
-    const json_t *sel = json_object_get(spec, "nodeSelector"), *v, *terms, *term, *e, *tols, *tol;
+    const json_t *sel = json_object_get(spec, "nodeSelector"), *v, *terms, *term, *tols, *tol;
     const char *key;
     size_t i, k;
     bool any;
@@ -134,13 +171,8 @@ static const char *ineligible(const struct node *n, const json_t *spec, char *wh
         "nodeSelectorTerms");
     if (json_array_size(terms) > 0) {
         any = false;
-        json_array_foreach (terms, i, term) {
-            bool all = true;
-
-            json_array_foreach (json_object_get(term, "matchExpressions"), k, e)
-                all = all && expr_matches(e, n->labels);
-            any = any || all;
-        }
+        json_array_foreach (terms, i, term)
+            any = any || term_matches(term, n);
         if (!any) {
             snprintf(why, len, "do not match the required node affinity");
             return why;
@@ -190,6 +222,14 @@ static const struct node_res *node_res_of(const struct node *n, const char *name
     return NULL;
 }
 
+/* The node advertises the resource (a key at 0 after a rename is not an offer). */
+static bool offers(const struct node *n, const char *name)
+{
+    const struct node_res *r = node_res_of(n, name);
+
+    return r != NULL && (r->capacity > 0 || r->allocatable > 0 || r->last_allocatable > 0);
+}
+
 /* The template's priority and whether it may preempt, from its class in the view. */
 static void template_priority(const struct cluster *c, const json_t *spec, int64_t *prio,
                               bool *preempt)
@@ -218,39 +258,37 @@ static void template_priority(const struct cluster *c, const json_t *spec, int64
         *preempt = strcmp(json_string_value(json_object_get(spec, "preemptionPolicy")), "Never");
 }
 
-static int64_t reserved_gpus(struct cluster *c, const char *name, double now)
-{
-    int64_t sum = 0;
+/* The reservations still running, copied out so that the node loop takes no lock. */
+struct held {
+    struct reservation r[CLUSTER_RESERVATIONS_MAX];
+    size_t n;
+};
 
+static void held_load(struct cluster *c, struct held *h, double now)
+{
+    h->n = 0;
     pthread_mutex_lock(&c->reserve_lock);
     for (size_t i = 0; i < c->n_reservations; i++) {
-        if (c->reservations[i].until > now && strcmp(c->reservations[i].name, name) == 0)
-            sum += c->reservations[i].gpus;
+        if (c->reservations[i].until > now)
+            h->r[h->n++] = c->reservations[i];
     }
     pthread_mutex_unlock(&c->reserve_lock);
-    return sum;
 }
 
-void capacity_reserve(struct cluster *c, const struct capacity_result *res, int64_t pods,
-                      double window_s)
+/* GPUs of res still held on node: a reservation shrinks as the node's use grows (its pods
+ * arriving in the view) and ends with its window. */
+static int64_t held_on(const struct held *h, const char *node, const char *res, int64_t used)
 {
-    double now = cluster_now();
-    size_t w = 0;
+    int64_t sum = 0, left;
 
-    pthread_mutex_lock(&c->reserve_lock);
-    for (size_t i = 0; i < c->n_reservations; i++) { /* drop the expired */
-        if (c->reservations[i].until > now)
-            c->reservations[w++] = c->reservations[i];
+    for (size_t i = 0; i < h->n; i++) {
+        if (strcmp(h->r[i].node, node) != 0 || strcmp(h->r[i].name, res) != 0)
+            continue;
+        left = h->r[i].gpus - (used - h->r[i].used_at);
+        if (left > 0)
+            sum += left;
     }
-    c->n_reservations = w;
-    for (size_t r = 0; r < res->n_res && c->n_reservations < CLUSTER_RESERVATIONS_MAX; r++) {
-        struct reservation *rv = &c->reservations[c->n_reservations++];
-
-        rv->until = now + window_s;
-        snprintf(rv->name, sizeof(rv->name), "%s", res->res[r].name);
-        rv->gpus = pods * res->res[r].per_pod;
-    }
-    pthread_mutex_unlock(&c->reserve_lock);
+    return sum;
 }
 
 static bool node_shares(const struct node *n, char *why, size_t len)
@@ -269,7 +307,8 @@ static bool node_shares(const struct node *n, char *why, size_t len)
 
 /* Fits of one eligible node, now and ever; appends its free/total to the node list. */
 static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
-                     struct capacity_result *out, double now, int64_t *now_fit, int64_t *ever_fit)
+                     struct capacity_result *out, double now, const struct held *h,
+                     int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
 {
     const struct binding *b = cluster_binding(c, n->name);
 
@@ -288,8 +327,11 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
                     lower += b->pods[p]->demand[k].n;
             }
         }
+        if (used_out != NULL)
+            used_out[r] = used;
         free_ever = alloc - rq->headroom;
-        free_now = alloc - used - rq->headroom + lower;
+        free_now =
+            alloc - used - rq->headroom + lower - held_on(h, n->name, out->res[r].name, used);
         if (free_now > free_ever)
             free_now = free_ever;
         if (free_now < 0)
@@ -301,11 +343,12 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
             *now_fit = free_now / out->res[r].per_pod;
         if (free_ever / out->res[r].per_pod < *ever_fit)
             *ever_fit = free_ever / out->res[r].per_pod;
-        if (r == 0 && out->eligible <= NODES_LISTED) {
+        if (r == 0 && out->eligible <= NODES_LISTED && used_out == NULL) {
             size_t l = strlen(out->nodes);
+            int64_t shown = alloc - used - held_on(h, n->name, out->res[r].name, used);
 
             snprintf(out->nodes + l, sizeof(out->nodes) - l, "%s%s %lld/%lld free",
-                     out->eligible > 1 ? ", " : "", n->name, (long long)(alloc - used),
+                     out->eligible > 1 ? ", " : "", n->name, (long long)(shown > 0 ? shown : 0),
                      (long long)alloc);
         }
     }
@@ -336,27 +379,32 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
     double now = cluster_now();
     char why[200], share[128], verb[220];
-    int64_t fn, fe, reserved;
+    int64_t fn, fe;
+    struct held *held = malloc(sizeof(*held)); /* large: kept off the stack */
     bool all_shared = true;
 
     memset(out, 0, sizeof(*out));
-    if (read_demand(rq, out) < 0)
+    if (held == NULL || read_demand(rq, out) < 0) {
+        free(held);
         return -1;
-    if (!out->judged)
+    }
+    if (!out->judged) {
+        free(held);
         return 0;
+    }
+    held_load(c, held, now);
     pthread_rwlock_rdlock(&c->lock);
     template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
     for (size_t i = 0; i < nodes->n_buckets; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
             const struct node *n = e->value;
             const char *bad = ineligible(n, rq->pod_spec, why, sizeof(why));
-            bool has = false;
-
-            for (size_t r = 0; r < out->n_res; r++)
-                has = has || node_res_of(n, out->res[r].name) != NULL;
-            if (bad == NULL && !has) {
-                snprintf(why, sizeof(why), "have no %s", out->res[0].name);
-                bad = why;
+            /* it must offer every GPU resource the pod asks for */
+            for (size_t r = 0; bad == NULL && r < out->n_res; r++) {
+                if (!offers(n, out->res[r].name)) {
+                    snprintf(why, sizeof(why), "have no %s", out->res[r].name);
+                    bad = why;
+                }
             }
             if (bad != NULL) {
                 reason_add(&rs, bad);
@@ -367,24 +415,19 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                 all_shared = false;
             else
                 snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
-            node_fit(c, n, rq, out, now, &fn, &fe);
+            node_fit(c, n, rq, out, now, held, &fn, &fe, NULL);
             out->fit_now += fn;
             out->fit_ever += fe;
         }
     }
     pthread_rwlock_unlock(&c->lock);
+    free(held);
     out->all_shared = out->eligible > 0 && all_shared;
     if (out->eligible > NODES_LISTED) {
         size_t l = strlen(out->nodes);
 
         snprintf(out->nodes + l, sizeof(out->nodes) - l, " and %d more",
                  out->eligible - NODES_LISTED);
-    }
-    for (size_t r = 0; r < out->n_res; r++) {
-        reserved = reserved_gpus(c, out->res[r].name, now);
-        fn = out->fit_now - (reserved + out->res[r].per_pod - 1) / out->res[r].per_pod;
-        if (fn < out->fit_now)
-            out->fit_now = fn < 0 ? 0 : fn;
     }
     /* the most common reasons first */
     for (int shown = 0; shown < 3 && rs.n > 0; shown++) {
@@ -434,4 +477,65 @@ void capacity_explain(const struct capacity_request *rq, const struct capacity_r
         l = strlen(buf);
         snprintf(buf + l, len - l, "; not eligible: %s", res->reasons);
     }
+}
+
+void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int64_t pods,
+                      double window_s)
+{
+    struct capacity_result out;
+    const struct table *nodes = &c->kinds[CLUSTER_NODES];
+    double now = cluster_now();
+    char why[200];
+    int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take;
+    struct held *held = malloc(sizeof(*held));
+    size_t w;
+
+    memset(&out, 0, sizeof(out));
+    if (held == NULL || pods <= 0 || read_demand(rq, &out) < 0 || !out.judged) {
+        free(held);
+        return;
+    }
+    held_load(c, held, now);
+    pthread_rwlock_rdlock(&c->lock);
+    pthread_mutex_lock(&c->reserve_lock);
+    for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired */
+        if (c->reservations[i].until > now)
+            c->reservations[w++] = c->reservations[i];
+    }
+    c->n_reservations = w;
+    template_priority(c, rq->pod_spec, &out.priority, &out.preempts);
+    /* where the scheduler would put them, roughly: the eligible nodes with room, in turn */
+    for (size_t i = 0; i < nodes->n_buckets && pods > 0; i++) {
+        for (struct table_entry *e = nodes->buckets[i]; e && pods > 0; e = e->next) {
+            const struct node *n = e->value;
+            bool ok = ineligible(n, rq->pod_spec, why, sizeof(why)) == NULL;
+
+            for (size_t r = 0; ok && r < out.n_res; r++)
+                ok = offers(n, out.res[r].name);
+            if (!ok)
+                continue;
+            node_fit(c, n, rq, &out, now, held, &fn, &fe, used);
+            take = fn < pods ? fn : pods;
+            for (size_t r = 0; take > 0 && r < out.n_res; r++) {
+                struct reservation *rv;
+
+                if (c->n_reservations == CLUSTER_RESERVATIONS_MAX) { /* the oldest goes */
+                    memmove(c->reservations, c->reservations + 1,
+                            (CLUSTER_RESERVATIONS_MAX - 1) * sizeof(*c->reservations));
+                    c->n_reservations--;
+                }
+                rv = &c->reservations[c->n_reservations++];
+                rv->until = now + window_s;
+                snprintf(rv->node, sizeof(rv->node), "%s", n->name);
+                snprintf(rv->name, sizeof(rv->name), "%s", out.res[r].name);
+                rv->gpus = take * out.res[r].per_pod;
+                rv->used_at = used[r];
+            }
+            if (take > 0)
+                pods -= take;
+        }
+    }
+    pthread_mutex_unlock(&c->reserve_lock);
+    pthread_rwlock_unlock(&c->lock);
+    free(held);
 }

@@ -58,8 +58,10 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
 void capacity_explain(const struct capacity_request *rq, const struct capacity_result *res,
                       char *buf, size_t len);
 
-/* Reserves n pods of res (an admitted increase) for window seconds. */
-void capacity_reserve(struct cluster *c, const struct capacity_result *res, int64_t pods,
+/* Reserves an admitted increase of pods of rq's template for window seconds on the eligible
+ * nodes that have room, where the scheduler would put them; a node's reservation shrinks as
+ * its use grows in the view (the pods arriving). */
+void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int64_t pods,
                       double window_s);
 
 #endif

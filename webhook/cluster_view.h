@@ -87,12 +87,15 @@ struct workload {
     char *owner_deployment; /* a ReplicaSet's controlling Deployment, or NULL */
 };
 
-/* GPUs of an admitted increase, held back from "fits now" until the pods show up in the view. */
-#define CLUSTER_RESERVATIONS_MAX 256
+/* GPUs of an admitted increase on one node, held back from "fits now" until its pods show up
+ * in the view (the node's use grows past used_at + gpus) or the window ends. */
+#define CLUSTER_RESERVATIONS_MAX 1024
 struct reservation {
     double until; /* monotonic seconds */
+    char node[254];
     char name[64];
     int64_t gpus;
+    int64_t used_at; /* the node's use of name when reserved */
 };
 
 struct cluster {

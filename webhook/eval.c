@@ -1041,7 +1041,12 @@ struct run {
     struct patch real;
     struct patch pred;
     struct cluster *view; /* NULL: no cluster configured */
-    char subject[160];    /* what a denial names when no pod target does ("deployments ml/x") */
+    char subject[320];    /* what a denial names when no pod target does ("deployments ml/x") */
+    /* the capacity reservation to make once the review is known to be allowed */
+    int64_t reserve_pods;
+    int64_t reserve_s;
+    int64_t reserve_headroom;
+    const struct strlist *reserve_globs;
     struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
@@ -1205,7 +1210,8 @@ struct cap_target {
     int64_t total;
     bool hpa; /* a HorizontalPodAutoscaler: warnings only */
     bool pod; /* a bare pod: the sharing check only */
-    char what[160];
+    bool job; /* a Job: its pods run as others finish, so "never" is only a warning */
+    char what[300];
 };
 
 static int64_t int_at(const json_t *obj, const char *path, int64_t dflt)
@@ -1273,8 +1279,13 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     if (which < 0 || r->sub_resource[0] || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) ||
         !json_is_object(tmpl))
         return false;
-    if (which == 1 && !ru->owned_replicasets && owned_by_deployment(r->object))
-        return false; /* judged at its Deployment, so that a rollout cannot deadlock */
+    /* judged at its Deployment, so that a rollout cannot deadlock; a user writing the owner
+     * reference into a ReplicaSet of their own does not skip the check */
+    if (which == 1 && !ru->owned_replicasets && owned_by_deployment(r->object) &&
+        controller_identity(r->username))
+        return false;
+    if (which == 3 && json_is_true(patch_get(r->object, "/spec/suspend")))
+        return false; /* a suspended Job runs no pods */
     now = which == 3 ? job_width(r->object) : int_at(r->object, "/spec/replicas", 1);
     if (r->op == REVIEW_UPDATE && r->old_object != NULL)
         before = which == 3 ? job_width(r->old_object) : int_at(r->old_object, "/spec/replicas", 1);
@@ -1288,6 +1299,7 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     if (which == 0 && changed && r->op == REVIEW_UPDATE)
         ct->increase += deployment_surge(r->object, now);
     ct->spec = json_incref((json_t *)tmpl);
+    ct->job = which == 3;
     snprintf(ct->what, sizeof(ct->what), "%s %s/%s", res[which], r->ns, object_name(r));
     return true;
 }
@@ -1331,7 +1343,7 @@ static bool cap_hpa(const struct review *r, struct cluster *view, struct cap_tar
 
     if (!gvr_is(r, "autoscaling", "horizontalpodautoscalers") || r->sub_resource[0] ||
         (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || view == NULL || kind == NULL ||
-        name == NULL || (k = cluster_kind_of(kind)) < CLUSTER_REPLICASETS)
+        name == NULL || (k = cluster_kind_of(kind)) < CLUSTER_REPLICASETS || k == CLUSTER_JOBS)
         return false;
     ct->spec = cluster_workload_template(view, (enum cluster_kind)k, r->ns, name, &replicas);
     if (ct->spec == NULL)
@@ -1399,6 +1411,41 @@ static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enf
     }
 }
 
+/* Notes the pods to reserve once the review is known to be allowed (several capacity rules in
+ * scope reserve once, the most any of them admits). */
+static void hold(struct run *rn, const struct rule *ru, const struct capacity_request *rq,
+                 int64_t pods)
+{
+    if (pods <= rn->reserve_pods)
+        return;
+    rn->reserve_pods = pods;
+    rn->reserve_s = ru->reserve_s;
+    rn->reserve_headroom = rq->headroom;
+    rn->reserve_globs = rq->gpu_globs;
+}
+
+/* The rule's answer while the view is not synced or too old: its whenStale, logged. */
+static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                           const struct cap_target *ct)
+{
+    static const char *const modes[] = {"Allow", "Warn", "Deny"};
+    char text[400];
+
+    snprintf(text, sizeof(text), "GPU capacity not checked: %s",
+             rn->view == NULL            ? "no cluster view is configured"
+             : !cluster_synced(rn->view) ? "the cluster view is not synced yet"
+                                         : "the cluster view is stale");
+    log_event(LOG_WARN, "capacity not checked",
+              json_pack("{s:s, s:s, s:s, s:s}", "uid", rn->r->uid, "object", ct->what, "reason",
+                        text, "whenStale", modes[ru->when_stale]));
+    if (ru->when_stale == STALE_ALLOW)
+        return;
+    if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)
+        record_deny(rn, ru, text);
+    else
+        capacity_report(rn, ru, eff == ENFORCE_ENFORCE ? ENFORCE_WARN : eff, false, text, text);
+}
+
 /* One capacity rule on one judged object. */
 static void capacity_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
                           enum rule_enforcement eff, struct cap_target *ct)
@@ -1406,8 +1453,8 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
     struct capacity_request rq = {ct->spec, &doc->gpu_resources, ct->increase, ct->total,
                                   ru->headroom};
     struct capacity_result res;
-    char text[2 * MSG_MAX], expl[MSG_MAX], shared[MSG_MAX] = "", brief[400];
-    double age;
+    char text[2 * MSG_MAX], expl[MSG_MAX], shared[MSG_MAX] = "", brief[600];
+    enum rule_enforcement as = ct->hpa ? ENFORCE_WARN : eff;
     struct pod_demand dm;
     struct diag d;
 
@@ -1417,20 +1464,8 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
     if (ct->pod && (rn->view == NULL || !cluster_synced(rn->view)))
         return; /* a pod gets only the sharing check, which needs the view */
     if (rn->view == NULL || !cluster_synced(rn->view) ||
-        (age = cluster_age_s(rn->view)) > (double)ru->max_view_age_s) {
-        if (ru->when_stale == STALE_ALLOW)
-            return;
-        snprintf(text, sizeof(text), "GPU capacity not checked: %s",
-                 rn->view == NULL            ? "no cluster view is configured"
-                 : !cluster_synced(rn->view) ? "the cluster view is not synced yet"
-                                             : "the cluster view is stale");
-        log_event(
-            LOG_WARN, "capacity not checked",
-            json_pack("{s:s, s:s, s:s}", "uid", rn->r->uid, "object", ct->what, "reason", text));
-        if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)
-            record_deny(rn, ru, text);
-        else
-            capacity_report(rn, ru, eff == ENFORCE_ENFORCE ? ENFORCE_WARN : eff, false, text, text);
+        cluster_age_s(rn->view) > (double)ru->max_view_age_s) {
+        capacity_stale(rn, ru, eff, ct);
         return;
     }
     if (capacity_judge(rn->view, &rq, &res) < 0) {
@@ -1442,29 +1477,37 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
     if (ru->deny_shared_multiple && res.all_shared)
         shared_multiple(ct, &res, &doc->gpu_resources, shared, sizeof(shared));
     if (shared[0])
-        capacity_report(rn, ru, ct->hpa ? ENFORCE_WARN : eff, true, shared, shared);
+        capacity_report(rn, ru, as, true, shared, shared);
     if (ct->pod || ct->increase == 0)
         return;
     capacity_explain(&rq, &res, expl, sizeof(expl));
-    if (ct->total > res.fit_ever) {
+    if (res.eligible == 0) {
+        /* no node can take it now; a node autoscaler may add one (a pool scaled to zero), so
+         * this is "not now", never "never" */
         snprintf(brief, sizeof(brief),
-                 "%s can never fit: %lld replicas, at most %lld fit the "
-                 "eligible nodes (%lld %s in all)",
-                 ct->what, (long long)ct->total, (long long)res.fit_ever,
+                 "%s: no node can take its pods now; they will wait Pending unless a node "
+                 "autoscaler adds a matching node",
+                 ct->what);
+        snprintf(text, sizeof(text), "%s; %s", brief, expl);
+        capacity_report(rn, ru, as, false, text, brief);
+    } else if (ct->total > res.fit_ever) {
+        snprintf(brief, sizeof(brief),
+                 "%s can never fit: %lld pod%s at once, at most %lld fit the eligible nodes "
+                 "(%lld %s in all)",
+                 ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)res.fit_ever,
                  (long long)res.total_gpus[0], res.res[0].name);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
-        capacity_report(rn, ru, ct->hpa ? ENFORCE_WARN : eff, true, text, brief);
+        /* a Job's pods run as others finish, and an autoscaled cluster can grow: a warning */
+        capacity_report(rn, ru, as, !ct->job && !ru->autoscaling, text, brief);
     } else if (ct->increase > res.fit_now) {
         snprintf(brief, sizeof(brief),
-                 "%s: only %lld of %lld more pods fit now, the rest will "
-                 "wait Pending",
-                 ct->what, (long long)res.fit_now, (long long)ct->increase);
+                 "%s: only %lld of %lld more pods fit now, the rest will wait Pending", ct->what,
+                 (long long)res.fit_now, (long long)ct->increase);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
-        capacity_report(rn, ru, ct->hpa ? ENFORCE_WARN : eff, false, text, brief);
-        if (!rn->r->dry_run && res.fit_now > 0)
-            capacity_reserve(rn->view, &res, res.fit_now, (double)ru->reserve_s);
-    } else if (!rn->r->dry_run && !ct->hpa) {
-        capacity_reserve(rn->view, &res, ct->increase, (double)ru->reserve_s);
+        capacity_report(rn, ru, as, false, text, brief);
+        hold(rn, ru, &rq, res.fit_now);
+    } else if (!ct->hpa) {
+        hold(rn, ru, &rq, ct->increase);
     }
 }
 
@@ -1511,6 +1554,13 @@ static void capacity_pass(struct run *rn, const struct policy *p)
                           rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement, &ct);
         }
     }
+    /* reserve only what is admitted for real: not a dry run, and nothing denied it here */
+    if (rn->reserve_pods > 0 && rn->n_deny == 0 && !rn->r->dry_run && !ct.hpa && !ct.pod) {
+        struct capacity_request rq = {ct.spec, rn->reserve_globs, rn->reserve_pods,
+                                      rn->reserve_pods, rn->reserve_headroom};
+
+        capacity_reserve(rn->view, &rq, rn->reserve_pods, (double)rn->reserve_s);
+    }
     json_decref(ct.spec);
 }
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
@@ -1542,9 +1592,9 @@ int eval_review(const struct policy *p, const struct review *r, bool mutating, b
     if (!mutating && !is_mirror_pod(r))
         capacity_pass(&rn, p);
     if (rn.n_deny > 0) {
-        char msg[sizeof(rn.deny) + 320];
+        char msg[sizeof(rn.deny) + 420];
 
-        char who[300];
+        char who[400];
 
         /* name the object: "pod ml/trainer-x2k9q", "Deployment ml/trainer" (a pod being created
          * from a generateName has no name yet at the mutating stage; the validating one has) */

@@ -830,7 +830,7 @@ bool kube_in_cluster(void)
 static int target_in_cluster(struct target *t, struct diag *d)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-    char *end, *tok = NULL, hostbuf[300];
+    char *end, *tok = NULL, hostbuf[3 * 200 + 1]; /* every byte may become "%25" */
     long long p;
     size_t i, j = 0;
     int rc = -1;
@@ -854,6 +854,8 @@ static int target_in_cluster(struct target *t, struct diag *d)
     }
     /* an IPv6 literal goes in brackets (net.JoinHostPort), its zone's '%' escaped for the URL */
     for (i = 0; host[i] != '\0'; i++) {
+        if (j + 4 > sizeof(hostbuf))
+            break; /* cannot happen: the host is at most 200 bytes */
         if (host[i] == '%') {
             memcpy(hostbuf + j, "%25", 3);
             j += 3;

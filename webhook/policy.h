@@ -129,6 +129,7 @@ struct rule {
     enum stale_mode when_stale;
     int64_t max_view_age_s;
     bool deny_shared_multiple; /* more than one shared GPU per container where all are shared */
+    bool autoscaling;          /* nodes can be added: "can never fit" is only a warning */
 
     /* node-selector: the labels added (Mutate); empty means every GPU node label of the policy
      * that has a value */

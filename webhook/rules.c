@@ -1447,6 +1447,7 @@ enum {
     R_WHEN_STALE,
     R_MAX_AGE,
     R_SHARED,
+    R_AUTOSCALING,
     R_N
 };
 static const struct field RULE_FIELDS[R_N] = {
@@ -1471,6 +1472,7 @@ static const struct field RULE_FIELDS[R_N] = {
     {"whenStale", false},
     {"maxViewAge", false},
     {"denySharedMultiple", false},
+    {"autoscaling", false},
 };
 
 #define FOR_GPU   (1u << RULE_GPU_REQUEST)
@@ -1482,9 +1484,9 @@ static const struct field RULE_FIELDS[R_N] = {
 
 /* The rule types each key of RULE_FIELDS is valid for. */
 static const unsigned RULE_FIELD_TYPES[R_N] = {
-    FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_GPU | FOR_PC,
-    FOR_GPU, FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES,
-    FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP,
+    FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL,   FOR_GPU | FOR_PC, FOR_GPU,
+    FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES, FOR_CAP,          FOR_CAP,
+    FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP,
 };
 
 /* Refuses keys of another rule type. */
@@ -1674,6 +1676,9 @@ static void load_capacity_rule(struct loader *L, const struct ynode **v, const c
     path_key(p, path, "denySharedMultiple");
     if (given(v[R_SHARED]))
         get_bool(L, v[R_SHARED], p, &r->deny_shared_multiple);
+    path_key(p, path, "autoscaling");
+    if (given(v[R_AUTOSCALING]))
+        get_bool(L, v[R_AUTOSCALING], p, &r->autoscaling);
 }
 
 /* Records a rule name, or reports it as a duplicate of an earlier one in any file. */

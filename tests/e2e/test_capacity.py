@@ -214,7 +214,7 @@ def stall_default_policy_warns_that_4_fit_now():
         r = validate(srv.port, review(replicaset(20, "gpu-critical"), "apps/replicasets"))
         check(r["allowed"] is False, "20 replicas on 16 GPUs admitted: %r" % r)
         msg = r["status"]["message"]
-        check("can never fit: 20 replicas, at most 16 fit the eligible nodes" in msg and
+        check("can never fit: 20 pods at once, at most 16 fit the eligible nodes" in msg and
               "4 eligible nodes" in msg and "not eligible: 1 node lacks nvidia.com/gpu.present=true"
               in msg, "message %r" % msg)
         check(r["status"]["code"] == 403, "status %r" % r["status"])
@@ -225,7 +225,7 @@ def stall_default_policy_warns_that_4_fit_now():
         r = validate(srv.port, scale("trainer-critical", 2, 10))
         check(r["allowed"] is True and not warnings_of(r), "preempting scale 2 -> 10: %r" % r)
         r = validate(srv.port, scale("trainer", 2, 20))
-        check(r["allowed"] is False and "can never fit: 20 replicas" in r["status"]["message"],
+        check(r["allowed"] is False and "can never fit: 20 pods at once" in r["status"]["message"],
               "scale 2 -> 20: %r" % r)
         r = validate(srv.port, scale("trainer", 10, 2))
         check(r["allowed"] is True and not warnings_of(r), "scale down: %r" % r)

@@ -274,11 +274,97 @@ static void test_capacity_stall(void)
     CHECK(!r.judged);
 
     /* an admitted increase is held back for a while */
-    r = judge(c, TEMPLATE("batch-low"), 3, 0);
-    capacity_reserve(c, &r, 3, 60);
+    capacity_reserve(c, &rq, 3, 60);
     r = judge(c, TEMPLATE("batch-low"), 8, 0);
     CHECK(r.fit_now == 1);
     json_decref(spec);
+    cluster_free(c);
+}
+
+/* Reservations sit on the nodes the workload can use, and shrink as its pods arrive. */
+static void test_reservations(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    struct capacity_result r;
+    json_t *a = js("{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':"
+                   "{'limits':{'nvidia.com/gpu':'1'}}}]}");
+    struct capacity_request rqa = {a, &gpus, 4, 4, 0};
+
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'a1','labels':{'pool':'a'}},'status':{'conditions':"
+          "[{'type':'Ready','status':'True'}],'capacity':{'nvidia.com/gpu':'4'},'allocatable':"
+          "{'nvidia.com/gpu':'4'}}}");
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'b1','labels':{'pool':'b'}},'status':{'conditions':"
+          "[{'type':'Ready','status':'True'}],'capacity':{'nvidia.com/gpu':'4'},'allocatable':"
+          "{'nvidia.com/gpu':'4'}}}");
+    capacity_reserve(c, &rqa, 2, 60);
+    r = judge(c,
+              "{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'1'}}}]}",
+              4, 0);
+    CHECK(r.fit_now == 2);
+    /* pool b is untouched by pool a's reservation */
+    r = judge(c,
+              "{'nodeSelector':{'pool':'b'},'containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'1'}}}]}",
+              4, 0);
+    CHECK(r.fit_now == 4);
+    /* the two pods show up on a1: the reservation is spent, not counted again */
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'x1','namespace':'ns'},'spec':{'nodeName':'a1',"
+          "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}");
+    r = judge(c,
+              "{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'1'}}}]}",
+              4, 0);
+    CHECK(r.fit_now == 2); /* one arrived, one still reserved */
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'x2','namespace':'ns'},'spec':{'nodeName':'a1',"
+          "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}");
+    r = judge(c,
+              "{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'1'}}}]}",
+              4, 0);
+    CHECK(r.fit_now == 2); /* both arrived: 4 - 2 used, nothing held */
+    CHECK_CONTAINS(r.nodes, "a1 2/4 free");
+    json_decref(a);
+    cluster_free(c);
+}
+
+/* The scheduler's node affinity: matchFields on the node's name, an empty term matches
+ * nothing, Gt on an empty value does not match. */
+static void test_affinity_rules(void)
+{
+    struct cluster *c = stall();
+    struct capacity_result r;
+
+    r = judge(c,
+              "{'tolerations':[{'operator':'Exists'}],'affinity':{'nodeAffinity':{"
+              "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':[{"
+              "'matchFields':[{'key':'metadata.name','operator':'In','values':['gpu-1']}]}]}}},"
+              "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
+              1, 0);
+    CHECK(r.eligible == 1 && r.fit_ever == 4);
+    r = judge(c,
+              "{'tolerations':[{'operator':'Exists'}],'affinity':{'nodeAffinity':{"
+              "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':[{}]}}},"
+              "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
+              1, 0);
+    CHECK(r.eligible == 0);
+    r = judge(c,
+              "{'tolerations':[{'operator':'Exists'}],'affinity':{'nodeAffinity':{"
+              "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':[{"
+              "'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'Gt','values':"
+              "['0']}]}]}}},'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':"
+              "'1'}}}]}",
+              1, 0);
+    CHECK(r.eligible == 0); /* hostnames are not integers */
     cluster_free(c);
 }
 
@@ -329,5 +415,7 @@ int main(void)
     RUN(test_snapshot);
     RUN(test_capacity_stall);
     RUN(test_capacity_nodes);
+    RUN(test_reservations);
+    RUN(test_affinity_rules);
     TEST_MAIN_END("test_cluster");
 }

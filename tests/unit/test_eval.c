@@ -981,7 +981,7 @@ static const struct ecase cases[] = {
      .resource = "apps/replicasets",
      .object = RS(20, "gpu-critical"),
      .allowed = 0,
-     .message = "can never fit: 20 replicas, at most 16 fit the eligible nodes"},
+     .message = "can never fit: 20 pods at once, at most 16 fit the eligible nodes"},
     {.name = "capacity: a ReplicaSet of a Deployment is judged at the Deployment",
      .policy = "capacity.yaml",
      .view = "stall.json",
@@ -1070,7 +1070,7 @@ static const struct ecase cases[] = {
      .object = "{'metadata':{'name':'trainer'},'spec':{'maxReplicas':30,'scaleTargetRef':"
                "{'kind':'Deployment','name':'trainer'}}}",
      .allowed = 1,
-     .warning = "can never fit: 30 replicas, at most 16"},
+     .warning = "can never fit: 30 pods at once, at most 16"},
     {.name = "capacity: without a cluster view, a warning that capacity was not checked",
      .policy = "capacity.yaml",
      .resource = "apps/replicasets",
@@ -1095,6 +1095,41 @@ static const struct ecase cases[] = {
      .allowed = 0,
      .message = "container \"big\" asks for 2 nvidia.com/gpu, but every eligible "
                 "node shares its GPUs (time-slicing, nvidia.com/gpu.replicas=4)"},
+
+    {.name = "capacity: a ReplicaSet a user claims a Deployment owns is judged all the same",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .object = "{'metadata':{'name':'sneaky','ownerReferences':[{'kind':'Deployment','name':'x',"
+               "'controller':true}]},'spec':{'replicas':1000,'template':{'spec':" TEMPLATE_SPEC(
+                   "gpu-critical") "}}}",
+     .allowed = 0,
+     .message = "can never fit: 1000 pods at once"},
+    {.name = "capacity: a suspended Job runs no pods",
+     .policy = "capacity.yaml",
+     .view = "stall.json",
+     .resource = "batch/jobs",
+     .object = "{'metadata':{'name':'j'},'spec':{'suspend':true,'parallelism':20,'template':"
+               "{'spec':" TEMPLATE_SPEC("gpu-critical") "}}}",
+     .allowed = 1},
+    {.name = "capacity: a Job wider than the cluster still completes: a warning, not a denial",
+     .policy = "capacity-warn.yaml",
+     .view = "stall.json",
+     .resource = "batch/jobs",
+     .object =
+         "{'metadata':{'name':'j'},'spec':{'parallelism':20,'template':{'spec':" TEMPLATE_SPEC(
+             "gpu-critical") "}}}",
+     .allowed = 1,
+     .warning = "jobs ml/j can never fit: 20 pods at once"},
+    {.name = "capacity: a pool scaled to zero is a warning (an autoscaler may add nodes)",
+     .policy = "capacity-warn.yaml",
+     .view = "stall.json",
+     .resource = "apps/replicasets",
+     .object = "{'metadata':{'name':'z'},'spec':{'replicas':2,'template':{'spec':{"
+               "'nodeSelector':{'pool':'c'},'containers':[{'name':'t','resources':{'limits':"
+               "{'nvidia.com/gpu':'1'}}}]}}}}",
+     .allowed = 1,
+     .warning = "no node can take its pods now"},
 
 };
 
@@ -1132,6 +1167,57 @@ static void test_two_policies_share_lists(void)
     policy_unref(p);
 }
 
+/* Reservations: a denied review reserves nothing; two capacity rules reserve once. */
+static void test_reservation_per_review(void)
+{
+    struct policy *p = load("capacity-twice.yaml");
+    struct cluster *view = load_view("stall.json");
+    const struct ecase denied = {.resource = "apps/replicasets",
+                                 .object = "{'metadata':{'name':'a'},'spec':{'replicas':2,"
+                                           "'template':{'spec':{'tolerations':[" TOL "],"
+                                           "'containers':[{'name':'t','resources':{'limits':"
+                                           "{'nvidia.com/gpu':'1'}}}]}}}}"};
+    const struct ecase ok = {.resource = "apps/replicasets", .object = RS(2, "batch-low")};
+    struct decision dec;
+    json_t *o;
+    struct review *r;
+
+    /* denied by node-selector: the 2 GPUs it would have taken are not held */
+    o = js(denied.object);
+    r = make_review(&denied, o);
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
+    CHECK(!dec.allowed);
+    decision_release(&dec);
+    review_free(r);
+    json_decref(o);
+    /* admitted twice in a row: 4 free GPUs, 2 + 2; each admission reserves 2, not 2 per rule */
+    for (int i = 0; i < 2; i++) {
+        o = js(ok.object);
+        r = make_review(&ok, o);
+        decision_init(&dec);
+        CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
+        CHECK(dec.allowed && json_array_size(dec.warnings) == 0);
+        if (json_array_size(dec.warnings) > 0)
+            printf("  admission %d warned: %s\n", i,
+                   json_string_value(json_array_get(dec.warnings, 0)));
+        decision_release(&dec);
+        review_free(r);
+        json_decref(o);
+    }
+    /* the third finds the 4 free GPUs held */
+    o = js(ok.object);
+    r = make_review(&ok, o);
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
+    CHECK(has_warning(&dec, "only 0 of 2 more pods fit now"));
+    decision_release(&dec);
+    review_free(r);
+    json_decref(o);
+    cluster_free(view);
+    policy_unref(p);
+}
+
 int main(void)
 {
     FILE *logf = tmpfile();
@@ -1141,5 +1227,6 @@ int main(void)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_case(&cases[i]);
     RUN(test_two_policies_share_lists);
+    RUN(test_reservation_per_review);
     TEST_MAIN_END("test_eval");
 }
