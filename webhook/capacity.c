@@ -18,52 +18,56 @@ static const char *or_empty(const char *s)
     return s ? s : "";
 }
 
+/* Why a node cannot take the pod: kept as pointers into the node and the template (valid for
+ * the decision), turned into words only for the reasons shown. */
+enum why_kind { WHY_LABEL, WHY_AFFINITY, WHY_TAINT, WHY_CORDONED, WHY_NOT_READY, WHY_NO_RES };
+
+struct why {
+    enum why_kind k;
+    const char *a, *b, *c;
+};
+
 struct reasons {
-    char text[REASONS_MAX][200];
+    struct why w[REASONS_MAX];
     int count[REASONS_MAX];
     int n;
 };
 
-static bool starts_with_verb(const char *s)
+static bool same_str(const char *x, const char *y)
 {
-    return strncmp(s, "lack ", 5) == 0 || strncmp(s, "have ", 5) == 0 ||
-           strncmp(s, "do not ", 7) == 0;
+    return x == y || (x != NULL && y != NULL && strcmp(x, y) == 0);
 }
 
-/* A reason for several nodes: "lack X", "have X", "do not X", or "are cordoned". */
-static const char *plural(const char *text, char *buf, size_t len)
-{
-    if (starts_with_verb(text))
-        return text;
-    snprintf(buf, len, "are %s", text);
-    return buf;
-}
-
-/* The same for one node: "lacks X", "has X", "does not X", "is cordoned". */
-static const char *singular(const char *plural, char *buf, size_t len)
-{
-    if (strncmp(plural, "lack ", 5) == 0)
-        snprintf(buf, len, "lacks %s", plural + 5);
-    else if (strncmp(plural, "have ", 5) == 0)
-        snprintf(buf, len, "has %s", plural + 5);
-    else if (strncmp(plural, "do not ", 7) == 0)
-        snprintf(buf, len, "does not %s", plural + 7);
-    else
-        snprintf(buf, len, "is %s", plural);
-    return buf;
-}
-
-static void reason_add(struct reasons *r, const char *text)
+static void reason_add(struct reasons *r, const struct why *w)
 {
     for (int i = 0; i < r->n; i++) {
-        if (strcmp(r->text[i], text) == 0) {
+        if (r->w[i].k == w->k && same_str(r->w[i].a, w->a) && same_str(r->w[i].b, w->b) &&
+            same_str(r->w[i].c, w->c)) {
             r->count[i]++;
             return;
         }
     }
     if (r->n < REASONS_MAX) {
-        snprintf(r->text[r->n], sizeof(r->text[0]), "%s", text);
+        r->w[r->n] = *w;
         r->count[r->n++] = 1;
+    }
+}
+
+/* The reason in words, for one node or several: "lacks X"/"lack X", "is cordoned"/"are ...". */
+static void why_text(const struct why *w, bool one, char *buf, size_t len)
+{
+    switch (w->k) {
+    case WHY_LABEL: snprintf(buf, len, "%s %s=%s", one ? "lacks" : "lack", w->a, w->b); break;
+    case WHY_AFFINITY:
+        snprintf(buf, len, "%s not match the required node affinity", one ? "does" : "do");
+        break;
+    case WHY_TAINT:
+        snprintf(buf, len, "%s untolerated taint %s%s%s:%s", one ? "has" : "have", w->a,
+                 w->b[0] ? "=" : "", w->b, w->c);
+        break;
+    case WHY_CORDONED: snprintf(buf, len, "%s cordoned", one ? "is" : "are"); break;
+    case WHY_NOT_READY: snprintf(buf, len, "%s not Ready", one ? "is" : "are"); break;
+    case WHY_NO_RES: snprintf(buf, len, "%s no %s", one ? "has" : "have", w->a); break;
     }
 }
 
@@ -149,20 +153,21 @@ static bool term_matches(const json_t *term, const struct node *n)
     return true;
 }
 
-/* Why the node cannot take the pod, or NULL when it can. */
-static const char *ineligible(const struct node *n, const json_t *spec, char *why, size_t len)
+/* Whether the node cannot take the pod; why into *w. */
+static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
 {
     const json_t *sel = json_object_get(spec, "nodeSelector"), *v, *terms, *term, *tols, *tol;
     const char *key;
     size_t i, k;
     bool any;
 
+    memset(w, 0, sizeof(*w));
     json_object_foreach ((json_t *)sel, key, v) {
         const char *have = json_string_value(json_object_get(n->labels, key));
 
         if (have == NULL || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0) {
-            snprintf(why, len, "lack %s=%s", key, or_empty(json_string_value(v)));
-            return why;
+            *w = (struct why){WHY_LABEL, key, or_empty(json_string_value(v)), NULL};
+            return true;
         }
     }
     terms = json_object_get(
@@ -174,8 +179,8 @@ static const char *ineligible(const struct node *n, const json_t *spec, char *wh
         json_array_foreach (terms, i, term)
             any = any || term_matches(term, n);
         if (!any) {
-            snprintf(why, len, "do not match the required node affinity");
-            return why;
+            w->k = WHY_AFFINITY;
+            return true;
         }
     }
     tols = json_object_get(spec, "tolerations");
@@ -201,16 +206,15 @@ static const char *ineligible(const struct node *n, const json_t *spec, char *wh
                 ok = true;
         }
         if (!ok) {
-            snprintf(why, len, "have untolerated taint %s%s%s:%s", t->key, t->value[0] ? "=" : "",
-                     t->value, t->effect);
-            return why;
+            *w = (struct why){WHY_TAINT, t->key, t->value, t->effect};
+            return true;
         }
     }
-    if (n->unschedulable)
-        return "cordoned";
-    if (!n->ready)
-        return "not Ready";
-    return NULL;
+    if (n->unschedulable || !n->ready) {
+        w->k = n->unschedulable ? WHY_CORDONED : WHY_NOT_READY;
+        return true;
+    }
+    return false;
 }
 
 static const struct node_res *node_res_of(const struct node *n, const char *name)
@@ -258,19 +262,27 @@ static void template_priority(const struct cluster *c, const json_t *spec, int64
         *preempt = strcmp(json_string_value(json_object_get(spec, "preemptionPolicy")), "Never");
 }
 
-/* The reservations still running, copied out so that the node loop takes no lock. */
+/* The reservations still running, copied out so that the node loop takes no lock (usually
+ * none: nothing is allocated then). */
 struct held {
-    struct reservation r[CLUSTER_RESERVATIONS_MAX];
+    struct reservation *r;
     size_t n;
 };
 
 static void held_load(struct cluster *c, struct held *h, double now)
 {
+    size_t live = 0;
+
+    h->r = NULL;
     h->n = 0;
     pthread_mutex_lock(&c->reserve_lock);
-    for (size_t i = 0; i < c->n_reservations; i++) {
-        if (c->reservations[i].until > now)
-            h->r[h->n++] = c->reservations[i];
+    for (size_t i = 0; i < c->n_reservations; i++)
+        live += c->reservations[i].until > now;
+    if (live > 0 && (h->r = malloc(live * sizeof(*h->r))) != NULL) {
+        for (size_t i = 0; i < c->n_reservations; i++) {
+            if (c->reservations[i].until > now)
+                h->r[h->n++] = c->reservations[i];
+        }
     }
     pthread_mutex_unlock(&c->reserve_lock);
 }
@@ -318,13 +330,15 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
         int64_t alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
         int64_t used = 0, lower = 0, free_now, free_ever;
 
-        for (size_t p = 0; b != NULL && p < b->n; p++) {
-            for (size_t k = 0; k < b->pods[p]->n_demand; k++) {
-                if (strcmp(b->pods[p]->demand[k].name, out->res[r].name) != 0)
-                    continue;
-                used += b->pods[p]->demand[k].n;
-                if (out->preempts && b->pods[p]->priority < out->priority)
-                    lower += b->pods[p]->demand[k].n;
+        for (size_t k = 0; b != NULL && k < b->n_res; k++) {
+            const struct bound_res *br = &b->res[k];
+
+            if (strcmp(br->name, out->res[r].name) != 0)
+                continue;
+            used = br->total;
+            for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
+                if (br->prio[p].priority < out->priority)
+                    lower += br->prio[p].n;
             }
         }
         if (used_out != NULL)
@@ -378,36 +392,35 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     struct reasons rs = {.n = 0};
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
     double now = cluster_now();
-    char why[200], share[128], verb[220];
+    char share[128], verb[220];
     int64_t fn, fe;
-    struct held *held = malloc(sizeof(*held)); /* large: kept off the stack */
+    struct held held;
+    struct why w;
     bool all_shared = true;
 
     memset(out, 0, sizeof(*out));
-    if (held == NULL || read_demand(rq, out) < 0) {
-        free(held);
+    if (read_demand(rq, out) < 0)
         return -1;
-    }
-    if (!out->judged) {
-        free(held);
+    if (!out->judged)
         return 0;
-    }
-    held_load(c, held, now);
+    held_load(c, &held, now);
     pthread_rwlock_rdlock(&c->lock);
     template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
     for (size_t i = 0; i < nodes->n_buckets; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
             const struct node *n = e->value;
-            const char *bad = ineligible(n, rq->pod_spec, why, sizeof(why));
-            /* it must offer every GPU resource the pod asks for */
-            for (size_t r = 0; bad == NULL && r < out->n_res; r++) {
+            bool bad = false;
+
+            /* it must offer every GPU resource the pod asks for: checked first, as most nodes
+             * of a cluster offer none and this is the cheap test */
+            for (size_t r = 0; !bad && r < out->n_res; r++) {
                 if (!offers(n, out->res[r].name)) {
-                    snprintf(why, sizeof(why), "have no %s", out->res[r].name);
-                    bad = why;
+                    w = (struct why){WHY_NO_RES, out->res[r].name, NULL, NULL};
+                    bad = true;
                 }
             }
-            if (bad != NULL) {
-                reason_add(&rs, bad);
+            if (bad || ineligible(n, rq->pod_spec, &w)) {
+                reason_add(&rs, &w);
                 continue;
             }
             out->eligible++;
@@ -415,13 +428,13 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                 all_shared = false;
             else
                 snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
-            node_fit(c, n, rq, out, now, held, &fn, &fe, NULL);
+            node_fit(c, n, rq, out, now, &held, &fn, &fe, NULL);
             out->fit_now += fn;
             out->fit_ever += fe;
         }
     }
     pthread_rwlock_unlock(&c->lock);
-    free(held);
+    free(held.r);
     out->all_shared = out->eligible > 0 && all_shared;
     if (out->eligible > NODES_LISTED) {
         size_t l = strlen(out->nodes);
@@ -439,10 +452,9 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                 best = i;
         if (rs.count[best] == 0)
             break;
+        why_text(&rs.w[best], rs.count[best] == 1, verb, sizeof(verb));
         snprintf(out->reasons + l, sizeof(out->reasons) - l, "%s%d node%s %s", shown ? "; " : "",
-                 rs.count[best], rs.count[best] == 1 ? "" : "s",
-                 rs.count[best] == 1 ? singular(rs.text[best], verb, sizeof(verb))
-                                     : plural(rs.text[best], verb, sizeof(verb)));
+                 rs.count[best], rs.count[best] == 1 ? "" : "s", verb);
         rs.count[best] = 0;
     }
     return 0;
@@ -485,17 +497,15 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     struct capacity_result out;
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
     double now = cluster_now();
-    char why[200];
+    struct why why;
     int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take;
-    struct held *held = malloc(sizeof(*held));
+    struct held held;
     size_t w;
 
     memset(&out, 0, sizeof(out));
-    if (held == NULL || pods <= 0 || read_demand(rq, &out) < 0 || !out.judged) {
-        free(held);
+    if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
         return;
-    }
-    held_load(c, held, now);
+    held_load(c, &held, now);
     pthread_rwlock_rdlock(&c->lock);
     pthread_mutex_lock(&c->reserve_lock);
     for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired */
@@ -508,13 +518,13 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     for (size_t i = 0; i < nodes->n_buckets && pods > 0; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e && pods > 0; e = e->next) {
             const struct node *n = e->value;
-            bool ok = ineligible(n, rq->pod_spec, why, sizeof(why)) == NULL;
+            bool ok = !ineligible(n, rq->pod_spec, &why);
 
             for (size_t r = 0; ok && r < out.n_res; r++)
                 ok = offers(n, out.res[r].name);
             if (!ok)
                 continue;
-            node_fit(c, n, rq, &out, now, held, &fn, &fe, used);
+            node_fit(c, n, rq, &out, now, &held, &fn, &fe, used);
             take = fn < pods ? fn : pods;
             for (size_t r = 0; take > 0 && r < out.n_res; r++) {
                 struct reservation *rv;
@@ -537,5 +547,5 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     }
     pthread_mutex_unlock(&c->reserve_lock);
     pthread_rwlock_unlock(&c->lock);
-    free(held);
+    free(held.r);
 }

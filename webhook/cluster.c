@@ -247,8 +247,10 @@ static void binding_free(void *p)
 {
     struct binding *b = p;
 
-    if (b != NULL)
+    if (b != NULL) {
         free(b->pods);
+        free(b->res);
+    }
     free(b);
 }
 
@@ -535,6 +537,53 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
 
 /* ---- bindings ---- */
 
+/* Adds (sign 1) or removes (sign -1) a pod's demand to its node's totals. */
+static int binding_count(struct binding *b, const struct vpod *v, int sign)
+{
+    for (size_t d = 0; d < v->n_demand; d++) {
+        struct bound_res *r = NULL, *grown;
+        size_t k;
+
+        for (k = 0; k < b->n_res && r == NULL; k++)
+            if (strcmp(b->res[k].name, v->demand[d].name) == 0)
+                r = &b->res[k];
+        if (r == NULL) {
+            if (sign < 0)
+                continue;
+            grown = realloc(b->res, (b->n_res + 1) * sizeof(*b->res));
+            if (grown == NULL)
+                return -1;
+            b->res = grown;
+            r = &b->res[b->n_res++];
+            memset(r, 0, sizeof(*r));
+            snprintf(r->name, sizeof(r->name), "%s", v->demand[d].name);
+        }
+        r->total += sign * v->demand[d].n;
+        for (k = 0; k < r->n_prio && r->prio[k].priority != v->priority; k++)
+            ;
+        if (k == r->n_prio) {
+            if (r->n_prio < BOUND_PRIORITIES_MAX) {
+                r->prio[r->n_prio].priority = v->priority;
+                r->prio[r->n_prio++].n = 0;
+            } else {
+                /* more distinct priorities than slots: the lowest-priority slot takes it and
+                 * keeps the lower of the two priorities (it may then look preemptible to fewer
+                 * workloads, never to more) */
+                size_t lo = 0;
+
+                for (size_t j = 1; j < r->n_prio; j++)
+                    if (r->prio[j].priority < r->prio[lo].priority)
+                        lo = j;
+                k = lo;
+                if (v->priority > r->prio[k].priority && sign > 0)
+                    r->prio[k].priority = v->priority;
+            }
+        }
+        r->prio[k].n += sign * v->demand[d].n;
+    }
+    return 0;
+}
+
 static int bind_pod(struct cluster *c, struct vpod *v)
 {
     struct binding *b;
@@ -555,6 +604,8 @@ static int bind_pod(struct cluster *c, struct vpod *v)
         b->pods = grown;
         b->cap = b->cap ? b->cap * 2 : 4;
     }
+    if (binding_count(b, v, 1) < 0)
+        return -1;
     b->pods[b->n++] = v;
     return 0;
 }
@@ -568,6 +619,7 @@ static void unbind_pod(struct cluster *c, const struct vpod *v)
     for (size_t i = 0; i < b->n; i++) {
         if (b->pods[i] == v) {
             b->pods[i] = b->pods[--b->n];
+            binding_count(b, v, -1);
             break;
         }
     }

@@ -68,9 +68,25 @@ struct vpod {
 };
 
 /* The pods bound to one node name (the node may be unknown yet). */
+/* What the pods bound to a node use of one resource, in all and per priority (a handful of
+ * distinct priorities per node), kept as pods come and go so that a decision reads it in
+ * O(resources + priorities) instead of walking the pods. */
+#define BOUND_PRIORITIES_MAX 16
+struct bound_res {
+    char name[64];
+    int64_t total;
+    size_t n_prio;
+    struct {
+        int64_t priority;
+        int64_t n;
+    } prio[BOUND_PRIORITIES_MAX]; /* past this many, the lowest slot absorbs (see bind) */
+};
+
 struct binding {
     struct vpod **pods;
     size_t n, cap;
+    struct bound_res *res;
+    size_t n_res;
 };
 
 struct vclass {

@@ -215,7 +215,7 @@ def stall_default_policy_warns_that_4_fit_now():
         check(r["allowed"] is False, "20 replicas on 16 GPUs admitted: %r" % r)
         msg = r["status"]["message"]
         check("can never fit: 20 pods at once, at most 16 fit the eligible nodes" in msg and
-              "4 eligible nodes" in msg and "not eligible: 1 node lacks nvidia.com/gpu.present=true"
+              "4 eligible nodes" in msg and "not eligible: 1 node has no nvidia.com/gpu"
               in msg, "message %r" % msg)
         check(r["status"]["code"] == 403, "status %r" % r["status"])
         # kubectl scale on the cached Deployment (2 replicas, class batch-low) to 10: 8 more

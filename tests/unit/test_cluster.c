@@ -242,14 +242,14 @@ static void test_capacity_stall(void)
     CHECK(r.fit_now == 4);
     CHECK(r.fit_ever == 16);
     CHECK(r.total_gpus[0] == 16);
-    CHECK_STR(r.reasons, "1 node lacks nvidia.com/gpu.present=true");
+    CHECK_STR(r.reasons, "1 node has no nvidia.com/gpu");
     capacity_explain(&rq, &r, text, sizeof(text));
     CHECK_CONTAINS(text, "8 more pods × 1 nvidia.com/gpu = 8 requested");
     CHECK_CONTAINS(text, "4 eligible nodes (");
     CHECK_CONTAINS(text, "1/4 free");
     CHECK_CONTAINS(text, "4 more fit now");
     CHECK_CONTAINS(text, "16 at most");
-    CHECK_CONTAINS(text, "not eligible: 1 node lacks nvidia.com/gpu.present=true");
+    CHECK_CONTAINS(text, "not eligible: 1 node has no nvidia.com/gpu");
 
     /* a preempting class counts the 12 lower-priority GPUs */
     r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
