@@ -130,5 +130,19 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem -Iwebhook webhook tests/unit
 
+# make bench: the cluster view's benchmark (bench/README.md), release flags; not part of check.
+# BENCH_ARGS="--scale 0.1 --reps 3" for a quick run.
+.PHONY: bench
+build/release/bench/bench_view: bench/bench_view.c $(release_LIB_OBJ)
+	@mkdir -p $(@D)
+	@echo "  CC+LD [release] $@"
+	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
+		$(PKG_LIBS) $(LDLIBS_EXTRA)
+
+-include build/release/bench/bench_view.d
+
+bench: build/release/bench/bench_view
+	@$< $(BENCH_ARGS)
+
 clean:
 	rm -rf build
