@@ -269,7 +269,8 @@ struct held {
     size_t n;
 };
 
-static void held_load(struct cluster *c, struct held *h, double now)
+/* -1 when out of memory: the decision then fails rather than forget what is held. */
+static int held_load(struct cluster *c, struct held *h, double now)
 {
     size_t live = 0;
 
@@ -278,13 +279,16 @@ static void held_load(struct cluster *c, struct held *h, double now)
     pthread_mutex_lock(&c->reserve_lock);
     for (size_t i = 0; i < c->n_reservations; i++)
         live += c->reservations[i].until > now;
-    if (live > 0 && (h->r = malloc(live * sizeof(*h->r))) != NULL) {
-        for (size_t i = 0; i < c->n_reservations; i++) {
-            if (c->reservations[i].until > now)
-                h->r[h->n++] = c->reservations[i];
-        }
+    if (live > 0 && (h->r = malloc(live * sizeof(*h->r))) == NULL) {
+        pthread_mutex_unlock(&c->reserve_lock);
+        return -1;
+    }
+    for (size_t i = 0; live > 0 && i < c->n_reservations; i++) {
+        if (c->reservations[i].until > now)
+            h->r[h->n++] = c->reservations[i];
     }
     pthread_mutex_unlock(&c->reserve_lock);
+    return 0;
 }
 
 /* GPUs of res still held on node: a reservation shrinks as the node's use grows (its pods
@@ -335,7 +339,7 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
 
             if (strcmp(br->name, out->res[r].name) != 0)
                 continue;
-            used = br->total;
+            used += br->total;
             for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
                 if (br->prio[p].priority < out->priority)
                     lower += br->prio[p].n;
@@ -403,7 +407,10 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         return -1;
     if (!out->judged)
         return 0;
-    held_load(c, &held, now);
+    if (held_load(c, &held, now) < 0) {
+        snprintf(out->reasons, sizeof(out->reasons), "out of memory reading reservations");
+        return -1;
+    }
     pthread_rwlock_rdlock(&c->lock);
     template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
     for (size_t i = 0; i < nodes->n_buckets; i++) {
@@ -433,7 +440,6 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
             out->fit_ever += fe;
         }
     }
-    pthread_rwlock_unlock(&c->lock);
     free(held.r);
     out->all_shared = out->eligible > 0 && all_shared;
     if (out->eligible > NODES_LISTED) {
@@ -457,6 +463,8 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                  rs.count[best], rs.count[best] == 1 ? "" : "s", verb);
         rs.count[best] = 0;
     }
+    /* only now: the reasons point into node records, which a watch event may free */
+    pthread_rwlock_unlock(&c->lock);
     return 0;
 }
 
@@ -505,7 +513,8 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     memset(&out, 0, sizeof(out));
     if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
         return;
-    held_load(c, &held, now);
+    if (held_load(c, &held, now) < 0)
+        return; /* out of memory: nothing is reserved, as if the window were 0 */
     pthread_rwlock_rdlock(&c->lock);
     pthread_mutex_lock(&c->reserve_lock);
     for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired */

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "limits.h"
 #include "policy.h"
 
 #define CAPACITY_RESOURCES_MAX 8
@@ -33,7 +34,7 @@ struct capacity_request {
 struct capacity_result {
     bool judged; /* the template requests GPUs */
     struct {
-        char name[64];
+        char name[RESOURCE_NAME_MAX];
         int64_t per_pod;
     } res[CAPACITY_RESOURCES_MAX];
     size_t n_res;

@@ -248,6 +248,10 @@ static void binding_free(void *p)
     struct binding *b = p;
 
     if (b != NULL) {
+        for (size_t i = 0; i < b->n_res; i++) {
+            free(b->res[i].name);
+            free(b->res[i].prio);
+        }
         free(b->pods);
         free(b->res);
     }
@@ -537,49 +541,72 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
 
 /* ---- bindings ---- */
 
-/* Adds (sign 1) or removes (sign -1) a pod's demand to its node's totals. */
+/* The totals of resource name on b, created when create is set (NULL when absent or out of
+ * memory). */
+static struct bound_res *bound_res_of(struct binding *b, const char *name, bool create)
+{
+    struct bound_res *grown;
+    char *copy;
+
+    for (size_t k = 0; k < b->n_res; k++)
+        if (strcmp(b->res[k].name, name) == 0)
+            return &b->res[k];
+    if (!create || (copy = strdup(name)) == NULL)
+        return NULL;
+    grown = realloc(b->res, (b->n_res + 1) * sizeof(*b->res));
+    if (grown == NULL) {
+        free(copy);
+        return NULL;
+    }
+    b->res = grown;
+    memset(&b->res[b->n_res], 0, sizeof(*b->res));
+    b->res[b->n_res].name = copy;
+    return &b->res[b->n_res++];
+}
+
+/* The slot of one priority in r, created when create is set (NULL when absent or out of
+ * memory). */
+static struct bound_prio *bound_prio_of(struct bound_res *r, int64_t priority, bool create)
+{
+    struct bound_prio *grown;
+    size_t cap;
+
+    for (size_t k = 0; k < r->n_prio; k++)
+        if (r->prio[k].priority == priority)
+            return &r->prio[k];
+    if (!create)
+        return NULL;
+    if (r->n_prio == r->cap_prio) {
+        cap = r->cap_prio ? r->cap_prio * 2 : 4;
+        if ((grown = realloc(r->prio, cap * sizeof(*r->prio))) == NULL)
+            return NULL;
+        r->prio = grown;
+        r->cap_prio = cap;
+    }
+    r->prio[r->n_prio] = (struct bound_prio){priority, 0};
+    return &r->prio[r->n_prio++];
+}
+
+/* Adds (sign 1) or removes (sign -1) a pod's demand to its node's totals. Adding first makes
+ * room for every resource and priority, so that a failure leaves the totals as they were. */
 static int binding_count(struct binding *b, const struct vpod *v, int sign)
 {
+    struct bound_res *r;
+    struct bound_prio *p;
+
+    for (size_t d = 0; sign > 0 && d < v->n_demand; d++) {
+        if ((r = bound_res_of(b, v->demand[d].name, true)) == NULL ||
+            bound_prio_of(r, v->priority, true) == NULL)
+            return -1;
+    }
     for (size_t d = 0; d < v->n_demand; d++) {
-        struct bound_res *r = NULL, *grown;
-        size_t k;
-
-        for (k = 0; k < b->n_res && r == NULL; k++)
-            if (strcmp(b->res[k].name, v->demand[d].name) == 0)
-                r = &b->res[k];
-        if (r == NULL) {
-            if (sign < 0)
-                continue;
-            grown = realloc(b->res, (b->n_res + 1) * sizeof(*b->res));
-            if (grown == NULL)
-                return -1;
-            b->res = grown;
-            r = &b->res[b->n_res++];
-            memset(r, 0, sizeof(*r));
-            snprintf(r->name, sizeof(r->name), "%s", v->demand[d].name);
-        }
+        if ((r = bound_res_of(b, v->demand[d].name, false)) == NULL ||
+            (p = bound_prio_of(r, v->priority, false)) == NULL)
+            continue; /* removing what was never added */
         r->total += sign * v->demand[d].n;
-        for (k = 0; k < r->n_prio && r->prio[k].priority != v->priority; k++)
-            ;
-        if (k == r->n_prio) {
-            if (r->n_prio < BOUND_PRIORITIES_MAX) {
-                r->prio[r->n_prio].priority = v->priority;
-                r->prio[r->n_prio++].n = 0;
-            } else {
-                /* more distinct priorities than slots: the lowest-priority slot takes it and
-                 * keeps the lower of the two priorities (it may then look preemptible to fewer
-                 * workloads, never to more) */
-                size_t lo = 0;
-
-                for (size_t j = 1; j < r->n_prio; j++)
-                    if (r->prio[j].priority < r->prio[lo].priority)
-                        lo = j;
-                k = lo;
-                if (v->priority > r->prio[k].priority && sign > 0)
-                    r->prio[k].priority = v->priority;
-            }
-        }
-        r->prio[k].n += sign * v->demand[d].n;
+        p->n += sign * v->demand[d].n;
+        if (p->n == 0) /* a priority no pod has any more: its slot goes */
+            *p = r->prio[--r->n_prio];
     }
     return 0;
 }
@@ -595,19 +622,23 @@ static int bind_pod(struct cluster *c, struct vpod *v)
     if (b == NULL) {
         b = calloc(1, sizeof(*b));
         if (b == NULL || table_put(&c->bindings, v->node, b, 0) < 0)
-            return -1;
+            return -1; /* table_put frees b */
     }
     if (b->n == b->cap) {
         grown = realloc(b->pods, (b->cap ? b->cap * 2 : 4) * sizeof(*b->pods));
         if (grown == NULL)
-            return -1;
+            goto fail;
         b->pods = grown;
         b->cap = b->cap ? b->cap * 2 : 4;
     }
     if (binding_count(b, v, 1) < 0)
-        return -1;
+        goto fail;
     b->pods[b->n++] = v;
     return 0;
+fail:
+    if (b->n == 0)
+        table_del(&c->bindings, v->node);
+    return -1;
 }
 
 static void unbind_pod(struct cluster *c, const struct vpod *v)

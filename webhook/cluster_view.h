@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "limits.h"
 
 /* A string-keyed hash table of records (chained; grows at one entry per bucket). */
 struct table_entry {
@@ -67,21 +68,22 @@ struct vpod {
     size_t n_demand;
 };
 
-/* The pods bound to one node name (the node may be unknown yet). */
 /* What the pods bound to a node use of one resource, in all and per priority (a handful of
  * distinct priorities per node), kept as pods come and go so that a decision reads it in
  * O(resources + priorities) instead of walking the pods. */
-#define BOUND_PRIORITIES_MAX 16
-struct bound_res {
-    char name[64];
-    int64_t total;
-    size_t n_prio;
-    struct {
-        int64_t priority;
-        int64_t n;
-    } prio[BOUND_PRIORITIES_MAX]; /* past this many, the lowest slot absorbs (see bind) */
+struct bound_prio {
+    int64_t priority;
+    int64_t n;
 };
 
+struct bound_res {
+    char *name;
+    int64_t total;
+    struct bound_prio *prio; /* slots with n > 0 */
+    size_t n_prio, cap_prio;
+};
+
+/* The pods bound to one node name (the node may be unknown yet). */
 struct binding {
     struct vpod **pods;
     size_t n, cap;
@@ -109,7 +111,7 @@ struct workload {
 struct reservation {
     double until; /* monotonic seconds */
     char node[254];
-    char name[64];
+    char name[RESOURCE_NAME_MAX];
     int64_t gpus;
     int64_t used_at; /* the node's use of name when reserved */
 };

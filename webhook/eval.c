@@ -1453,7 +1453,7 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
     struct capacity_request rq = {ct->spec, &doc->gpu_resources, ct->increase, ct->total,
                                   ru->headroom};
     struct capacity_result res;
-    char text[2 * MSG_MAX], expl[MSG_MAX], shared[MSG_MAX] = "", brief[600];
+    char text[2 * MSG_MAX + 8], expl[MSG_MAX], shared[MSG_MAX] = "", brief[MSG_MAX];
     enum rule_enforcement as = ct->hpa ? ENFORCE_WARN : eff;
     struct pod_demand dm;
     struct diag d;

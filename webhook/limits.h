@@ -64,6 +64,9 @@
 #define DEFAULT_ALLOCATABLE_GRACE_S 120u /* a device plugin re-registering reports 0 briefly */
 #define CLUSTER_SNAPSHOT_MAX_BYTES  (1024ul * 1024ul * 1024ul)
 
+/* A qualified resource name: a DNS-subdomain prefix (253), '/', a name (63) and the NUL. */
+#define RESOURCE_NAME_MAX 318
+
 /* Logs. */
 #define LOG_LINE_MAX (16u * 1024u)
 

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "capacity.h"
+#include "cluster_view.h"
 #include "cluster.h"
 #include "harness.h"
 
@@ -408,6 +409,122 @@ static void test_capacity_nodes(void)
     cluster_free(c);
 }
 
+/* A pod on node with priority prio asking n of res. */
+static void pod_at(struct cluster *c, const char *type, const char *name, const char *node,
+                   long prio, const char *res, int n)
+{
+    char buf[1024];
+
+    snprintf(buf, sizeof(buf),
+             "{'kind':'Pod','metadata':{'name':'%s','namespace':'ns'},'spec':{'nodeName':'%s',"
+             "'priority':%ld,'containers':[{'name':'c','resources':{'limits':{'%s':'%d'}}}]},"
+             "'status':{'phase':'Running'}}",
+             name, node, prio, res, n);
+    apply(c, CLUSTER_PODS, type, buf);
+}
+
+static struct cluster *empty_view(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    return c;
+}
+
+#define PRIO150                                                                                    \
+    "{'priority':150,'tolerations':[{'operator':'Exists'}],'containers':[{'name':'t',"             \
+    "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
+
+/* Many distinct priorities on one node, pods coming and going: the per-priority totals must
+ * equal those of the same pods loaded fresh, or preemptible GPUs are over-counted. */
+static void test_priority_churn(void)
+{
+    struct cluster *c = empty_view(), *ref = empty_view();
+    const struct binding *b;
+    struct capacity_result r;
+    char name[32];
+    int64_t lower = 0;
+
+    apply(c, CLUSTER_NODES, "ADDED", NODE("n1", "20", "20", ""));
+    apply(ref, CLUSTER_NODES, "ADDED", NODE("n1", "20", "20", ""));
+    for (int i = 1; i <= 18; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        pod_at(c, "ADDED", name, "n1", i, "nvidia.com/gpu", 1);
+        if (i > 2)
+            pod_at(ref, "ADDED", name, "n1", i, "nvidia.com/gpu", 1);
+    }
+    pod_at(c, "ADDED", "x", "n1", 100, "nvidia.com/gpu", 1);
+    pod_at(c, "DELETED", "p1", "n1", 1, "nvidia.com/gpu", 1);
+    pod_at(c, "DELETED", "p2", "n1", 2, "nvidia.com/gpu", 1);
+    pod_at(c, "ADDED", "z", "n1", 200, "nvidia.com/gpu", 1);
+    pod_at(ref, "ADDED", "x", "n1", 100, "nvidia.com/gpu", 1);
+    pod_at(ref, "ADDED", "z", "n1", 200, "nvidia.com/gpu", 1);
+    b = cluster_binding(c, "n1");
+    CHECK(b != NULL && b->n == 18 && b->n_res == 1 && b->res[0].total == 18);
+    CHECK(b != NULL && b->res[0].n_prio == 18); /* 3..18, 100, 200: p1 and p2's slots went */
+    for (size_t p = 0; b != NULL && p < b->res[0].n_prio; p++) {
+        CHECK(b->res[0].prio[p].n == 1);
+        lower += b->res[0].prio[p].priority < 150 ? b->res[0].prio[p].n : 0;
+    }
+    CHECK(lower == 17);
+    /* 20 GPUs, 18 in use, 17 of them below 150: 2 free + 17 preemptible */
+    r = judge(c, PRIO150, 20, 0);
+    CHECK(r.fit_now == 19);
+    CHECK(r.fit_now == judge(ref, PRIO150, 20, 0).fit_now);
+    for (int i = 3; i <= 18; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        pod_at(c, "DELETED", name, "n1", i, "nvidia.com/gpu", 1);
+    }
+    b = cluster_binding(c, "n1");
+    CHECK(b != NULL && b->res[0].total == 2 && b->res[0].n_prio == 2);
+    CHECK(judge(c, PRIO150, 20, 0).fit_now == 19); /* 18 free, x preemptible */
+    cluster_free(c);
+    cluster_free(ref);
+}
+
+/* Resource names are kept whole: a name that shares its first 63 characters with another is
+ * a different resource, and churn of pods asking for it leaves nothing behind. */
+#define NAME63 "nvidia.com/mig-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define LONGER NAME63 "-and-a-longer-variant"
+static void test_long_resource_names(void)
+{
+    struct cluster *c = empty_view();
+    struct capacity_result r;
+    char name[32];
+    const char *tmpl =
+        "{'tolerations':[{'operator':'Exists'}],'containers':[{'name':'t','resources':{'limits':"
+        "{'" LONGER "':'1'}}}]}";
+
+    CHECK(strlen(NAME63) == 63);
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'n1'},'status':{'conditions':[{'type':'Ready',"
+          "'status':'True'}],'capacity':{'" NAME63 "':'4','" LONGER "':'2'},'allocatable':{'" NAME63
+          "':'4','" LONGER "':'2'}}}");
+    pod_at(c, "ADDED", "b", "n1", 0, NAME63, 3);
+    pod_at(c, "ADDED", "a", "n1", 0, LONGER, 1);
+    r = judge(c, tmpl, 1, 0);
+    CHECK(r.eligible == 1 && r.fit_now == 1 && r.fit_ever == 2);
+    CHECK_STR(r.res[0].name, LONGER);
+    r = judge(c,
+              "{'tolerations':[{'operator':'Exists'}],'containers':[{'name':'t','resources':{"
+              "'limits':{'" NAME63 "':'1'}}}]}",
+              1, 0);
+    CHECK(r.fit_now == 1 && r.fit_ever == 4);
+    for (int i = 0; i < 200; i++) {
+        snprintf(name, sizeof(name), "churn%d", i);
+        pod_at(c, "ADDED", name, "n1", i, LONGER, 1);
+        pod_at(c, "DELETED", name, "n1", i, LONGER, 1);
+    }
+    CHECK(cluster_binding(c, "n1") != NULL && cluster_binding(c, "n1")->n_res == 2);
+    CHECK(cluster_binding(c, "n1")->res[0].n_prio == 1 &&
+          cluster_binding(c, "n1")->res[1].n_prio == 1);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -417,5 +534,7 @@ int main(void)
     RUN(test_capacity_nodes);
     RUN(test_reservations);
     RUN(test_affinity_rules);
+    RUN(test_priority_churn);
+    RUN(test_long_resource_names);
     TEST_MAIN_END("test_cluster");
 }
