@@ -231,7 +231,7 @@ static bool offers(const struct node *n, const char *name)
 {
     const struct node_res *r = node_res_of(n, name);
 
-    return r != NULL && (r->capacity > 0 || r->allocatable > 0 || r->last_allocatable > 0);
+    return r != NULL && node_res_offered(r);
 }
 
 /* The template's priority and whether it may preempt, from its class in the view. */
@@ -390,17 +390,199 @@ static int read_demand(const struct capacity_request *rq, struct capacity_result
     return 0;
 }
 
+/* The template's constraints on where its pods go and the resources it needs, as one string:
+ * the key under which its eligible nodes are remembered. NULL when out of memory. */
+static char *place_key(const json_t *spec, const struct capacity_result *out)
+{
+    json_t *k = json_object(), *res = json_array();
+    const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
+    char *key = NULL;
+
+    if (k != NULL && res != NULL) {
+        for (size_t r = 0; r < out->n_res; r++)
+            json_array_append_new(res, json_string(out->res[r].name));
+        json_object_set(k, "res", res);
+        if (json_object_get(spec, "nodeSelector") != NULL)
+            json_object_set(k, "sel", json_object_get(spec, "nodeSelector"));
+        if (aff != NULL)
+            json_object_set(k, "aff", (json_t *)aff);
+        if (json_object_get(spec, "tolerations") != NULL)
+            json_object_set(k, "tol", json_object_get(spec, "tolerations"));
+        key = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
+    }
+    json_decref(res);
+    json_decref(k);
+    return key;
+}
+
+static void format_reasons(struct reasons *rs, struct capacity_result *out)
+{
+    char verb[220];
+
+    /* the most common reasons first */
+    for (int shown = 0; shown < 3 && rs->n > 0; shown++) {
+        int best = 0;
+        size_t l = strlen(out->reasons);
+
+        for (int i = 1; i < rs->n; i++)
+            if (rs->count[i] > rs->count[best])
+                best = i;
+        if (rs->count[best] == 0)
+            break;
+        why_text(&rs->w[best], rs->count[best] == 1, verb, sizeof(verb));
+        snprintf(out->reasons + l, sizeof(out->reasons) - l, "%s%d node%s %s", shown ? "; " : "",
+                 rs->count[best], rs->count[best] == 1 ? "" : "s", verb);
+        rs->count[best] = 0;
+    }
+}
+
+/* Every node, for the nodes where the template's pods can go; the reasons for the others are
+ * formatted here, while the read lock keeps the node records they point into alive. */
+static int scan_nodes(const struct cluster *c, const struct capacity_request *rq,
+                      struct capacity_result *out, const struct node ***list, size_t *n)
+{
+    const struct table *nodes = &c->kinds[CLUSTER_NODES];
+    struct reasons rs = {.n = 0};
+    char share[128];
+    bool all_shared = true;
+    struct why w;
+
+    *n = 0;
+    if ((*list = malloc((nodes->n + 1) * sizeof(**list))) == NULL)
+        return -1;
+    for (size_t i = 0; i < nodes->n_buckets; i++) {
+        for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
+            const struct node *nd = e->value;
+            bool bad = false;
+
+            /* it must offer every GPU resource the pod asks for: checked first, as most nodes
+             * of a cluster offer none and this is the cheap test */
+            for (size_t r = 0; !bad && r < out->n_res; r++) {
+                if (!offers(nd, out->res[r].name)) {
+                    w = (struct why){WHY_NO_RES, out->res[r].name, NULL, NULL};
+                    bad = true;
+                }
+            }
+            if (bad || ineligible(nd, rq->pod_spec, &w)) {
+                reason_add(&rs, &w);
+                continue;
+            }
+            (*list)[(*n)++] = nd;
+            if (!node_shares(nd, share, sizeof(share)))
+                all_shared = false;
+            else
+                snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
+        }
+    }
+    out->all_shared = *n > 0 && all_shared;
+    format_reasons(&rs, out);
+    return 0;
+}
+
+static void *memdup(const void *p, size_t len)
+{
+    void *q = malloc(len ? len : 1);
+
+    if (q != NULL && len > 0)
+        memcpy(q, p, len);
+    return q;
+}
+
+static void elig_clear(struct elig_entry *e)
+{
+    free(e->key);
+    free(e->nodes);
+    free(e->reasons);
+    free(e->shared_why);
+    memset(e, 0, sizeof(*e));
+}
+
+/* Remembers a scan's outcome under key (taken); out of memory, it is simply not remembered. */
+static void elig_store(struct cluster *c, char *key, const struct node **list, size_t n,
+                       const struct capacity_result *out)
+{
+    struct elig_entry *slot = &c->elig[0];
+
+    pthread_mutex_lock(&c->elig_lock);
+    for (int i = 0; i < ELIG_CACHE_MAX; i++) {
+        struct elig_entry *e = &c->elig[i];
+
+        if (e->key == NULL || strcmp(e->key, key) == 0 || e->gen != c->node_gen) {
+            slot = e;
+            break;
+        }
+        if (e->used < slot->used)
+            slot = e;
+    }
+    elig_clear(slot);
+    slot->key = key;
+    slot->gen = c->node_gen;
+    slot->used = ++c->elig_tick;
+    slot->n = n;
+    slot->nodes = memdup(list, n * sizeof(*list));
+    slot->reasons = strdup(out->reasons);
+    slot->shared_why = strdup(out->shared_why);
+    slot->all_shared = out->all_shared;
+    if (slot->nodes == NULL || slot->reasons == NULL || slot->shared_why == NULL)
+        elig_clear(slot);
+    pthread_mutex_unlock(&c->elig_lock);
+}
+
+/* A copy of what is remembered under key while no node has changed where pods can go; false
+ * when nothing is (or out of memory). */
+static bool elig_lookup(struct cluster *c, const char *key, struct capacity_result *out,
+                        const struct node ***list, size_t *n)
+{
+    bool hit = false;
+
+    pthread_mutex_lock(&c->elig_lock);
+    for (int i = 0; !hit && i < ELIG_CACHE_MAX; i++) {
+        struct elig_entry *e = &c->elig[i];
+
+        if (e->key == NULL || e->gen != c->node_gen || strcmp(e->key, key) != 0)
+            continue;
+        if ((*list = memdup(e->nodes, e->n * sizeof(*e->nodes))) == NULL)
+            break;
+        *n = e->n;
+        e->used = ++c->elig_tick;
+        snprintf(out->reasons, sizeof(out->reasons), "%s", e->reasons);
+        snprintf(out->shared_why, sizeof(out->shared_why), "%s", e->shared_why);
+        out->all_shared = e->all_shared;
+        hit = true;
+    }
+    pthread_mutex_unlock(&c->elig_lock);
+    return hit;
+}
+
+/* The nodes where the template's pods can go (a malloc'd array, in the order of a scan), with
+ * the reasons for the others and whether all of them share their GPUs, into out. Called under
+ * the read lock. -1 when out of memory. */
+static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
+                          struct capacity_result *out, const struct node ***list, size_t *n)
+{
+    char *key = place_key(rq->pod_spec, out);
+
+    if (key != NULL && elig_lookup(c, key, out, list, n)) {
+        free(key);
+        return 0;
+    }
+    if (scan_nodes(c, rq, out, list, n) < 0) {
+        free(key);
+        return -1;
+    }
+    if (key != NULL)
+        elig_store(c, key, *list, *n, out);
+    return 0;
+}
+
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out)
 {
-    struct reasons rs = {.n = 0};
-    const struct table *nodes = &c->kinds[CLUSTER_NODES];
     double now = cluster_now();
-    char share[128], verb[220];
-    int64_t fn, fe;
+    const struct node **list;
     struct held held;
-    struct why w;
-    bool all_shared = true;
+    int64_t fn, fe;
+    size_t n;
 
     memset(out, 0, sizeof(*out));
     if (read_demand(rq, out) < 0)
@@ -413,58 +595,27 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     }
     pthread_rwlock_rdlock(&c->lock);
     template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
-    for (size_t i = 0; i < nodes->n_buckets; i++) {
-        for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
-            const struct node *n = e->value;
-            bool bad = false;
-
-            /* it must offer every GPU resource the pod asks for: checked first, as most nodes
-             * of a cluster offer none and this is the cheap test */
-            for (size_t r = 0; !bad && r < out->n_res; r++) {
-                if (!offers(n, out->res[r].name)) {
-                    w = (struct why){WHY_NO_RES, out->res[r].name, NULL, NULL};
-                    bad = true;
-                }
-            }
-            if (bad || ineligible(n, rq->pod_spec, &w)) {
-                reason_add(&rs, &w);
-                continue;
-            }
-            out->eligible++;
-            if (!node_shares(n, share, sizeof(share)))
-                all_shared = false;
-            else
-                snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
-            node_fit(c, n, rq, out, now, &held, &fn, &fe, NULL);
-            out->fit_now += fn;
-            out->fit_ever += fe;
-        }
+    if (eligible_nodes(c, rq, out, &list, &n) < 0) {
+        pthread_rwlock_unlock(&c->lock);
+        free(held.r);
+        snprintf(out->reasons, sizeof(out->reasons), "out of memory listing the eligible nodes");
+        return -1;
     }
+    for (size_t i = 0; i < n; i++) {
+        out->eligible++;
+        node_fit(c, list[i], rq, out, now, &held, &fn, &fe, NULL);
+        out->fit_now += fn;
+        out->fit_ever += fe;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    free(list);
     free(held.r);
-    out->all_shared = out->eligible > 0 && all_shared;
     if (out->eligible > NODES_LISTED) {
         size_t l = strlen(out->nodes);
 
         snprintf(out->nodes + l, sizeof(out->nodes) - l, " and %d more",
                  out->eligible - NODES_LISTED);
     }
-    /* the most common reasons first */
-    for (int shown = 0; shown < 3 && rs.n > 0; shown++) {
-        int best = 0;
-        size_t l = strlen(out->reasons);
-
-        for (int i = 1; i < rs.n; i++)
-            if (rs.count[i] > rs.count[best])
-                best = i;
-        if (rs.count[best] == 0)
-            break;
-        why_text(&rs.w[best], rs.count[best] == 1, verb, sizeof(verb));
-        snprintf(out->reasons + l, sizeof(out->reasons) - l, "%s%d node%s %s", shown ? "; " : "",
-                 rs.count[best], rs.count[best] == 1 ? "" : "s", verb);
-        rs.count[best] = 0;
-    }
-    /* only now: the reasons point into node records, which a watch event may free */
-    pthread_rwlock_unlock(&c->lock);
     return 0;
 }
 
@@ -503,12 +654,11 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
                       double window_s)
 {
     struct capacity_result out;
-    const struct table *nodes = &c->kinds[CLUSTER_NODES];
+    const struct node **list;
     double now = cluster_now();
-    struct why why;
     int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take;
     struct held held;
-    size_t w;
+    size_t w, nl;
 
     memset(&out, 0, sizeof(out));
     if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
@@ -516,6 +666,11 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     if (held_load(c, &held, now) < 0)
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     pthread_rwlock_rdlock(&c->lock);
+    if (eligible_nodes(c, rq, &out, &list, &nl) < 0) {
+        pthread_rwlock_unlock(&c->lock);
+        free(held.r);
+        return; /* out of memory: nothing is reserved, as if the window were 0 */
+    }
     pthread_mutex_lock(&c->reserve_lock);
     for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired */
         if (c->reservations[i].until > now)
@@ -524,37 +679,31 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     c->n_reservations = w;
     template_priority(c, rq->pod_spec, &out.priority, &out.preempts);
     /* where the scheduler would put them, roughly: the eligible nodes with room, in turn */
-    for (size_t i = 0; i < nodes->n_buckets && pods > 0; i++) {
-        for (struct table_entry *e = nodes->buckets[i]; e && pods > 0; e = e->next) {
-            const struct node *n = e->value;
-            bool ok = !ineligible(n, rq->pod_spec, &why);
+    for (size_t i = 0; i < nl && pods > 0; i++) {
+        const struct node *n = list[i];
 
-            for (size_t r = 0; ok && r < out.n_res; r++)
-                ok = offers(n, out.res[r].name);
-            if (!ok)
-                continue;
-            node_fit(c, n, rq, &out, now, &held, &fn, &fe, used);
-            take = fn < pods ? fn : pods;
-            for (size_t r = 0; take > 0 && r < out.n_res; r++) {
-                struct reservation *rv;
+        node_fit(c, n, rq, &out, now, &held, &fn, &fe, used);
+        take = fn < pods ? fn : pods;
+        for (size_t r = 0; take > 0 && r < out.n_res; r++) {
+            struct reservation *rv;
 
-                if (c->n_reservations == CLUSTER_RESERVATIONS_MAX) { /* the oldest goes */
-                    memmove(c->reservations, c->reservations + 1,
-                            (CLUSTER_RESERVATIONS_MAX - 1) * sizeof(*c->reservations));
-                    c->n_reservations--;
-                }
-                rv = &c->reservations[c->n_reservations++];
-                rv->until = now + window_s;
-                snprintf(rv->node, sizeof(rv->node), "%s", n->name);
-                snprintf(rv->name, sizeof(rv->name), "%s", out.res[r].name);
-                rv->gpus = take * out.res[r].per_pod;
-                rv->used_at = used[r];
+            if (c->n_reservations == CLUSTER_RESERVATIONS_MAX) { /* the oldest goes */
+                memmove(c->reservations, c->reservations + 1,
+                        (CLUSTER_RESERVATIONS_MAX - 1) * sizeof(*c->reservations));
+                c->n_reservations--;
             }
-            if (take > 0)
-                pods -= take;
+            rv = &c->reservations[c->n_reservations++];
+            rv->until = now + window_s;
+            snprintf(rv->node, sizeof(rv->node), "%s", n->name);
+            snprintf(rv->name, sizeof(rv->name), "%s", out.res[r].name);
+            rv->gpus = take * out.res[r].per_pod;
+            rv->used_at = used[r];
         }
+        if (take > 0)
+            pods -= take;
     }
     pthread_mutex_unlock(&c->reserve_lock);
     pthread_rwlock_unlock(&c->lock);
+    free(list);
     free(held.r);
 }

@@ -378,6 +378,42 @@ fail:
 }
 
 /* Carries the device-plugin grace over from the node's previous state. */
+static size_t node_offered(const struct node *n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n->n_res; i++)
+        k += node_res_offered(&n->res[i]);
+    return k;
+}
+
+/* Whether b decides where pods can go exactly as a does: same labels, taints, readiness,
+ * cordon and offered resources (amounts may differ). */
+static bool node_same_place(const struct node *a, const struct node *b)
+{
+    if (a->ready != b->ready || a->unschedulable != b->unschedulable ||
+        a->n_taints != b->n_taints || !json_equal(a->labels, b->labels) ||
+        node_offered(a) != node_offered(b))
+        return false;
+    for (size_t i = 0; i < a->n_taints; i++) {
+        if (strcmp(a->taints[i].key, b->taints[i].key) != 0 ||
+            strcmp(a->taints[i].value, b->taints[i].value) != 0 ||
+            strcmp(a->taints[i].effect, b->taints[i].effect) != 0)
+            return false;
+    }
+    for (size_t i = 0; i < b->n_res; i++) {
+        bool found = false;
+
+        if (!node_res_offered(&b->res[i]))
+            continue;
+        for (size_t k = 0; !found && k < a->n_res; k++)
+            found = node_res_offered(&a->res[k]) && strcmp(a->res[k].name, b->res[i].name) == 0;
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
 static void node_carry_grace(struct node *n, const struct node *old, double now)
 {
     for (size_t i = 0; i < n->n_res; i++) {
@@ -680,6 +716,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     c->cfg = *cfg;
     pthread_rwlock_init(&c->lock, NULL);
     pthread_mutex_init(&c->reserve_lock, NULL);
+    pthread_mutex_init(&c->elig_lock, NULL);
     rc |= table_init(&c->kinds[CLUSTER_NODES], node_free);
     /* pods are freed by remove_pod, which unbinds them first */
     rc |= table_init(&c->kinds[CLUSTER_PODS], noop_free);
@@ -711,8 +748,15 @@ void cluster_free(struct cluster *c)
     for (int k = 0; k < CLUSTER_KINDS; k++)
         table_free(&c->kinds[k]);
     table_free(&c->bindings);
+    for (int i = 0; i < ELIG_CACHE_MAX; i++) {
+        free(c->elig[i].key);
+        free(c->elig[i].nodes);
+        free(c->elig[i].reasons);
+        free(c->elig[i].shared_why);
+    }
     pthread_rwlock_destroy(&c->lock);
     pthread_mutex_destroy(&c->reserve_lock);
+    pthread_mutex_destroy(&c->elig_lock);
     free(c);
 }
 
@@ -742,10 +786,23 @@ static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, str
     }
     switch (k) {
     case CLUSTER_NODES: {
-        struct node *n = node_from_json(obj);
+        struct node *n = node_from_json(obj), *old = table_get(t, key);
 
         if (n != NULL)
-            node_carry_grace(n, table_get(t, key), cluster_now());
+            node_carry_grace(n, old, cluster_now());
+        if (n != NULL && old != NULL && node_same_place(old, n)) {
+            /* only amounts changed: the record stays, and with it what decisions remember */
+            struct node_res *r = old->res;
+            size_t nr = old->n_res;
+
+            old->res = n->res;
+            old->n_res = n->n_res;
+            n->res = r;
+            n->n_res = nr;
+            node_free(n);
+            return table_put(t, key, old, c->list_gen[k]); /* an update: cannot fail */
+        }
+        c->node_gen++;
         rec = n;
         break;
     }
@@ -793,6 +850,8 @@ static void remove_object(struct cluster *c, enum cluster_kind k, const json_t *
         remove_pod(c, key);
     else
         table_del(&c->kinds[k], key);
+    if (k == CLUSTER_NODES)
+        c->node_gen++;
 }
 
 void cluster_list_begin(struct cluster *c, enum cluster_kind k)
@@ -840,6 +899,8 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
         }
     }
     table_sweep(t, older_than, c->list_gen[k]);
+    if (k == CLUSTER_NODES)
+        c->node_gen++;
     c->listed[k] = true;
     c->heartbeat[k] = cluster_now();
     pthread_rwlock_unlock(&c->lock);

@@ -38,6 +38,12 @@ struct node_res {
                                  did not; 0 when it has not */
 };
 
+/* The node advertises the resource (a key at 0 after a rename is not an offer). */
+static inline bool node_res_offered(const struct node_res *r)
+{
+    return r->capacity > 0 || r->allocatable > 0 || r->last_allocatable > 0;
+}
+
 struct node_taint {
     char *key;
     char *value; /* "" when the taint has none */
@@ -116,8 +122,27 @@ struct reservation {
     int64_t used_at; /* the node's use of name when reserved */
 };
 
+/* Where a pod template can go, remembered per template (capacity.c): the eligible nodes in
+ * the order of a scan, and the words for the others. Valid while node_gen is unchanged: a
+ * node record is replaced, added or removed only with node_gen bumped; an update that leaves
+ * its labels, taints, readiness, cordon and offered resources alone (a heartbeat, a new
+ * allocatable) changes the record in place. */
+#define ELIG_CACHE_MAX 16
+struct elig_entry {
+    char *key; /* NULL: unused */
+    unsigned long gen, used;
+    const struct node **nodes;
+    size_t n;
+    char *reasons, *shared_why;
+    bool all_shared;
+};
+
 struct cluster {
     struct cluster_config cfg;
+    pthread_mutex_t elig_lock; /* the cache; taken under the read lock, never the other way */
+    struct elig_entry elig[ELIG_CACHE_MAX];
+    unsigned long elig_tick;
+    unsigned long node_gen; /* changed under the write lock */
     pthread_mutex_t reserve_lock;
     struct reservation reservations[CLUSTER_RESERVATIONS_MAX];
     size_t n_reservations;

@@ -525,6 +525,87 @@ static void test_long_resource_names(void)
     cluster_free(c);
 }
 
+#define GPU_NODE(name, label, alloc, spec)                                                         \
+    "{'kind':'Node','metadata':{'name':'" name "','labels':{" label "}},'spec':{" spec "},"        \
+    "'status':{'conditions':[{'type':'Ready','status':'True'}],'capacity':{'nvidia.com/gpu':'4'}," \
+    "'allocatable':{'nvidia.com/gpu':'" alloc "'}}}"
+#define PRESENT "'nvidia.com/gpu.present':'true'"
+#define ON_GPU_NODES                                                                               \
+    "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t','resources':"     \
+    "{'limits':{'nvidia.com/gpu':'1'}}}]}"
+#define ANYWHERE "{'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
+
+/* Decisions remember where a template can go; every change to where pods can go must be seen
+ * at once, and a change of amounts alone must not cost the memory nor be missed. */
+static void test_eligible_nodes_follow_the_view(void)
+{
+    struct cluster *c = empty_view();
+    struct capacity_result r;
+    unsigned long gen;
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", "", "4", ""));
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 1 && r.fit_ever == 4);
+    CHECK_STR(r.reasons, "1 node lacks nvidia.com/gpu.present=true");
+    CHECK(judge(c, ANYWHERE, 1, 0).eligible == 2); /* a second template, remembered apart */
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 1 && r.fit_ever == 4);
+    CHECK_STR(r.reasons, "1 node lacks nvidia.com/gpu.present=true");
+
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n2", PRESENT, "4", ""));
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 2 && r.fit_ever == 8 && r.reasons[0] == '\0');
+
+    /* only an amount: the record stays (no new generation), and the amount counts */
+    gen = c->node_gen;
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", PRESENT, "2", ""));
+    CHECK(c->node_gen == gen);
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 2 && r.fit_ever == 6);
+    pod_at(c, "ADDED", "p", "n1", 0, "nvidia.com/gpu", 2);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 4);
+
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", PRESENT, "2", "'unschedulable':true"));
+    CHECK(c->node_gen != gen);
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 1 && r.fit_ever == 4);
+    CHECK_STR(r.reasons, "1 node is cordoned");
+
+    apply(c, CLUSTER_NODES, "MODIFIED",
+          GPU_NODE("n2", PRESENT, "4",
+                   "'taints':[{'key':'nvidia.com/gpu','value':'present','effect':'NoSchedule'}]"));
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 0);
+    CHECK_CONTAINS(r.reasons, "1 node has untolerated taint nvidia.com/gpu=present:NoSchedule");
+
+    apply(c, CLUSTER_NODES, "DELETED", GPU_NODE("n2", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", PRESENT, "2", ""));
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 1 && r.fit_ever == 2 && r.fit_now == 0 && r.reasons[0] == '\0');
+
+    /* a relist that no longer has n1 */
+    cluster_list_begin(c, CLUSTER_NODES);
+    cluster_list_end(c, CLUSTER_NODES);
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.eligible == 0 && r.fit_ever == 0);
+
+    /* more templates than are remembered: each still judged right */
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n3", PRESENT, "4", ""));
+    for (int i = 0; i < 3 * ELIG_CACHE_MAX; i++) {
+        char tmpl[512];
+
+        snprintf(tmpl, sizeof(tmpl),
+                 "{'nodeSelector':{'nvidia.com/gpu.present':'%s'},'containers':[{'name':'t',"
+                 "'resources':{'limits':{'nvidia.com/gpu':'1'}}}],'tolerations':[{'key':'k%d',"
+                 "'operator':'Exists'}]}",
+                 i % 2 ? "true" : "false", i); /* each its own key */
+        r = judge(c, tmpl, 1, 0);
+        CHECK(r.eligible == (i % 2 ? 1 : 0));
+    }
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -536,5 +617,6 @@ int main(void)
     RUN(test_affinity_rules);
     RUN(test_priority_churn);
     RUN(test_long_resource_names);
+    RUN(test_eligible_nodes_follow_the_view);
     TEST_MAIN_END("test_cluster");
 }
