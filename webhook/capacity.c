@@ -326,7 +326,7 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
                      struct capacity_result *out, double now, const struct held *h,
                      int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
 {
-    const struct binding *b = cluster_binding(c, n->name);
+    const struct binding *b = n->binding;
 
     *now_fit = *ever_fit = INT64_MAX;
     for (size_t r = 0; r < out->n_res; r++) {

@@ -647,6 +647,22 @@ static int binding_count(struct binding *b, const struct vpod *v, int sign)
     return 0;
 }
 
+/* A node record points at its binding, kept so here: set when either appears, cleared when
+ * the binding goes. */
+static void binding_link(struct cluster *c, const char *node, struct binding *b)
+{
+    struct node *n = table_get(&c->kinds[CLUSTER_NODES], node);
+
+    if (n != NULL)
+        n->binding = b;
+}
+
+static void binding_drop(struct cluster *c, const char *node)
+{
+    binding_link(c, node, NULL);
+    table_del(&c->bindings, node);
+}
+
 static int bind_pod(struct cluster *c, struct vpod *v)
 {
     struct binding *b;
@@ -659,6 +675,7 @@ static int bind_pod(struct cluster *c, struct vpod *v)
         b = calloc(1, sizeof(*b));
         if (b == NULL || table_put(&c->bindings, v->node, b, 0) < 0)
             return -1; /* table_put frees b */
+        binding_link(c, v->node, b);
     }
     if (b->n == b->cap) {
         grown = realloc(b->pods, (b->cap ? b->cap * 2 : 4) * sizeof(*b->pods));
@@ -673,7 +690,7 @@ static int bind_pod(struct cluster *c, struct vpod *v)
     return 0;
 fail:
     if (b->n == 0)
-        table_del(&c->bindings, v->node);
+        binding_drop(c, v->node);
     return -1;
 }
 
@@ -691,7 +708,7 @@ static void unbind_pod(struct cluster *c, const struct vpod *v)
         }
     }
     if (b->n == 0)
-        table_del(&c->bindings, v->node);
+        binding_drop(c, v->node);
 }
 
 const struct binding *cluster_binding(const struct cluster *c, const char *node)
@@ -803,6 +820,8 @@ static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, str
             return table_put(t, key, old, c->list_gen[k]); /* an update: cannot fail */
         }
         c->node_gen++;
+        if (n != NULL)
+            n->binding = table_get(&c->bindings, key);
         rec = n;
         break;
     }

@@ -59,6 +59,7 @@ struct node {
     size_t n_taints;
     struct node_res *res;
     size_t n_res;
+    struct binding *binding; /* the pods bound to it, or NULL: kept by cluster.c */
 };
 
 struct pod_res {

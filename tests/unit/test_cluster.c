@@ -435,6 +435,22 @@ static struct cluster *empty_view(void)
     return c;
 }
 
+/* Every node record points at the binding of its name, or at none when it has none. */
+static bool links_ok(const struct cluster *c)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (const struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+
+            if (n->binding != cluster_binding(c, n->name))
+                return false;
+        }
+    }
+    return true;
+}
+
 #define PRIO150                                                                                    \
     "{'priority':150,'tolerations':[{'operator':'Exists'}],'containers':[{'name':'t',"             \
     "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
@@ -482,6 +498,7 @@ static void test_priority_churn(void)
     b = cluster_binding(c, "n1");
     CHECK(b != NULL && b->res[0].total == 2 && b->res[0].n_prio == 2);
     CHECK(judge(c, PRIO150, 20, 0).fit_now == 19); /* 18 free, x preemptible */
+    CHECK(links_ok(c));
     cluster_free(c);
     cluster_free(ref);
 }
@@ -606,6 +623,40 @@ static void test_eligible_nodes_follow_the_view(void)
     cluster_free(c);
 }
 
+/* Pods may name a node before it is in the view, and outlive it. */
+static void test_node_binding_links(void)
+{
+    struct cluster *c = empty_view();
+
+    pod_at(c, "ADDED", "early", "n9", 0, "nvidia.com/gpu", 1);
+    CHECK(cluster_binding(c, "n9") != NULL && links_ok(c));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n9", PRESENT, "4", ""));
+    CHECK(links_ok(c));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3);
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n9", PRESENT, "2", "")); /* in place */
+    CHECK(links_ok(c) && judge(c, ON_GPU_NODES, 1, 0).fit_now == 1);
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n9", "", "2", "")); /* a new record */
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n9", PRESENT, "2", ""));
+    CHECK(links_ok(c) && judge(c, ON_GPU_NODES, 1, 0).fit_now == 1);
+    apply(c, CLUSTER_NODES, "DELETED", GPU_NODE("n9", PRESENT, "2", ""));
+    CHECK(cluster_binding(c, "n9") != NULL && links_ok(c));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n9", PRESENT, "4", ""));
+    pod_at(c, "ADDED", "late", "n9", 0, "nvidia.com/gpu", 2);
+    CHECK(links_ok(c) && judge(c, ON_GPU_NODES, 1, 0).fit_now == 1);
+    pod_at(c, "DELETED", "early", "n9", 0, "nvidia.com/gpu", 1);
+    pod_at(c, "DELETED", "late", "n9", 0, "nvidia.com/gpu", 2);
+    CHECK(cluster_binding(c, "n9") == NULL && links_ok(c));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 4);
+    pod_at(c, "ADDED", "again", "n9", 0, "nvidia.com/gpu", 1);
+    CHECK(links_ok(c) && judge(c, ON_GPU_NODES, 1, 0).fit_now == 3);
+    /* a relist of the pods that no longer has it */
+    cluster_list_begin(c, CLUSTER_PODS);
+    cluster_list_end(c, CLUSTER_PODS);
+    CHECK(cluster_binding(c, "n9") == NULL && links_ok(c));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 4);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -618,5 +669,6 @@ int main(void)
     RUN(test_priority_churn);
     RUN(test_long_resource_names);
     RUN(test_eligible_nodes_follow_the_view);
+    RUN(test_node_binding_links);
     TEST_MAIN_END("test_cluster");
 }
