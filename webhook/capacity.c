@@ -408,7 +408,8 @@ static char *place_key(const json_t *spec, const struct capacity_result *out)
             json_object_set(k, "aff", (json_t *)aff);
         if (json_object_get(spec, "tolerations") != NULL)
             json_object_set(k, "tol", json_object_get(spec, "tolerations"));
-        key = json_dumps(k, JSON_COMPACT | JSON_SORT_KEYS);
+        /* unsorted: the reasons name the first missing label in the template's order */
+        key = json_dumps(k, JSON_COMPACT);
     }
     json_decref(res);
     json_decref(k);

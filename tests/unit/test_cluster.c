@@ -601,6 +601,20 @@ static void test_eligible_nodes_follow_the_view(void)
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.eligible == 1 && r.fit_ever == 2 && r.fit_now == 0 && r.reasons[0] == '\0');
 
+    /* the same selector in another order: the reason names its own first missing label */
+    CHECK_STR(judge(c,
+                    "{'nodeSelector':{'a':'1','b':'2'},'containers':[{'name':'t','resources':"
+                    "{'limits':{'nvidia.com/gpu':'1'}}}]}",
+                    1, 0)
+                  .reasons,
+              "1 node lacks a=1");
+    CHECK_STR(judge(c,
+                    "{'nodeSelector':{'b':'2','a':'1'},'containers':[{'name':'t','resources':"
+                    "{'limits':{'nvidia.com/gpu':'1'}}}]}",
+                    1, 0)
+                  .reasons,
+              "1 node lacks b=2");
+
     /* a relist that no longer has n1 */
     cluster_list_begin(c, CLUSTER_NODES);
     cluster_list_end(c, CLUSTER_NODES);
