@@ -11,8 +11,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -24,28 +22,15 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import fake_apiserver  # noqa: E402
+from common import SLOW, SERVICE_DNS, Fail, ServerProcess, check, t, tls_connect  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
-SLOW = os.environ.get("GPUADMIT_SLOW") == "1"
-SERVICE_DNS = "gpuadmit.gpuadmit-system.svc"
 STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
 DEFAULT_RULES = os.path.join(ROOT, "rules/default.yaml")
 SUITE_LIMIT_S = 150 if SLOW else 90
-
-
-def t(s):
-    return s * 3 if SLOW else s
-
-
-class Fail(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 class E:
@@ -69,52 +54,23 @@ def rules_dir(name, available="Warn"):
     return d
 
 
-class Server:
+class Server(ServerProcess):
+    """One gpuadmit process. As a context manager it is always stopped on exit; on a clean exit
+    of the block it must stop on SIGTERM with code 0, no sanitizer report and a log of JSON
+    lines."""
+
     def __init__(self, rules, *extra, name="srv"):
         self.log_path = os.path.join(E.work, "%s-%d.log" % (name, time.monotonic_ns()))
         self.args = [BIN, "serve", "--listen", "127.0.0.1:0", "--tls-cert", E.crt, "--tls-key",
                      E.key, "--rules", rules, "--shutdown-grace", "5"] + list(extra)
 
     def __enter__(self):
-        self.logf = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self.logf)
-        deadline = time.monotonic() + t(10)
-        self.port = None
-        while time.monotonic() < deadline and self.port is None:
-            for line in self.log().splitlines():
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if ev.get("msg") == "serving":
-                    self.port = ev["port"]
-            if self.proc.poll() is not None:
-                raise Fail("server exited: %s" % self.log()[-2000:])
-            time.sleep(0.05)
-        check(self.port, "server did not start: %s" % self.log()[-2000:])
-        return self
+        return self.launch()
 
-    def log(self):
-        with open(self.log_path, "rb") as f:
-            return f.read().decode(errors="replace")
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                rc = self.proc.wait(timeout=t(10))
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                rc = None
-        else:
-            rc = self.proc.returncode
-        self.logf.close()
-        if exc[0] is None:
-            check(rc == 0, "server exit code %r: %s" % (rc, self.log()[-2000:]))
-            check("ERROR: AddressSanitizer" not in self.log() and "runtime error:" not in self.log(),
-                  "sanitizer report: %s" % self.log()[-3000:])
+    def __exit__(self, exc_type, exc, tb):
+        rc = self.stop(t(10))
+        if exc_type is None:
+            self.check_clean_exit(rc)
         return False
 
 
@@ -124,8 +80,7 @@ class Conn(http.client.HTTPSConnection):
         super().__init__(SERVICE_DNS, port, context=ctx, timeout=t(10))
 
     def connect(self):
-        raw = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
-        self.sock = self._context.wrap_socket(raw, server_hostname=SERVICE_DNS)
+        self.sock = tls_connect(self.port, self._context, self.timeout, nodelay=False)
 
 
 def review(obj, resource, op="CREATE", old=None, sub="", name="", ns="ml", dry_run=True):

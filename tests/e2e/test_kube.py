@@ -15,8 +15,6 @@ import http.client
 import json
 import os
 import shutil
-import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -28,15 +26,12 @@ import traceback
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_apiserver import FakeAPIServer  # noqa: E402
+from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq, indent,  # noqa: E402
+                    kill_running, read_bytes, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
-SLOW = os.environ.get("GPUADMIT_SLOW", "") not in ("", "0")
-SCALE = 3.0 if SLOW else 1.0
-SERVICE_DNS = "gpuadmit.gpuadmit-system.svc"
 SUITE_LIMIT_S = 180 if SLOW else 100  # last-resort watchdog; a normal run takes ~30-40 s
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
-                   "SUMMARY: AddressSanitizer", "SUMMARY: UndefinedBehaviorSanitizer")
 WATCH_TIMEOUT = 2       # --watch-timeout, when the binary has it
 LIST_PAGE = 200         # --list-page, when the binary has it (else the default 500)
 BOOKMARK_INTERVAL = 0.3  # the fake's
@@ -45,27 +40,8 @@ GPU = "nvidia.com/gpu"
 MIG = "nvidia.com/mig-1g.10gb"
 
 
-def t(seconds):
-    """A time bound, scaled for slow (sanitizer) builds."""
-    return seconds * SCALE
-
-
-class Fail(AssertionError):
-    pass
-
-
 class Skip(Exception):
     pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail("%s: expected %r, got %r" % (what, want, got))
 
 
 def wait_for(cond, timeout, step=0.05):
@@ -130,11 +106,6 @@ class ClientCert:
             r = subprocess.run(["openssl"] + s, capture_output=True, timeout=30)
             if r.returncode != 0:
                 raise RuntimeError("openssl %s: %s" % (s[0], r.stderr.decode()))
-
-
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,13 +319,7 @@ def view_diff(got, want, limit=4):
 # the binary
 
 
-RUNNING = set()
-RUNNING_LOCK = threading.Lock()
 FLAGS = {}  # optional serve flags the binary has: {"--watch-timeout": bool, "--list-page": bool}
-
-
-def indent(title, text):
-    return "# %s:\n%s\n" % (title, "\n".join("#   " + l for l in text.splitlines()))
 
 
 class Conn(http.client.HTTPSConnection):
@@ -365,18 +330,16 @@ class Conn(http.client.HTTPSConnection):
         self.tls_ctx = ctx
 
     def connect(self):
-        raw = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
-        try:
-            self.sock = self.tls_ctx.wrap_socket(raw, server_hostname=SERVICE_DNS)
-        except BaseException:
-            raw.close()
-            raise
+        self.sock = tls_connect(self.port, self.tls_ctx, self.timeout, nodelay=False)
 
 
-class Gpuadmit:
+class Gpuadmit(ServerProcess):
     """One "gpuadmit serve --kubeconfig" process. As a context manager it is always stopped on
     exit; on a clean exit of the block it must stop on SIGTERM with code 0, a clean log and no
     token in it."""
+
+    NAME = "gpuadmit"
+    LOG_WHERE = "the log"
 
     def __init__(self, name, kubeconfig, *extra, page=True, timeout=True):
         self.dir = os.path.join(E.work, name)
@@ -403,27 +366,7 @@ class Gpuadmit:
     def start(self):
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         env["NO_PROXY"] = env["no_proxy"] = "127.0.0.1,localhost,::1"
-        self.logf = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self.logf, env=env)
-        with RUNNING_LOCK:
-            RUNNING.add(self.proc)
-        try:
-            deadline = time.monotonic() + t(10)
-            while time.monotonic() < deadline:
-                for ev in self.events():
-                    if ev.get("msg") == "serving":
-                        self.port = int(ev["port"])
-                        return self
-                if self.proc.poll() is not None:
-                    raise Fail("gpuadmit exited with %s before serving; log:\n%s"
-                               % (self.proc.returncode, self.log_tail()))
-                time.sleep(0.02)
-            raise Fail("no \"serving\" log line within %.0f s; log:\n%s" % (t(10),
-                                                                             self.log_tail()))
-        except BaseException:
-            self.kill()
-            raise
+        return self.launch(env)
 
     __enter__ = start
 
@@ -437,78 +380,15 @@ class Gpuadmit:
         return False
 
     def stop(self, wait):
-        """SIGTERM, wait up to `wait` s, then SIGKILL. Returns the exit code (None if killed)."""
-        rc = None
+        """Closes the client connection; then SIGTERM, wait up to `wait` s, then SIGKILL.
+        Returns the exit code (None if killed)."""
         if self.conn is not None:
             self.conn.close()
             self.conn = None
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                rc = self.proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                rc = None
-        else:
-            rc = self.proc.returncode
-        self.kill()
-        return rc
+        return super().stop(wait)
 
-    def kill(self):
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        with RUNNING_LOCK:
-            RUNNING.discard(self.proc)
-        try:
-            self.logf.close()
-        except Exception:
-            pass
-
-    def check_clean_exit(self, rc):
-        text = self.log_text()
-        for mark in SANITIZER_MARKS:
-            if mark in text:
-                at = text.rfind("\n", 0, text.find(mark)) + 1
-                raise Fail("sanitizer report in the log:\n%s"
-                           % "\n".join(text[at:].splitlines()[:40]))
-        check(rc == 0, "gpuadmit did not stop cleanly on SIGTERM (exit code %r); log:\n%s"
-              % (rc, self.log_tail()))
+    def check_log(self, text):
         check_no_secrets(text)
-        for line in text.splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                raise Fail("log line is not JSON: %r" % line[:200])
-            check(isinstance(ev, dict) and "time" in ev and "level" in ev and "msg" in ev,
-                  "log line lacks time/level/msg: %r" % line[:200])
-
-    def log_text(self):
-        try:
-            with open(self.log_path, "rb") as f:
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def events(self):
-        out = []
-        for line in self.log_text().splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict):
-                out.append(ev)
-        return out
-
-    def log_tail(self, n=15):
-        return "\n".join(self.log_text().splitlines()[-n:])
 
     def logs(self, msg_part, since=0):
         return [ev for ev in self.events()[since:] if msg_part in str(ev.get("msg", ""))]
@@ -1120,12 +1000,7 @@ def kubeconfig_refusals():
 def watchdog(state):
     sys.stdout.write("not ok - %s: suite watchdog: over %d s, killing the servers\n"
                      % (state.get("current", "?"), SUITE_LIMIT_S))
-    with RUNNING_LOCK:
-        for p in list(RUNNING):
-            try:
-                p.kill()
-            except Exception:
-                pass
+    kill_running()
     sys.stdout.write("e2e-kube: %d passed, %d failed\n" % (state["passed"], state["failed"] + 1))
     sys.stdout.flush()
     if state.get("work"):

@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import sys
@@ -49,34 +48,20 @@ except ImportError:  # reported as a failed setup by main()
     jsonschema = None
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, indent,  # noqa: E402
+                    kill_running, t, tls_connect)
+
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
-SLOW = os.environ.get("GPUADMIT_SLOW", "") not in ("", "0")
-SCALE = 3.0 if SLOW else 1.0
-SERVICE_DNS = "gpuadmit.gpuadmit-system.svc"
 K8S = os.path.join(ROOT, "..", "shared", "k8s")
 TEMPLATE = os.path.join(HERE, "policy", "template.yaml")
 DEFAULT_RULES = os.path.join(ROOT, "rules", "default.yaml")
 SUITE_LIMIT_S = 150 if SLOW else 90  # last-resort watchdog; a normal run takes well under 60 s
 RELOAD_LIMIT_S = 2.0  # a rule file change must be in force within this (not scaled)
 JSON_CT = {"Content-Type": "application/json"}
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
-                   "SUMMARY: AddressSanitizer", "SUMMARY: UndefinedBehaviorSanitizer")
 REFUSED = "policy refused; the last good policy stays in force"
-
-
-def t(seconds):
-    """A time bound, scaled for slow (sanitizer) builds."""
-    return seconds * SCALE
-
-
-class Fail(AssertionError):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
 
 
 def eq(got, want, what):
@@ -86,10 +71,6 @@ def eq(got, want, what):
 
 def js(v):
     return json.dumps(v, sort_keys=True)
-
-
-def indent(title, text):
-    return "# %s:\n%s\n" % (title, "\n".join("#   " + l for l in text.splitlines()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,11 +96,7 @@ class CertPair:
         return ctx
 
 
-RUNNING = set()  # servers to kill if the watchdog fires
-RUNNING_LOCK = threading.Lock()
-
-
-class Server:
+class Server(ServerProcess):
     """One gpuadmit process serving the rules in rules_dir. Use as a context manager: the process
     is always stopped on exit; on a clean exit of the block it must stop gracefully with code 0,
     no sanitizer report and a log of JSON lines."""
@@ -135,29 +112,7 @@ class Server:
         self.serving = None
 
     def __enter__(self):
-        self.logf = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self.logf)
-        with RUNNING_LOCK:
-            RUNNING.add(self.proc)
-        try:
-            deadline = time.monotonic() + t(10)
-            while time.monotonic() < deadline:
-                for ev in self.events():
-                    if ev.get("msg") == "serving":
-                        self.port = int(ev["port"])
-                        self.serving = ev
-                        check(self.port > 0, "serving line has port %r" % ev.get("port"))
-                        return self
-                if self.proc.poll() is not None:
-                    raise Fail("server exited with %s before serving; log:\n%s"
-                               % (self.proc.returncode, self.log_tail()))
-                time.sleep(0.02)
-            raise Fail("no \"serving\" log line within %.0f s; log:\n%s"
-                       % (t(10), self.log_tail()))
-        except BaseException:
-            self.kill()
-            raise
+        return self.launch()
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
@@ -165,90 +120,6 @@ class Server:
             return False
         self.check_clean_exit(self.stop(t(12)))
         return False
-
-    def stop(self, wait):
-        """SIGTERM, wait up to `wait` s, then SIGKILL. Returns the exit code (None if killed)."""
-        rc = None
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                rc = self.proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                rc = None
-        else:
-            rc = self.proc.returncode
-        self.kill()
-        return rc
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        with RUNNING_LOCK:
-            RUNNING.discard(self.proc)
-        try:
-            self.logf.close()
-        except Exception:
-            pass
-
-    def check_clean_exit(self, rc):
-        text = self.log_text()
-        for mark in SANITIZER_MARKS:
-            if mark in text:
-                at = text.rfind("\n", 0, text.find(mark)) + 1
-                raise Fail("sanitizer report in the server log:\n%s"
-                           % "\n".join(text[at:].splitlines()[:40]))
-        check(rc == 0, "server did not stop cleanly on SIGTERM (exit code %r); log:\n%s"
-              % (rc, self.log_tail()))
-        for line in text.splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                raise Fail("log line is not JSON: %r" % line[:200])
-            check(isinstance(ev, dict) and "time" in ev and "level" in ev and "msg" in ev,
-                  "log line lacks time/level/msg: %r" % line[:200])
-
-    def log_text(self, since=0):
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(since)
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def log_size(self):
-        try:
-            return os.path.getsize(self.log_path)
-        except OSError:
-            return 0
-
-    def events(self, since=0):
-        out = []
-        for line in self.log_text(since).splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict):
-                out.append(ev)
-        return out
-
-    def log_tail(self, n=15):
-        return "\n".join(self.log_text().splitlines()[-n:])
-
-    def wait_event(self, pred, since=0, timeout=5.0):
-        """The first log event since the offset for which pred(ev) holds, or None."""
-        deadline = time.monotonic() + timeout
-        while True:
-            for ev in self.events(since):
-                if pred(ev):
-                    return ev
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.02)
 
     def alive(self):
         check(self.proc.poll() is None, "server exited with %s; log:\n%s"
@@ -262,13 +133,7 @@ class Conn(http.client.HTTPSConnection):
         super().__init__(SERVICE_DNS, port, context=E.pki.context(), timeout=timeout or t(10))
 
     def connect(self):
-        raw = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
-        try:
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.sock = self._context.wrap_socket(raw, server_hostname=SERVICE_DNS)
-        except BaseException:
-            raw.close()
-            raise
+        self.sock = tls_connect(self.port, self._context, self.timeout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1469,12 +1334,7 @@ def fixture_tests():
 def watchdog():
     sys.stdout.write("not ok - %s: suite watchdog: over %d s, killing the servers\n"
                      % (R.current, SUITE_LIMIT_S))
-    with RUNNING_LOCK:
-        for p in list(RUNNING):
-            try:
-                p.kill()
-            except Exception:
-                pass
+    kill_running()
     sys.stdout.write("e2e-policy: %d passed, %d failed\n" % (R.passed, R.failed + 1))
     sys.stdout.flush()
     if getattr(E, "work", None):

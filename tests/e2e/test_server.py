@@ -26,36 +26,17 @@ import time
 import traceback
 import warnings
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,  # noqa: E402
+                    indent, kill_running, read_bytes, t, tls_connect)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
-SLOW = os.environ.get("GPUADMIT_SLOW", "") not in ("", "0")
-SCALE = 3.0 if SLOW else 1.0
-SERVICE_DNS = "gpuadmit.gpuadmit-system.svc"
 FIXTURE = os.path.join(ROOT, "..", "shared", "k8s", "admission-examples",
                        "kubewarden-pod-create-admissionreview.json")
 SUITE_LIMIT_S = 120 if SLOW else 90  # last-resort watchdog; a normal run takes 10-20 s
 JSON_CT = {"Content-Type": "application/json"}
-SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
-                   "SUMMARY: AddressSanitizer", "SUMMARY: UndefinedBehaviorSanitizer")
-
-
-def t(seconds):
-    """A time bound, scaled for slow (sanitizer) builds."""
-    return seconds * SCALE
-
-
-class Fail(AssertionError):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail("%s: expected %r, got %r" % (what, want, got))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,19 +86,10 @@ def install_pair(cert_path, key_path, cert_pem, key_pem, between=None):
     os.rename(tmps[1], key_path)
 
 
-def read_bytes(path):
-    with open(path, "rb") as f:
-        return f.read()
-
-
 # ---------------------------------------------------------------------------------------------
 # the server under test
 
-RUNNING = set()  # servers to kill if the watchdog fires
-RUNNING_LOCK = threading.Lock()
-
-
-class Server:
+class Server(ServerProcess):
     """One gpuadmit process. Use as a context manager: the process is always stopped on exit;
     on a clean exit of the block it must stop gracefully with code 0 and a clean log."""
 
@@ -139,28 +111,7 @@ class Server:
         self.rc = None
 
     def __enter__(self):
-        self.logf = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self.logf)
-        with RUNNING_LOCK:
-            RUNNING.add(self.proc)
-        try:
-            deadline = time.monotonic() + t(10)
-            while time.monotonic() < deadline:
-                for ev in self.events():
-                    if ev.get("msg") == "serving":
-                        self.port = int(ev["port"])
-                        check(self.port > 0, "serving line has port %r" % ev.get("port"))
-                        return self
-                if self.proc.poll() is not None:
-                    raise Fail("server exited with %s before serving; log:\n%s"
-                               % (self.proc.returncode, self.log_tail()))
-                time.sleep(0.02)
-            raise Fail("no \"serving\" log line within %.0f s; log:\n%s"
-                       % (t(10), self.log_tail()))
-        except BaseException:
-            self.kill()
-            raise
+        return self.launch()
 
     def __exit__(self, exc_type, exc, tb):
         if exc_type is not None:
@@ -175,98 +126,10 @@ class Server:
     def signal(self, sig):
         self.proc.send_signal(sig)
 
-    def stop(self, wait):
-        """SIGTERM, wait up to `wait` s, then SIGKILL. Returns the exit code (None if killed)."""
-        if self.proc is None:
-            return None
-        if self.proc.poll() is None:
-            try:
-                self.proc.send_signal(signal.SIGTERM)
-                self.rc = self.proc.wait(timeout=wait)
-            except subprocess.TimeoutExpired:
-                self.kill()
-                self.rc = None
-        else:
-            self.rc = self.proc.returncode
-        self.kill()
-        return self.rc
-
-    def kill(self):
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.kill()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-        with RUNNING_LOCK:
-            RUNNING.discard(self.proc)
-        try:
-            self.logf.close()
-        except Exception:
-            pass
-
-    def check_clean_exit(self, rc):
-        text = self.log_text()
-        for mark in SANITIZER_MARKS:
-            if mark in text:
-                at = text.rfind("\n", 0, text.find(mark)) + 1
-                raise Fail("sanitizer report in the server log:\n%s"
-                           % "\n".join(text[at:].splitlines()[:40]))
+    def check_exit_code(self, rc):
         want = getattr(self, "expect_rc", 0)
         check(rc == want, "server did not stop as expected on SIGTERM (exit code %r, want %r); "
               "log:\n%s" % (rc, want, self.log_tail()))
-        for line in text.splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                raise Fail("log line is not JSON: %r" % line[:200])
-            check(isinstance(ev, dict) and "time" in ev and "level" in ev and "msg" in ev,
-                  "log line lacks time/level/msg: %r" % line[:200])
-
-    def log_text(self, since=0):
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(since)
-                return f.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def log_size(self):
-        try:
-            return os.path.getsize(self.log_path)
-        except OSError:
-            return 0
-
-    def events(self, since=0):
-        out = []
-        for line in self.log_text(since).splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict):
-                out.append(ev)
-        return out
-
-    def log_tail(self, n=15):
-        lines = self.log_text().splitlines()
-        return "\n".join(lines[-n:])
-
-    def wait_log(self, msg_part, since=0, timeout=5.0):
-        deadline = time.monotonic() + timeout
-        while True:
-            for ev in self.events(since):
-                if msg_part in str(ev.get("msg", "")):
-                    return ev
-            if time.monotonic() >= deadline:
-                return None
-            time.sleep(0.05)
-
-
-def indent(title, text):
-    return "# %s:\n%s\n" % (title, "\n".join("#   " + l for l in text.splitlines()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,26 +148,14 @@ class Conn(http.client.HTTPSConnection):
         self.tls_version = None
 
     def connect(self):
-        raw = socket.create_connection(("127.0.0.1", self.port), timeout=self.timeout)
-        try:
-            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.sock = self.tls_ctx.wrap_socket(raw, server_hostname=self.tls_name)
-        except BaseException:
-            raw.close()
-            raise
+        self.sock = tls_connect(self.port, self.tls_ctx, self.timeout, self.tls_name)
         self.connects += 1
         self.peer_der = self.sock.getpeercert(binary_form=True)
         self.tls_version = self.sock.version()
 
 
 def tls_socket(port, ctx, timeout=None):
-    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout or t(10))
-    try:
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        return ctx.wrap_socket(raw, server_hostname=SERVICE_DNS)
-    except BaseException:
-        raw.close()
-        raise
+    return tls_connect(port, ctx, timeout or t(10))
 
 
 def poll_tls(sock):
@@ -1501,12 +1352,7 @@ def watchdog(state):
     name = state.get("current", "?")
     sys.stdout.write("not ok - %s: suite watchdog: over %d s, killing the servers\n"
                      % (name, SUITE_LIMIT_S))
-    with RUNNING_LOCK:
-        for p in list(RUNNING):
-            try:
-                p.kill()
-            except Exception:
-                pass
+    kill_running()
     sys.stdout.write("e2e: %d passed, %d failed\n" % (state["passed"], state["failed"] + 1))
     sys.stdout.flush()
     if state.get("work"):
