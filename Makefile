@@ -107,7 +107,10 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 
 run: deps
 	@$(MAKE) --no-print-directory all
-	@certs/dev-certs.sh certs/dev
+	@# reused while it covers the names and has a day left; otherwise made anew
+	@build/release/gpuadmit certs --check --out certs/dev --dns localhost --ip 127.0.0.1 \
+		--min-days 1 >/dev/null 2>&1 || build/release/gpuadmit certs --force --out certs/dev \
+		--dns localhost --ip 127.0.0.1 --ip ::1 >/dev/null
 	@echo
 	@echo "Try it (in another terminal):"
 	@echo "  curl -sS --cacert $(CURDIR)/certs/dev/ca.crt -H 'Content-Type: application/json' --data @$(CURDIR)/tests/data/review-pod.json https://127.0.0.1:8443/mutate"

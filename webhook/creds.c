@@ -42,6 +42,7 @@ struct creds {
     pthread_mutex_t lock;
     struct credset *current;
     struct credset *retired;
+    time_t expiry_warned; /* when "expires soon" was last logged */
 };
 
 static void sig_read(const char *path, struct file_sig *s)
@@ -148,14 +149,19 @@ out:
     return s;
 }
 
-static void log_expiry(const char *cert_path, time_t not_after)
+/* Logs a warning when the served certificate has under CERT_EXPIRY_WARN_DAYS left: at load,
+ * and again every CERT_EXPIRY_REMIND_S while it is not replaced. */
+static void log_expiry(struct creds *c, time_t not_after, time_t now, bool reminder)
 {
-    double days = difftime(not_after, time(NULL)) / 86400.0;
+    double days = difftime(not_after, now) / 86400.0;
 
-    if (days < CERT_EXPIRY_WARN_DAYS)
-        log_event(LOG_WARN, "serving certificate expires soon",
-                  json_pack("{s:s, s:I, s:f}", "cert", cert_path, "not_after",
-                            (json_int_t)not_after, "days_left", days));
+    if (days >= CERT_EXPIRY_WARN_DAYS ||
+        (reminder && now - c->expiry_warned < (time_t)CERT_EXPIRY_REMIND_S))
+        return;
+    c->expiry_warned = now;
+    log_event(LOG_WARN, "serving certificate expires soon",
+              json_pack("{s:s, s:I, s:f}", "cert", c->cert_path, "not_after", (json_int_t)not_after,
+                        "days_left", days));
 }
 
 struct creds *creds_new(const char *cert_path, const char *key_path, struct diag *d)
@@ -178,7 +184,7 @@ struct creds *creds_new(const char *cert_path, const char *key_path, struct diag
     c->current = credset_load(cert_path, key_path, d);
     if (c->current == NULL)
         goto fail;
-    log_expiry(cert_path, c->current->not_after);
+    log_expiry(c, c->current->not_after, time(NULL), false);
     return c;
 fail:
     creds_free(c);
@@ -229,8 +235,10 @@ int creds_poll(struct creds *c, bool force)
     /* read the signatures before the files: a change during the read shows up next time */
     sig_read(c->cert_path, &cs);
     sig_read(c->key_path, &ks);
-    if (!force && sig_equal(&cs, &c->cert_sig) && sig_equal(&ks, &c->key_sig))
+    if (!force && sig_equal(&cs, &c->cert_sig) && sig_equal(&ks, &c->key_sig)) {
+        log_expiry(c, c->current->not_after, now, true);
         return 0;
+    }
     c->cert_sig = cs;
     c->key_sig = ks;
     diag_clear(&d);
@@ -251,7 +259,7 @@ int creds_poll(struct creds *c, bool force)
     log_event(
         LOG_INFO, "serving certificate reloaded",
         json_pack("{s:s, s:I}", "cert", c->cert_path, "not_after", (json_int_t)fresh->not_after));
-    log_expiry(c->cert_path, fresh->not_after);
+    log_expiry(c, fresh->not_after, now, false);
     return 1;
 }
 

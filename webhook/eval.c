@@ -116,6 +116,46 @@ static bool gvr_is(const struct review *r, const char *group, const char *resour
     return strcmp(r->resource.group, group) == 0 && strcmp(r->resource.resource, resource) == 0;
 }
 
+#define OP(o) (1u << REVIEW_##o)
+static const struct eval_route routes[] = {
+    {"", "v1", "pods", "", OP(CREATE), true, true},
+    /* kubectl debug adds containers to a running pod through this subresource */
+    {"", "v1", "pods", "ephemeralcontainers", OP(UPDATE), true, true},
+    /* pod templates (autogen), and the capacity of the workloads */
+    {"apps", "v1", "deployments", "", OP(CREATE) | OP(UPDATE), true, true},
+    {"apps", "v1", "replicasets", "", OP(CREATE) | OP(UPDATE), true, true},
+    {"apps", "v1", "statefulsets", "", OP(CREATE) | OP(UPDATE), true, true},
+    {"batch", "v1", "jobs", "", OP(CREATE) | OP(UPDATE), true, true},
+    {"batch", "v1", "cronjobs", "", OP(CREATE) | OP(UPDATE), true, true},
+    /* kubectl scale and the HPA: capacity only */
+    {"apps", "v1", "deployments", "scale", OP(UPDATE), false, true},
+    {"apps", "v1", "replicasets", "scale", OP(UPDATE), false, true},
+    {"apps", "v1", "statefulsets", "scale", OP(UPDATE), false, true},
+    /* an HPA whose maxReplicas cannot fit: warnings only */
+    {"autoscaling", "v2", "horizontalpodautoscalers", "", OP(CREATE) | OP(UPDATE), false, true},
+};
+#undef OP
+
+const struct eval_route *eval_routes(size_t *n)
+{
+    *n = sizeof(routes) / sizeof(routes[0]);
+    return routes;
+}
+
+const struct eval_route *eval_route_of(const struct review *r, bool mutating)
+{
+    for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+        const struct eval_route *rt = &routes[i];
+
+        /* any version: with matchPolicy Equivalent the apiserver converts to the one
+         * registered, and the evaluator reads fields that every served version has */
+        if (gvr_is(r, rt->group, rt->resource) && strcmp(r->sub_resource, rt->sub_resource) == 0 &&
+            (rt->ops & (1u << r->op)) != 0 && (mutating ? rt->mutating : rt->validating))
+            return rt;
+    }
+    return NULL;
+}
+
 static const struct target *find_target(const struct review *r, bool autogen)
 {
     static const struct target pod = {"pod", "/spec", "/metadata", NULL, true, false};
@@ -1570,6 +1610,8 @@ int eval_review(const struct policy *p, const struct review *r, bool mutating, b
     bool any_autogen = false;
     int rc = -1;
 
+    if (eval_route_of(r, mutating) == NULL)
+        return 0; /* not a request the webhook configurations send: allowed untouched */
     memset(&rn, 0, sizeof(rn));
     rn.r = r;
     rn.mutating = mutating;

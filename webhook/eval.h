@@ -30,6 +30,24 @@
 #include "policy.h"
 #include "review.h"
 
+/* The requests the webhook acts on, the one list both the evaluator and the webhook
+ * configurations (through "gpuadmit routes") follow: anything else is allowed untouched. */
+struct eval_route {
+    const char *group; /* "" for the core group */
+    const char *version;
+    const char *resource;
+    const char *sub_resource; /* "" for the object itself */
+    unsigned ops;             /* bits (1u << REVIEW_CREATE) etc. */
+    bool mutating;            /* sent to /mutate */
+    bool validating;          /* sent to /validate */
+};
+
+/* borrowed: the static table, n entries */
+const struct eval_route *eval_routes(size_t *n);
+
+/* The route r takes at that endpoint, or NULL. */
+const struct eval_route *eval_route_of(const struct review *r, bool mutating);
+
 /* Fills dec (initialised by the caller). Returns 0, or -1 on allocation failure. */
 /* view is the cluster view the capacity rule judges from, or NULL when none is configured. */
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,

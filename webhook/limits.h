@@ -49,8 +49,16 @@
  * it within microseconds of choosing it, so this is a wide margin. */
 #define CERT_RETIRE_S         120u
 #define CERT_EXPIRY_WARN_DAYS 30
+#define CERT_EXPIRY_REMIND_S  (24u * 3600u) /* the warning again, while it is not replaced */
 /* A certificate issued just now by a machine whose clock runs a little ahead is still taken. */
 #define CERT_CLOCK_SKEW_S 300
+
+/* gpuadmit certs: validity of what it makes, and how many --dns/--ip names it takes. */
+#define DEFAULT_CERT_SERVING_DAYS 365u
+#define DEFAULT_CERT_CA_DAYS      3650u
+#define MAX_CERT_DAYS             36500u
+#define CERTGEN_MAX_NAMES         64u
+#define CERTGEN_SERIAL_BYTES      16u /* random serial numbers, positive, 127 bits */
 
 /* AdmissionReview content. */
 #define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */

@@ -17,8 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "certgen.h"
 #include "cluster.h"
 #include "creds.h"
+#include "eval.h"
 #include "kube.h"
 #include "limits.h"
 #include "log.h"
@@ -37,6 +39,8 @@ static const char usage_main[] =
     "\n"
     "commands:\n"
     "  serve        serve the mutating and validating webhook over HTTPS\n"
+    "  certs        make, check and rotate the serving certificate and its CA\n"
+    "  routes       print, as webhook rules (JSON), the requests each endpoint acts on\n"
     "\n"
     "  gpuadmit --help       this text;  gpuadmit COMMAND --help  the command's options\n"
     "  gpuadmit --version    print the version\n";
@@ -581,6 +585,53 @@ out:
     return rc;
 }
 
+/* The rules of the webhook configurations, from the evaluator's own table, so that the
+ * manifests can be checked against the code. */
+static int cmd_routes(int argc, char **argv)
+{
+    static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+    json_t *out = json_object(), *lists[2] = {json_array(), json_array()};
+    size_t n;
+    const struct eval_route *rt = eval_routes(&n);
+    char *text;
+
+    (void)argv;
+    if (argc > 1) {
+        fprintf(stderr, "gpuadmit routes: takes no arguments\n");
+        json_decref(out);
+        json_decref(lists[0]);
+        json_decref(lists[1]);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        char res[128];
+        json_t *o = json_array();
+
+        snprintf(res, sizeof(res), "%s%s%s", rt[i].resource, rt[i].sub_resource[0] ? "/" : "",
+                 rt[i].sub_resource);
+        for (unsigned k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
+            if (rt[i].ops & (1u << k))
+                json_array_append_new(o, json_string(ops[k]));
+        for (int w = 0; w < 2; w++) {
+            if (!(w == 0 ? rt[i].mutating : rt[i].validating))
+                continue;
+            json_array_append_new(lists[w], json_pack("{s:[s], s:[s], s:[s], s:O}", "apiGroups",
+                                                      rt[i].group, "apiVersions", rt[i].version,
+                                                      "resources", res, "operations", o));
+        }
+        json_decref(o);
+    }
+    json_object_set_new(out, "mutating", lists[0]);
+    json_object_set_new(out, "validating", lists[1]);
+    text = json_dumps(out, JSON_INDENT(2));
+    json_decref(out);
+    if (text == NULL)
+        return 1;
+    puts(text);
+    free(text);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -602,6 +653,10 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "serve") == 0)
         return cmd_serve(argc - 1, argv + 1);
+    if (strcmp(argv[1], "certs") == 0)
+        return certgen_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "routes") == 0)
+        return cmd_routes(argc - 1, argv + 1);
     fprintf(stderr, "gpuadmit: unknown command \"%s\"\n\n%s", argv[1], usage_main);
     return EXIT_USAGE;
 }

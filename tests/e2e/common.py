@@ -66,6 +66,20 @@ def check_json_log(text):
               "log line lacks time/level/msg: %r" % line[:200])
 
 
+def make_certs(directory):
+    """A CA and a serving certificate in directory (ca.crt, ca.key, tls.crt, tls.key), made by
+    the binary under test's `gpuadmit certs`: for the Service name, localhost, 127.0.0.1 and
+    ::1. Returns the paths of ca.crt, tls.crt and tls.key."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    binary = os.environ.get("GPUADMIT_BIN", os.path.join(root, "build/release/gpuadmit"))
+    r = subprocess.run([os.path.abspath(binary), "certs", "--force", "--out", directory, "--dns",
+                        "localhost", "--ip", "127.0.0.1", "--ip", "::1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=t(60))
+    if r.returncode != 0:
+        raise RuntimeError("gpuadmit certs --out %s failed: %s" % (directory, r.stderr.decode()))
+    return tuple(os.path.join(directory, n) for n in ("ca.crt", "tls.crt", "tls.key"))
+
+
 def tls_connect(port, ctx, timeout, hostname=SERVICE_DNS, nodelay=True):
     """A TLS socket to 127.0.0.1:port verified as hostname; the TCP socket is closed when the
     handshake fails."""

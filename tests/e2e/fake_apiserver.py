@@ -730,7 +730,7 @@ def _demo_objects(fake, n_pods):
 def main():
     import argparse
     ap = argparse.ArgumentParser(description="simulated kube-apiserver over TLS")
-    ap.add_argument("--certs", required=True, help="directory made by certs/dev-certs.sh")
+    ap.add_argument("--certs", required=True, help="directory made by gpuadmit certs (ca.crt, tls.crt, tls.key)")
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--token", default="fake-token")
     ap.add_argument("--pods", type=int, default=10)

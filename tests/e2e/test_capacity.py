@@ -5,14 +5,11 @@ a watched (simulated) API server. Standard library only.
 
 Run: GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_capacity.py
 """
-import base64
 import copy
 import http.client
 import json
 import os
-import shutil
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -25,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import fake_apiserver  # noqa: E402
-from common import SLOW, SERVICE_DNS, Fail, ServerProcess, check, t, tls_connect  # noqa: E402
+from common import make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, t, tls_connect  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
 STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
@@ -35,12 +32,6 @@ SUITE_LIMIT_S = 150 if SLOW else 90
 
 class E:
     work = None
-
-
-def make_certs(d):
-    subprocess.run([os.path.join(ROOT, "certs/dev-certs.sh"), d], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return os.path.join(d, "ca.crt"), os.path.join(d, "tls.crt"), os.path.join(d, "tls.key")
 
 
 def rules_dir(name, available="Warn"):

@@ -26,7 +26,7 @@ import traceback
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_apiserver import FakeAPIServer  # noqa: E402
-from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq, indent,  # noqa: E402
+from common import (make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq, indent,  # noqa: E402
                     kill_running, read_bytes, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -59,13 +59,10 @@ def wait_for(cond, timeout, step=0.05):
 
 
 class CertPair:
-    """A CA and serving certificate made by certs/dev-certs.sh (SANs include 127.0.0.1)."""
+    """A CA and serving certificate made by `gpuadmit certs` (SANs include 127.0.0.1)."""
 
     def __init__(self, directory):
-        r = subprocess.run([os.path.join(ROOT, "certs", "dev-certs.sh"), directory],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError("dev-certs.sh %s failed: %s" % (directory, r.stderr.decode()))
+        make_certs(directory)
         self.dir = directory
         self.ca = os.path.join(directory, "ca.crt")
         self.crt = os.path.join(directory, "tls.crt")

@@ -34,7 +34,6 @@ import re
 import shutil
 import signal
 import ssl
-import subprocess
 import sys
 import tempfile
 import threading
@@ -50,7 +49,7 @@ except ImportError:  # reported as a failed setup by main()
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
-from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, indent,  # noqa: E402
+from common import (make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, indent,  # noqa: E402
                     kill_running, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -78,13 +77,10 @@ def js(v):
 
 
 class CertPair:
-    """A CA and serving certificate made by certs/dev-certs.sh."""
+    """A CA and serving certificate made by `gpuadmit certs`."""
 
     def __init__(self, directory):
-        r = subprocess.run([os.path.join(ROOT, "certs", "dev-certs.sh"), directory],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError("dev-certs.sh %s failed: %s" % (directory, r.stderr.decode()))
+        make_certs(directory)
         self.ca = os.path.join(directory, "ca.crt")
         self.crt = os.path.join(directory, "tls.crt")
         self.key = os.path.join(directory, "tls.key")

@@ -28,7 +28,7 @@ import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,  # noqa: E402
+from common import (make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,  # noqa: E402
                     indent, kill_running, read_bytes, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -44,14 +44,11 @@ JSON_CT = {"Content-Type": "application/json"}
 
 
 class CertPair:
-    """A CA and serving certificate made by certs/dev-certs.sh."""
+    """A CA and serving certificate made by `gpuadmit certs`."""
 
     def __init__(self, directory):
         self.dir = directory
-        r = subprocess.run([os.path.join(ROOT, "certs", "dev-certs.sh"), directory],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError("dev-certs.sh %s failed: %s" % (directory, r.stderr.decode()))
+        make_certs(directory)
         self.ca = os.path.join(directory, "ca.crt")
         self.crt = os.path.join(directory, "tls.crt")
         self.key = os.path.join(directory, "tls.key")

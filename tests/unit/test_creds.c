@@ -264,6 +264,41 @@ static void test_refuses_certificates_clients_would_refuse(void)
     rmdir(dir);
 }
 
+/* A certificate with under 30 days left is warned about when loaded, not at every poll; a
+ * renewed one is not. main() counts the warnings in the log. */
+static void test_expiry_warning(void)
+{
+    char dir[] = "/tmp/gpuadmit-test-XXXXXX", cert[256], key[256];
+    struct pem soon, renewed;
+    struct creds *c;
+    struct diag d;
+
+    make_pem(&soon, 10, 0);
+    make_pem(&renewed, 100, 0);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    write_file(cert, soon.cert);
+    write_file(key, soon.key);
+    diag_clear(&d);
+    c = creds_new(cert, key, &d); /* warning 1 */
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    CHECK(labs((long)(creds_not_after(c) - soon.not_after)) < 5);
+    for (int i = 0; i < 5; i++)
+        CHECK(creds_poll(c, false) == 0); /* unchanged: no warning each second */
+    CHECK(creds_poll(c, true) == 1);      /* a reload is a load: warning 2 */
+    write_file(cert, renewed.cert);
+    write_file(key, renewed.key);
+    CHECK(creds_poll(c, false) == 1);
+    CHECK(labs((long)(creds_not_after(c) - renewed.not_after)) < 5);
+    creds_free(c);
+    unlink(cert);
+    unlink(key);
+    rmdir(dir);
+}
+
 /* A Kubernetes Secret volume: tls.crt -> ..data/tls.crt, ..data -> ..2026_..., swapped
  * atomically by renaming a new ..data link over the old one. */
 static void test_secret_volume_swap(void)
@@ -336,6 +371,7 @@ int main(void)
     RUN(test_reload);
     RUN(test_refuses_certificates_clients_would_refuse);
     RUN(test_secret_volume_swap);
+    RUN(test_expiry_warning);
     fflush(stderr);
     loglen = (size_t)lseek(fileno(logf), 0, SEEK_END);
     logtext = calloc(1, loglen + 1);
@@ -343,6 +379,10 @@ int main(void)
     for (const char *p = logtext; (p = strstr(p, "new serving certificate refused")) != NULL; p++)
         refused++;
     CHECK(refused == 6); /* cert before key, garbage, missing; expired, not yet valid, FIFO */
+    refused = 0;
+    for (const char *p = logtext; (p = strstr(p, "serving certificate expires soon")) != NULL; p++)
+        refused++;
+    CHECK(refused == 2);
     CHECK_CONTAINS(logtext, "\"level\":\"error\"");
     CHECK_CONTAINS(logtext, "serving certificate reloaded");
     free(logtext);

@@ -1218,6 +1218,55 @@ static void test_reservation_per_review(void)
     policy_unref(p);
 }
 
+/* The route table answers for exactly its entries, per operation and endpoint; the
+ * subresources and kinds next to them are not routed. */
+static void test_routes(void)
+{
+    static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+    static const struct {
+        const char *resource, *sub;
+    } others[] = {{"apps/daemonsets", NULL},      {"/pods", "status"},
+                  {"/pods", "binding"},           {"/pods", "eviction"},
+                  {"apps/deployments", "status"}, {"/services", NULL},
+                  {"batch/cronjobs", "status"},   {"apps/replicasets", "status"}};
+    size_t n;
+    const struct eval_route *rt = eval_routes(&n);
+    json_t *obj = json_object();
+
+    CHECK(n == 11);
+    for (size_t i = 0; i < n; i++) {
+        char res[96];
+
+        snprintf(res, sizeof(res), "%s/%s", rt[i].group, rt[i].resource);
+        for (int k = 0; k < 4; k++) {
+            struct ecase c = {.resource = res, .op = ops[k], .sub = rt[i].sub_resource};
+            struct review *r = make_review(&c, obj);
+            bool op_in = (rt[i].ops & (1u << k)) != 0;
+
+            CHECK(r != NULL);
+            if (r == NULL)
+                continue;
+            CHECK(eval_route_of(r, true) == (op_in && rt[i].mutating ? &rt[i] : NULL));
+            CHECK(eval_route_of(r, false) == (op_in && rt[i].validating ? &rt[i] : NULL));
+            review_free(r);
+        }
+    }
+    for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+        for (int k = 0; k < 4; k++) {
+            struct ecase c = {.resource = others[i].resource, .op = ops[k], .sub = others[i].sub};
+            struct review *r = make_review(&c, obj);
+
+            CHECK(r != NULL);
+            if (r == NULL)
+                continue;
+            CHECK(eval_route_of(r, true) == NULL);
+            CHECK(eval_route_of(r, false) == NULL);
+            review_free(r);
+        }
+    }
+    json_decref(obj);
+}
+
 int main(void)
 {
     FILE *logf = tmpfile();
@@ -1226,6 +1275,7 @@ int main(void)
     log_set_fd(fileno(logf));
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         check_case(&cases[i]);
+    RUN(test_routes);
     RUN(test_two_policies_share_lists);
     RUN(test_reservation_per_review);
     TEST_MAIN_END("test_eval");
