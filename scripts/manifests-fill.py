@@ -3,6 +3,7 @@
 "make manifests":
 
     kubectl kustomize manifests/overlays/audit | scripts/manifests-fill.py CERTS_DIR > OUT
+    scripts/manifests-fill.py --needs-certs < RENDERED    exit code 0 when it would read CERTS_DIR
 
 When the overlay carries the static-CA placeholder (components/static-ca), every placeholder
 caBundle becomes base64 of CERTS_DIR/ca.crt, and the TLS Secret gpuadmit-tls (tls.crt, tls.key
@@ -76,7 +77,9 @@ def fill(text, certs):
 
 def main():
     if len(sys.argv) != 2:
-        die("usage: manifests-fill.py CERTS_DIR < RENDERED > OUT")
+        die("usage: manifests-fill.py CERTS_DIR|--needs-certs < RENDERED > OUT")
+    if sys.argv[1] == "--needs-certs":
+        sys.exit(0 if PLACEHOLDER in sys.stdin.read() else 1)
     sys.stdout.write(fill(sys.stdin.read(), sys.argv[1]))
 
 
