@@ -618,8 +618,6 @@ def t_no_local_paths(texts):
 # ---------------------------------------------------------------------------------------------
 # 4. CEL matchConditions
 
-GPU_POLICY = None
-
 
 def policy_markers():
     """(description, pod spec) for each GPU resource, node label, taint and runtime class of
