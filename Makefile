@@ -103,6 +103,7 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	                     "unit (sanitizers)" "$(MAKE) --no-print-directory unit-san" \
 	                     "e2e" "$(MAKE) --no-print-directory e2e" \
 	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san" \
+	                     "manifests" "$(MAKE) --no-print-directory manifests-check" \
 	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
 
 run: deps
@@ -149,3 +150,47 @@ bench: build/release/bench/bench_view
 
 clean:
 	rm -rf build
+
+# ---------------------------------------------------------------------------------------------
+# Deployment manifests (manifests/README.md). Rendering needs kubectl (its built-in kustomize).
+#   make manifests [OVERLAY=audit|enforce|cert-manager|cert-manager-enforce] [CERTS_DIR=DIR]
+#       writes build/manifests/$(OVERLAY).yaml. The static-CA overlays (audit, enforce) get the
+#       caBundle and the TLS Secret from $(CERTS_DIR), made when a file is missing, so their
+#       output holds a private key and is written mode 0600.
+#   make manifests-check    tests/manifests/test_manifests.py: schemas, routes, lock-out, CEL
+#   make manifests-golden   rewrites tests/manifests/rendered/ from kubectl kustomize
+.PHONY: manifests manifests-check manifests-golden
+OVERLAY ?= audit
+CERTS_DIR ?= certs/cluster
+KUBECTL ?= kubectl
+MANIFEST_OVERLAYS := $(notdir $(wildcard manifests/overlays/*))
+# Writes ca.crt, ca.key, tls.crt and tls.key for the Service gpuadmit.gpuadmit-system.svc:
+MANIFESTS_CERTS = $(MAKE) --no-print-directory all && build/release/gpuadmit certs --service gpuadmit \
+	--namespace gpuadmit-system --out $(CERTS_DIR) >/dev/null
+
+manifests:
+	@set -euo pipefail; \
+	case " $(MANIFEST_OVERLAYS) " in *" $(OVERLAY) "*) ;; \
+	  *) echo "OVERLAY=$(OVERLAY): expected one of: $(MANIFEST_OVERLAYS)" >&2; exit 2;; esac; \
+	mkdir -p build/manifests; \
+	out=build/manifests/$(OVERLAY).yaml; raw=$$(mktemp); trap 'rm -f "$$raw" "$$out.tmp"' EXIT; \
+	$(KUBECTL) kustomize manifests/overlays/$(OVERLAY) > "$$raw"; \
+	if $(PYTHON) scripts/manifests-fill.py --needs-certs < "$$raw"; then \
+	  for f in ca.crt ca.key tls.crt tls.key; do \
+	    [[ -s $(CERTS_DIR)/$$f ]] || { $(MANIFESTS_CERTS); break; }; done; \
+	  secret=" (with the TLS Secret: it holds the private key, mode 0600)"; \
+	else secret=""; fi; \
+	(umask 077; $(PYTHON) scripts/manifests-fill.py $(CERTS_DIR) < "$$raw" > "$$out.tmp"); \
+	mv -f "$$out.tmp" "$$out"; \
+	echo "wrote $$out$$secret"; \
+	echo "apply it with:  kubectl apply -f $$out"
+
+manifests-check: build/release/gpuadmit
+	@GPUADMIT_BIN=$${GPUADMIT_BIN:-build/release/gpuadmit} KUBECTL=$(KUBECTL) \
+		$(PYTHON) tests/manifests/test_manifests.py
+
+manifests-golden:
+	@mkdir -p tests/manifests/rendered
+	@for o in $(MANIFEST_OVERLAYS); do \
+		$(KUBECTL) kustomize manifests/overlays/$$o > tests/manifests/rendered/$$o.yaml || exit 1; \
+		echo "wrote tests/manifests/rendered/$$o.yaml"; done

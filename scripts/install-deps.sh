@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   gcc make pkg-config git
   libmicrohttpd-dev libgnutls28-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
-  openssl curl python3 python3-jsonschema python3-cryptography
+  openssl curl python3 python3-jsonschema python3-cryptography python3-yaml
 )
 
 missing=()

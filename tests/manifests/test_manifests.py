@@ -1,0 +1,1014 @@
+#!/usr/bin/python3
+"""Tests of the deployment manifests (manifests/): every overlay, rendered as "make manifests"
+renders it, against the Kubernetes OpenAPI schemas, the server's routes, and the settings that
+keep a webhook outage from locking the cluster; and the webhooks' CEL matchConditions run on
+sample objects.
+
+    GPUADMIT_BIN=build/release/gpuadmit /usr/bin/python3 tests/manifests/test_manifests.py
+
+Environment: GPUADMIT_BIN (default build/release/gpuadmit) for "gpuadmit routes";
+GPUADMIT_SHARED (default ../shared beside the repository) for the OpenAPI documents; KUBECTL
+(default kubectl). With kubectl, each overlay is rendered with "kubectl kustomize" and must equal
+its committed rendering in tests/manifests/rendered/ ("make manifests-golden" rewrites them);
+without it (Debian has no kubectl with a current kustomize) the committed renderings are
+checked instead. Needs python3-yaml and python3-jsonschema, and openssl (certs/dev-certs.sh).
+Prints "ok - NAME" or "not ok - NAME: REASON" per check and ends with
+"manifests: N passed, M failed"; exit code 1 when any check failed.
+"""
+import base64
+import copy
+import fnmatch
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import traceback
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import cel  # noqa: E402
+
+import jsonschema  # noqa: E402
+import yaml  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SHARED = os.environ.get("GPUADMIT_SHARED") or os.path.join(ROOT, "..", "shared")
+BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
+KUBECTL = os.environ.get("KUBECTL", "kubectl")
+OVERLAYS_DIR = os.path.join(ROOT, "manifests", "overlays")
+GOLDEN_DIR = os.path.join(HERE, "rendered")
+OPENAPI = os.path.join(SHARED, "k8s", "openapi-v3")
+
+NAMESPACE = "gpuadmit-system"
+SERVICE = "gpuadmit"
+MUST_EXCLUDE = ["kube-system", "kube-public", "kube-node-lease", NAMESPACE]
+OPT_OUT_LABEL = "gpuadmit.io/exempt"
+MAX_TIMEOUT = 5
+# Each overlay's mode. A new overlay must be added here (an unknown one fails).
+MODES = {"audit": "audit", "enforce": "enforce", "cert-manager": "audit",
+         "cert-manager-enforce": "enforce"}
+RBAC = {("", "nodes"), ("", "pods"), ("scheduling.k8s.io", "priorityclasses"),
+        ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
+        ("batch", "jobs")}
+
+CORE = "api__v1_openapi.json"
+SCHEMAS = {
+    ("v1", "Namespace"): (CORE, "io.k8s.api.core.v1.Namespace"),
+    ("v1", "ServiceAccount"): (CORE, "io.k8s.api.core.v1.ServiceAccount"),
+    ("v1", "ConfigMap"): (CORE, "io.k8s.api.core.v1.ConfigMap"),
+    ("v1", "Secret"): (CORE, "io.k8s.api.core.v1.Secret"),
+    ("v1", "Service"): (CORE, "io.k8s.api.core.v1.Service"),
+    ("v1", "ResourceQuota"): (CORE, "io.k8s.api.core.v1.ResourceQuota"),
+    ("apps/v1", "Deployment"): ("apis__apps__v1_openapi.json", "io.k8s.api.apps.v1.Deployment"),
+    ("policy/v1", "PodDisruptionBudget"): ("apis__policy__v1_openapi.json",
+                                           "io.k8s.api.policy.v1.PodDisruptionBudget"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): (
+        "apis__rbac.authorization.k8s.io__v1_openapi.json", "io.k8s.api.rbac.v1.ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): (
+        "apis__rbac.authorization.k8s.io__v1_openapi.json",
+        "io.k8s.api.rbac.v1.ClusterRoleBinding"),
+    ("scheduling.k8s.io/v1", "PriorityClass"): (
+        "apis__scheduling.k8s.io__v1_openapi.json", "io.k8s.api.scheduling.v1.PriorityClass"),
+    ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (
+        "apis__admissionregistration.k8s.io__v1_openapi.json",
+        "io.k8s.api.admissionregistration.v1.MutatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): (
+        "apis__admissionregistration.k8s.io__v1_openapi.json",
+        "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration"),
+}
+# cert-manager's CRDs have no schema in shared/: checked by hand (check_cert_manager_object).
+CERT_MANAGER_KINDS = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
+
+
+class Fail(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def eq(got, want, what):
+    if got != want:
+        raise Fail("%s: expected %r, got %r" % (what, want, got))
+
+
+RESULTS = {"passed": 0, "failed": 0}
+
+
+def run(name, fn, *args):
+    try:
+        fn(*args)
+    except Fail as e:
+        RESULTS["failed"] += 1
+        print("not ok - %s: %s" % (name, e))
+    except Exception:
+        RESULTS["failed"] += 1
+        print("not ok - %s: %s" % (name, traceback.format_exc().strip().replace("\n", "\n#   ")))
+    else:
+        RESULTS["passed"] += 1
+        print("ok - %s" % name)
+
+
+# ---------------------------------------------------------------------------------------------
+# rendering, as "make manifests" does it
+
+
+def overlays():
+    return sorted(d for d in os.listdir(OVERLAYS_DIR)
+                  if os.path.isfile(os.path.join(OVERLAYS_DIR, d, "kustomization.yaml")))
+
+
+def have_kubectl():
+    return shutil.which(KUBECTL) is not None
+
+
+def kustomize(overlay):
+    r = subprocess.run([KUBECTL, "kustomize", os.path.join(OVERLAYS_DIR, overlay)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    if r.returncode != 0:
+        raise Fail("kubectl kustomize %s: %s" % (overlay, r.stderr.decode()[-2000:]))
+    return r.stdout.decode()
+
+
+def golden(overlay):
+    path = os.path.join(GOLDEN_DIR, overlay + ".yaml")
+    check(os.path.isfile(path), "%s is missing: run make manifests-golden"
+          % os.path.relpath(path, ROOT))
+    with open(path) as f:
+        return f.read()
+
+
+def fill(raw, certs):
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"), certs],
+                       input=raw.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=60)
+    if r.returncode != 0:
+        raise Fail("manifests-fill.py: %s" % r.stderr.decode())
+    return r.stdout.decode()
+
+
+def make_certs(directory):
+    r = subprocess.run([os.path.abspath(BIN), "certs", "--service", SERVICE, "--namespace",
+                        NAMESPACE, "--out", directory],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
+    if r.returncode != 0:
+        raise RuntimeError("gpuadmit certs failed: %s" % r.stderr.decode())
+
+
+def load_docs(text):
+    return [d for d in yaml.safe_load_all(text) if d is not None]
+
+
+def by_kind(docs, kind):
+    return [d for d in docs if d.get("kind") == kind]
+
+
+def one(docs, kind):
+    found = by_kind(docs, kind)
+    eq(len(found), 1, "number of %s objects" % kind)
+    return found[0]
+
+
+def webhooks(docs):
+    """(config kind, webhook) for every webhook of both configurations."""
+    out = []
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for w in one(docs, kind).get("webhooks") or []:
+            out.append((kind, w))
+    return out
+
+
+# Requests no matchCondition can tell GPU from non-GPU: a Scale has no template and an HPA names
+# its target, not GPUs. Their entries have no conditions and must never fail closed.
+UNFILTERABLE = {"deployments/scale", "replicasets/scale", "statefulsets/scale",
+                "horizontalpodautoscalers"}
+
+
+def is_unfiltered(w):
+    return any(r in UNFILTERABLE for rule in w.get("rules") or []
+               for r in rule.get("resources") or [])
+
+
+def read_policy():
+    with open(os.path.join(ROOT, "rules", "default.yaml")) as f:
+        return yaml.safe_load(f)
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. schemas
+
+_DOCUMENTS = {}
+
+
+def validator(document, name):
+    if document not in _DOCUMENTS:
+        with open(os.path.join(OPENAPI, document)) as f:
+            _DOCUMENTS[document] = json.load(f)["components"]["schemas"]
+    root = {"components": {"schemas": _DOCUMENTS[document]},
+            "$ref": "#/components/schemas/" + name}
+    cls = jsonschema.validators.validator_for({})
+    return cls(root)
+
+
+def schema_errors(obj):
+    key = (obj.get("apiVersion"), obj.get("kind"))
+    if key not in SCHEMAS:
+        return ["no schema known for %s %s" % key]
+    v = validator(*SCHEMAS[key])
+    return ["%s: %s" % ("/".join(str(p) for p in e.absolute_path) or "(root)", e.message)
+            for e in sorted(v.iter_errors(obj), key=lambda e: list(map(str, e.path)))]
+
+
+def check_cert_manager_object(obj):
+    """cert-manager.io/v1 Issuer and Certificate, by hand: the fields their CRDs require and the
+    ones this chain relies on."""
+    meta = obj.get("metadata") or {}
+    check(meta.get("name") and meta.get("namespace") == NAMESPACE,
+          "%s needs a name and namespace %s" % (obj["kind"], NAMESPACE))
+    spec = obj.get("spec")
+    check(isinstance(spec, dict), "%s %s: spec missing" % (obj["kind"], meta.get("name")))
+    if obj["kind"] == "Issuer":
+        kinds = [k for k in ("selfSigned", "ca", "acme", "vault", "venafi") if k in spec]
+        eq(len(kinds), 1, "Issuer %s: issuer types" % meta["name"])
+        if "ca" in spec:
+            check(isinstance(spec["ca"].get("secretName"), str), "CA Issuer without secretName")
+        return
+    check(isinstance(spec.get("secretName"), str) and spec["secretName"],
+          "Certificate %s: secretName (required)" % meta["name"])
+    ref = spec.get("issuerRef")
+    check(isinstance(ref, dict) and isinstance(ref.get("name"), str),
+          "Certificate %s: issuerRef.name (required)" % meta["name"])
+    check(ref.get("kind", "Issuer") in ("Issuer", "ClusterIssuer"), "issuerRef.kind")
+    check(spec.get("commonName") or spec.get("dnsNames"),
+          "Certificate %s: commonName or dnsNames" % meta["name"])
+    pk = spec.get("privateKey") or {}
+    eq((pk.get("algorithm"), pk.get("size")), ("ECDSA", 256),
+       "Certificate %s privateKey" % meta["name"])
+    for field in ("duration", "renewBefore"):
+        if field in spec:
+            check(isinstance(spec[field], str) and spec[field].endswith("h"),
+                  "Certificate %s: %s as hours" % (meta["name"], field))
+
+
+def t_schemas(name, docs):
+    problems = []
+    for d in docs:
+        key = (d.get("apiVersion"), d.get("kind"))
+        what = "%s %s" % (d.get("kind"), (d.get("metadata") or {}).get("name"))
+        if key in CERT_MANAGER_KINDS:
+            try:
+                check_cert_manager_object(d)
+            except Fail as e:
+                problems.append("%s: %s" % (what, e))
+            continue
+        problems += ["%s: %s" % (what, e) for e in schema_errors(d)]
+    check(not problems, "\n#   ".join([""] + problems))
+
+
+def t_validator_rejects():
+    """The schema check can fail: broken objects are refused, unknown kinds too."""
+    with open(os.path.join(SHARED, "k8s", "testdata",
+                           "admissionregistration.k8s.io.v1.ValidatingWebhookConfiguration.json")) as f:
+        fixture = json.load(f)
+    eq(schema_errors(fixture), [], "the upstream fixture")
+    broken = copy.deepcopy(fixture)
+    del broken["webhooks"][0]["sideEffects"]
+    check(any("sideEffects" in e for e in schema_errors(broken)),
+          "a webhook without sideEffects was accepted")
+    broken = copy.deepcopy(fixture)
+    broken["webhooks"][0]["clientConfig"]["service"]["port"] = "443"
+    check(schema_errors(broken), "a string service port was accepted")
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+           "spec": {"replicas": "two", "selector": {}, "template": {}}}
+    check(schema_errors(dep), "replicas: \"two\" was accepted")
+    check(schema_errors({"apiVersion": "v9", "kind": "Gadget"}), "an unknown kind was accepted")
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. routes
+
+
+def route_tuples(kind, rule, where):
+    out = set()
+    for field in ("apiGroups", "apiVersions", "resources", "operations"):
+        check(isinstance(rule.get(field), list) and rule[field],
+              "%s: rule without %s" % (where, field))
+        bad = [x for x in rule[field] if "*" in x]
+        check(not bad, "%s: wildcard %s in %s" % (where, bad, field))
+    for g in rule["apiGroups"]:
+        for v in rule["apiVersions"]:
+            for r in rule["resources"]:
+                for op in rule["operations"]:
+                    out.add((kind, g, v, r, op))
+    return out
+
+
+def server_routes():
+    r = subprocess.run([BIN, "routes"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=30, cwd=ROOT)
+    check(r.returncode == 0, "%s routes: exit code %d: %s" % (BIN, r.returncode,
+                                                            r.stderr.decode()[-500:]))
+    routes = json.loads(r.stdout)
+    out = set()
+    for kind, key in (("mutating", "mutating"), ("validating", "validating")):
+        check(isinstance(routes.get(key), list) and routes[key], "routes: no %s list" % key)
+        for rule in routes[key]:
+            out |= route_tuples(kind, rule, "gpuadmit routes")
+    return out
+
+
+def t_routes(docs, served):
+    have, owner = set(), {}
+    for kind, w in webhooks(docs):
+        short = "mutating" if kind.startswith("Mutating") else "validating"
+        for rule in w.get("rules") or []:
+            for t in route_tuples(short, rule, w["name"]):
+                check(t not in owner, "%s is in both %s and %s: the server would be called twice"
+                      % (t, owner.get(t), w["name"]))
+                owner[t] = w["name"]
+                have.add(t)
+    missing, extra = sorted(served - have), sorted(have - served)
+    lines = ["not in the manifests (the server handles them): %s" % (t,) for t in missing]
+    lines += ["in the manifests but not handled by the server: %s" % (t,) for t in extra]
+    check(not lines, "\n#   ".join([""] + lines))
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. lock-out, wiring and hardening
+
+
+def pod_template(docs):
+    return one(docs, "Deployment")["spec"]["template"]
+
+
+def container(docs):
+    cs = pod_template(docs)["spec"]["containers"]
+    eq(len(cs), 1, "containers")
+    return cs[0]
+
+
+def arg_value(args, flag):
+    check(flag in args, "no %s in the args %s" % (flag, args))
+    i = args.index(flag)
+    check(i + 1 < len(args), "%s has no value" % flag)
+    return args[i + 1]
+
+
+def t_webhook_settings(overlay, docs):
+    mode = MODES.get(overlay)
+    check(mode is not None, "overlay %s is not in the test's MODES table" % overlay)
+    policy_ns = read_policy()["spec"]["exclude"]["namespaces"]
+    whs = webhooks(docs)
+    check(len(whs) >= 2, "no webhooks")
+    names = [w["name"] for _, w in whs]
+    eq(len(set(names)), len(names), "webhook names unique")
+    for kind, w in whs:
+        n = w["name"]
+        check(len(n.split(".")) >= 3, "%s: a webhook name needs three segments" % n)
+        eq(w.get("admissionReviewVersions"), ["v1"], n + " admissionReviewVersions")
+        eq(w.get("sideEffects"), "None", n + " sideEffects")
+        eq(w.get("matchPolicy"), "Equivalent", n + " matchPolicy")
+        check(isinstance(w.get("timeoutSeconds"), int) and 1 <= w["timeoutSeconds"] <= MAX_TIMEOUT,
+              "%s timeoutSeconds %r (1..%d)" % (n, w.get("timeoutSeconds"), MAX_TIMEOUT))
+        svc = (w.get("clientConfig") or {}).get("service") or {}
+        want_path = "/mutate" if kind.startswith("Mutating") else "/validate"
+        eq((svc.get("name"), svc.get("namespace"), svc.get("port"), svc.get("path")),
+           (SERVICE, NAMESPACE, 443, want_path), n + " clientConfig.service")
+        check("url" not in w["clientConfig"], n + ": clientConfig.url")
+        if kind.startswith("Mutating"):
+            eq(w.get("reinvocationPolicy"), "IfNeeded", n + " reinvocationPolicy")
+        # namespaces
+        exprs = (w.get("namespaceSelector") or {}).get("matchExpressions") or []
+        notin = [e for e in exprs if e.get("key") == "kubernetes.io/metadata.name"
+                 and e.get("operator") == "NotIn"]
+        eq(len(notin), 1, n + " NotIn on kubernetes.io/metadata.name")
+        values = notin[0].get("values") or []
+        for ns in MUST_EXCLUDE:
+            check(ns in values, "%s does not exclude namespace %s" % (n, ns))
+        eq(sorted(values), sorted(policy_ns), n + " excluded namespaces vs rules/default.yaml")
+        check(not (w.get("namespaceSelector") or {}).get("matchLabels"),
+              n + ": matchLabels would narrow the exclusion")
+        # opt-out
+        oexprs = (w.get("objectSelector") or {}).get("matchExpressions") or []
+        check({"key": OPT_OUT_LABEL, "operator": "NotIn", "values": ["true"]} in oexprs,
+              "%s: no objectSelector opt-out %s NotIn [true]" % (n, OPT_OUT_LABEL))
+        # conditions and failure policy
+        conds = w.get("matchConditions") or []
+        check(len(conds) <= 64, n + ": more than 64 matchConditions")
+        if is_unfiltered(w):
+            eq(w.get("failurePolicy"), "Ignore", n + " (scale/HPA) failurePolicy")
+            check(all(r in UNFILTERABLE for rule in w["rules"] for r in rule["resources"]),
+                  n + ": an unfiltered entry must hold only scale subresources and HPAs")
+        else:
+            check(conds, n + ": no matchConditions: every object of these kinds would be sent")
+            check(any(c.get("name") == "gpu" for c in conds), n + ": no matchCondition 'gpu'")
+        if mode == "audit":
+            eq(w.get("failurePolicy"), "Ignore", "%s failurePolicy in audit mode" % n)
+        elif kind.startswith("Mutating"):
+            eq(w.get("failurePolicy"), "Ignore", "%s failurePolicy (mutation fails open)" % n)
+        elif not is_unfiltered(w):
+            eq(w.get("failurePolicy"), "Fail", "%s failurePolicy in enforce mode" % n)
+    args = container(docs).get("args") or []
+    if mode == "audit":
+        check("--audit-only" in args, "audit mode without --audit-only: %s" % args)
+    else:
+        check("--audit-only" not in args, "enforce mode with --audit-only")
+
+
+def t_deployment(docs):
+    dep = one(docs, "Deployment")
+    spec, tpl = dep["spec"], pod_template(docs)
+    pod, c = tpl["spec"], container(docs)
+    eq(dep["metadata"].get("namespace"), NAMESPACE, "Deployment namespace")
+    eq(spec.get("replicas"), 2, "replicas")
+    sel = spec["selector"]["matchLabels"]
+    check(all(tpl["metadata"]["labels"].get(k) == v for k, v in sel.items()),
+          "the selector does not select the template")
+    eq(pod.get("priorityClassName"), "system-cluster-critical", "priorityClassName")
+    spread = [t.get("topologyKey") for t in pod.get("topologySpreadConstraints") or []]
+    anti = ((pod.get("affinity") or {}).get("podAntiAffinity") or {})
+    check("kubernetes.io/hostname" in spread or anti, "replicas are not spread across nodes")
+    for t in pod.get("topologySpreadConstraints") or []:
+        check(t["labelSelector"]["matchLabels"] == sel, "a spread constraint selects other pods")
+    # image
+    image = c.get("image", "")
+    name, _, tag = image.rpartition(":")
+    check(name and tag and "/" not in tag and tag != "latest",
+          "image %r needs a concrete tag" % image)
+    eq(c.get("imagePullPolicy"), "IfNotPresent", "imagePullPolicy")
+    # hardening
+    psc, sc = pod.get("securityContext") or {}, c.get("securityContext") or {}
+    check(psc.get("runAsNonRoot") is True or sc.get("runAsNonRoot") is True, "runAsNonRoot")
+    check((sc.get("runAsUser") or psc.get("runAsUser")) not in (None, 0), "runAsUser non-zero")
+    eq(sc.get("readOnlyRootFilesystem"), True, "readOnlyRootFilesystem")
+    eq(sc.get("allowPrivilegeEscalation"), False, "allowPrivilegeEscalation")
+    check(sc.get("privileged") in (None, False), "privileged")
+    eq((sc.get("capabilities") or {}).get("drop"), ["ALL"], "capabilities.drop")
+    check(not (sc.get("capabilities") or {}).get("add"), "capabilities.add")
+    seccomp = (sc.get("seccompProfile") or psc.get("seccompProfile") or {}).get("type")
+    eq(seccomp, "RuntimeDefault", "seccompProfile")
+    check(not pod.get("hostNetwork") and not pod.get("hostPID"), "host namespaces")
+    # resources
+    res = c.get("resources") or {}
+    for part in ("requests", "limits"):
+        for r in ("cpu", "memory"):
+            check(r in (res.get(part) or {}), "resources.%s.%s missing" % (part, r))
+    # args, ports, probes
+    args = c.get("args") or []
+    eq(args[:1], ["serve"], "first argument")
+    listen = arg_value(args, "--listen")
+    eq(listen, "0.0.0.0:8443", "--listen")
+    ports = [p["containerPort"] for p in c.get("ports") or []]
+    eq(ports, [8443], "containerPort")
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        get = (c.get(probe) or {}).get("httpGet") or {}
+        eq((get.get("path"), get.get("port"), get.get("scheme")), (path, 8443, "HTTPS"), probe)
+    grace = int(arg_value(args, "--shutdown-grace")) if "--shutdown-grace" in args else 25
+    sleep = (((c.get("lifecycle") or {}).get("preStop") or {}).get("sleep") or {}).get("seconds", 0)
+    check(pod.get("terminationGracePeriodSeconds", 30) > grace + sleep,
+          "terminationGracePeriodSeconds %s <= preStop %s + --shutdown-grace %s"
+          % (pod.get("terminationGracePeriodSeconds", 30), sleep, grace))
+    # volumes: TLS Secret and rules ConfigMap where the args say
+    mounts = {m["name"]: m for m in c.get("volumeMounts") or []}
+    vols = {v["name"]: v for v in pod.get("volumes") or []}
+    for flag, key in (("--tls-cert", "tls.crt"), ("--tls-key", "tls.key")):
+        path = arg_value(args, flag)
+        eq(os.path.basename(path), key, flag)
+        m = [m for m in mounts.values() if m["mountPath"] == os.path.dirname(path)]
+        check(m and m[0].get("readOnly"), "%s: no read-only mount at %s" % (flag, path))
+        eq(vols[m[0]["name"]].get("secret", {}).get("secretName"), "gpuadmit-tls", flag + " Secret")
+    rules_dir = arg_value(args, "--rules")
+    m = [m for m in mounts.values() if m["mountPath"] == rules_dir]
+    check(m, "no mount at --rules %s" % rules_dir)
+    cm = vols[m[0]["name"]].get("configMap", {}).get("name")
+    cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == cm]
+    check(cms, "the rules volume names ConfigMap %s, which is not rendered" % cm)
+    eq(cms[0]["metadata"].get("namespace"), NAMESPACE, "rules ConfigMap namespace")
+    with open(os.path.join(ROOT, "rules", "default.yaml")) as f:
+        eq(cms[0].get("data"), {"default.yaml": f.read()}, "rules ConfigMap data")
+    # service account
+    sa = pod.get("serviceAccountName")
+    check(any(d["metadata"]["name"] == sa and d["metadata"].get("namespace") == NAMESPACE
+              for d in by_kind(docs, "ServiceAccount")), "ServiceAccount %s not rendered" % sa)
+
+
+def t_service_pdb(docs):
+    svc = one(docs, "Service")
+    tpl = pod_template(docs)
+    eq((svc["metadata"]["name"], svc["metadata"].get("namespace")), (SERVICE, NAMESPACE),
+       "Service name")
+    ports = [(p.get("port"), p.get("targetPort")) for p in svc["spec"]["ports"]]
+    eq(ports, [(443, 8443)], "Service ports")
+    labels = tpl["metadata"]["labels"]
+    check(all(labels.get(k) == v for k, v in svc["spec"]["selector"].items()),
+          "the Service does not select the webhook's pods")
+    pdb = one(docs, "PodDisruptionBudget")
+    eq(pdb["metadata"].get("namespace"), NAMESPACE, "PDB namespace")
+    sel = pdb["spec"]["selector"]
+    check(set(sel) == {"matchLabels"}, "PDB selector: matchLabels only")
+    check(sel["matchLabels"] and all(labels.get(k) == v for k, v in sel["matchLabels"].items()),
+          "the PDB does not select the webhook's pods")
+    check(pdb["spec"].get("minAvailable") == 1 or pdb["spec"].get("maxUnavailable") == 1,
+          "PDB: one replica at a time")
+
+
+def t_rbac(docs):
+    role = one(docs, "ClusterRole")
+    got = set()
+    for rule in role["rules"]:
+        eq(sorted(rule["verbs"]), ["get", "list", "watch"], "verbs for %s" % rule["resources"])
+        check(not rule.get("resourceNames") and not rule.get("nonResourceURLs"),
+              "unexpected rule fields")
+        for g in rule["apiGroups"]:
+            for r in rule["resources"]:
+                check((g, r) not in got, "%s/%s listed twice" % (g, r))
+                got.add((g, r))
+    eq(got, RBAC, "ClusterRole resources")
+    binding = one(docs, "ClusterRoleBinding")
+    eq(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": role["metadata"]["name"]}, "roleRef")
+    sa = pod_template(docs)["spec"]["serviceAccountName"]
+    eq(binding["subjects"], [{"kind": "ServiceAccount", "name": sa, "namespace": NAMESPACE}],
+       "ClusterRoleBinding subjects")
+    check(not by_kind(docs, "Role") and not by_kind(docs, "RoleBinding"), "namespaced RBAC")
+
+
+def t_namespace_priorityclass(docs):
+    ns = one(docs, "Namespace")
+    eq(ns["metadata"]["name"], NAMESPACE, "Namespace")
+    eq(ns["metadata"].get("labels", {}).get("pod-security.kubernetes.io/enforce"), "restricted",
+       "Pod Security level")
+    policy = read_policy()["spec"]
+    pcs = {d["metadata"]["name"]: d for d in by_kind(docs, "PriorityClass")}
+    for pc in policy["priorityClasses"]:
+        check(pc["name"] in pcs, "PriorityClass %s of the policy is not rendered" % pc["name"])
+        got = pcs[pc["name"]]
+        eq((got["value"], got.get("preemptionPolicy", "PreemptLowerPriority")),
+           (pc["value"], pc.get("preemptionPolicy", "PreemptLowerPriority")),
+           "PriorityClass %s" % pc["name"])
+        check(not got.get("globalDefault"), "gpu-standard must not be the global default")
+    eq((pcs["gpu-standard"]["value"], pcs["gpu-standard"]["preemptionPolicy"]),
+       (100000, "PreemptLowerPriority"), "gpu-standard")
+
+
+def t_certificates(overlay, docs, certs, raw):
+    placeholder = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"), "--needs-certs"],
+        input=raw.encode(), stdout=subprocess.DEVNULL).returncode == 0
+    cm = overlay.startswith("cert-manager")
+    check(placeholder != cm, "%s: the static-CA placeholder is%s there" % (
+        overlay, "" if placeholder else " not"))
+    whs = webhooks(docs)
+    secrets = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == "gpuadmit-tls"]
+    if not cm:
+        with open(os.path.join(certs, "ca.crt"), "rb") as f:
+            ca = base64.b64encode(f.read()).decode()
+        for _, w in whs:
+            eq(w["clientConfig"].get("caBundle"), ca, w["name"] + " caBundle")
+        eq(len(secrets), 1, "TLS Secret gpuadmit-tls in the output")
+        s = secrets[0]
+        eq((s["type"], s["metadata"].get("namespace")), ("kubernetes.io/tls", NAMESPACE), "Secret")
+        eq(sorted(s["data"]), ["ca.crt", "tls.crt", "tls.key"], "Secret keys")
+        kinds = [d["kind"] for d in docs]
+        check(kinds.index("Secret") < kinds.index("Deployment"),
+              "the Secret must come before the Deployment")
+        return
+    check(not secrets, "cert-manager makes the Secret: it must not be rendered")
+    certs_by_name = {d["metadata"]["name"]: d for d in by_kind(docs, "Certificate")}
+    issuers = {d["metadata"]["name"]: d for d in by_kind(docs, "Issuer")}
+    serving = [c for c in certs_by_name.values() if c["spec"]["secretName"] == "gpuadmit-tls"]
+    eq(len(serving), 1, "Certificates writing gpuadmit-tls")
+    serving = serving[0]
+    eq(sorted(serving["spec"]["dnsNames"]),
+       sorted(["%s.%s.svc" % (SERVICE, NAMESPACE), "%s.%s.svc.cluster.local" % (SERVICE, NAMESPACE)]),
+       "dnsNames")
+    check(not serving["spec"].get("isCA"), "the serving certificate is a CA")
+    # the chain: serving <- CA Issuer <- CA Certificate <- selfSigned Issuer
+    ca_issuer = issuers.get(serving["spec"]["issuerRef"]["name"])
+    check(ca_issuer and "ca" in ca_issuer["spec"], "the serving certificate's issuer is no CA Issuer")
+    ca_cert = [c for c in certs_by_name.values()
+               if c["spec"]["secretName"] == ca_issuer["spec"]["ca"]["secretName"]]
+    check(ca_cert and ca_cert[0]["spec"].get("isCA") is True, "no CA Certificate for the CA Issuer")
+    root = issuers.get(ca_cert[0]["spec"]["issuerRef"]["name"])
+    check(root and "selfSigned" in root["spec"], "the CA is not issued by a selfSigned Issuer")
+    want = "%s/%s" % (NAMESPACE, serving["metadata"]["name"])
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        ann = one(docs, kind)["metadata"].get("annotations") or {}
+        eq(ann.get("cert-manager.io/inject-ca-from"), want, kind + " inject-ca-from")
+    for _, w in whs:
+        check("caBundle" not in w["clientConfig"], w["name"] + ": a static caBundle with cert-manager")
+
+
+def t_rules_kustomization():
+    with open(os.path.join(ROOT, "rules", "Kustomization")) as f:
+        k = yaml.safe_load(f)
+    gens = k["configMapGenerator"]
+    eq([g["name"] for g in gens], ["gpuadmit-rules"], "rules generators")
+    listed = sorted(gens[0]["files"])
+    present = sorted(f for f in os.listdir(os.path.join(ROOT, "rules"))
+                     if (f.endswith(".yaml") or f.endswith(".yml")) and not f.startswith(".")
+                     and os.path.isfile(os.path.join(ROOT, "rules", f)))
+    eq(listed, present, "rules/Kustomization files vs the policy files in rules/")
+
+
+def t_no_local_paths(texts):
+    for name, text in texts:
+        for bad in ("/work/", "/home/", "/tmp/", "/root/"):
+            check(bad not in text, "%s mentions %s" % (name, bad))
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. CEL matchConditions
+
+
+def policy_markers():
+    """(description, pod spec) for each GPU resource, node label, taint and runtime class of
+    rules/default.yaml: each alone must get a pod sent to the webhook."""
+    gpu = read_policy()["spec"]["gpu"]
+    out = []
+    for r in gpu["resources"]:
+        name = r.replace("*", "1g.5gb")
+        check(fnmatch.fnmatchcase(name, r), "cannot make a name for %s" % r)
+        out.append(("limits %s" % name, {"containers": [
+            {"name": "a", "resources": {"limits": {name: "1"}}}]}))
+        out.append(("init requests %s" % name, {"containers": [{"name": "a"}], "initContainers": [
+            {"name": "i", "resources": {"requests": {name: "1"}}}]}))
+    for label, value in gpu["nodeLabels"].items():
+        out.append(("nodeSelector %s" % label, {"containers": [{"name": "a"}],
+                                                "nodeSelector": {label: value}}))
+        out.append(("required affinity on %s" % label, {"containers": [{"name": "a"}], "affinity": {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": label, "operator": "Exists"}]}]}}}}))
+    for taint in gpu["taints"]:
+        out.append(("tolerates %s" % taint["key"], {"containers": [{"name": "a"}], "tolerations": [
+            {"key": taint["key"], "operator": "Exists", "effect": taint.get("effect", "NoSchedule")}]}))
+    for rc in gpu.get("runtimeClasses") or []:
+        out.append(("runtimeClassName %s" % rc, {"containers": [{"name": "a"}],
+                                                 "runtimeClassName": rc}))
+    return out
+
+
+def C(**kw):
+    c = {"name": "c", "image": "busybox"}
+    c.update(kw)
+    return c
+
+
+# (description, pod spec, sent to the webhook?)
+SPEC_CASES = [
+    ("a plain pod", {"containers": [C()]}, False),
+    ("an empty spec", {}, False),
+    ("cpu and memory only", {"containers": [C(resources={"limits": {"cpu": "1", "memory": "1Gi"},
+                                                         "requests": {"cpu": "1"}})]}, False),
+    ("empty resources", {"containers": [C(resources={})]}, False),
+    ("another extended resource", {"containers": [C(resources={"limits": {"example.com/fpga": 1}})]},
+     False),
+    ("a non-GPU nodeSelector", {"containers": [C()], "nodeSelector": {"kubernetes.io/os": "linux"}},
+     False),
+    ("a non-GPU toleration", {"containers": [C()], "tolerations": [
+        {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"}]}, False),
+    ("an empty affinity", {"containers": [C()], "affinity": {}}, False),
+    ("an empty node affinity", {"containers": [C()], "affinity": {"nodeAffinity": {}}}, False),
+    ("required affinity without terms", {"containers": [C()], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {}}}}, False),
+    ("a term without expressions", {"containers": [C()], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{}]}}}}, False),
+    ("only a preferred GPU affinity", {"containers": [C()], "affinity": {"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
+            "matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]}}]}}},
+     False),
+    ("runtimeClassName runc", {"containers": [C()], "runtimeClassName": "runc"}, False),
+    ("an ordinary env", {"containers": [C(env=[{"name": "FOO", "value": "1"}])]}, False),
+    ("privileged, not pinned to a node", {"containers": [C(securityContext={"privileged": True})]},
+     False),
+    ("pinned to a node, nothing risky", {"containers": [C()], "nodeName": "n1"}, False),
+    ("a GPU limit", {"containers": [C(resources={"limits": {"nvidia.com/gpu": 1}})]}, True),
+    ("a GPU limit in the second container", {"containers": [
+        C(), C(name="d", resources={"limits": {"nvidia.com/gpu": "2"}})]}, True),
+    ("a shared GPU in an init container", {"containers": [C()], "initContainers": [
+        C(resources={"requests": {"nvidia.com/gpu.shared": 1}})]}, True),
+    ("a MIG profile", {"containers": [C(resources={"limits": {"nvidia.com/mig-3g.20gb": 1}})]},
+     True),
+    ("the GPU taint tolerated", {"containers": [C()], "tolerations": [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}, True),
+    ("every taint tolerated", {"containers": [C()], "tolerations": [{"operator": "Exists"}]}, True),
+    ("GPU nodeSelector", {"containers": [C()], "nodeSelector": {"nvidia.com/gpu.present": "true"}},
+     True),
+    ("GPU required affinity, second term", {"containers": [C()], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+            {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                                   "values": ["A100"]}]}]}}}}, True),
+    ("runtimeClassName nvidia", {"containers": [C()], "runtimeClassName": "nvidia"}, True),
+    ("NVIDIA_VISIBLE_DEVICES", {"containers": [C(env=[{"name": "NVIDIA_VISIBLE_DEVICES",
+                                                       "value": "all"}])]}, True),
+    ("NVIDIA_VISIBLE_DEVICES in an init container", {"containers": [C()], "initContainers": [
+        C(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.name"}}}])]}, True),
+    ("pinned and privileged", {"containers": [C(securityContext={"privileged": True})],
+                               "nodeName": "gpu-1"}, True),
+    ("pinned with envFrom", {"containers": [C(envFrom=[{"configMapRef": {"name": "x"}}])],
+                             "nodeName": "gpu-1"}, True),
+    ("pinned with a hostPath", {"containers": [C()], "nodeName": "gpu-1", "volumes": [
+        {"name": "dev", "hostPath": {"path": "/dev/nvidia0"}}]}, True),
+    ("matchFields and privileged init", {"containers": [C()], "initContainers": [
+        C(securityContext={"privileged": True})], "affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In",
+                                  "values": ["gpu-1"]}]}]}}}}, True),
+]
+
+EPHEMERAL_CASES = [
+    ("no ephemeral containers", {"containers": [C()]}, False),
+    ("a plain debug container", {"containers": [C()], "ephemeralContainers": [C(name="dbg")]}, False),
+    ("a privileged debug container", {"containers": [C()], "ephemeralContainers": [
+        C(name="dbg", securityContext={"privileged": True})]}, True),
+    ("a debug container with envFrom", {"containers": [C()], "ephemeralContainers": [
+        C(name="dbg", envFrom=[{"secretRef": {"name": "s"}}])]}, True),
+    ("a debug container with NVIDIA_VISIBLE_DEVICES", {"containers": [C()], "ephemeralContainers": [
+        C(name="dbg", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])]}, True),
+]
+
+WORKLOADS = [("apps", "deployments", "Deployment"), ("apps", "replicasets", "ReplicaSet"),
+             ("apps", "statefulsets", "StatefulSet"), ("batch", "jobs", "Job"),
+             ("batch", "cronjobs", "CronJob")]
+
+
+def wrap(kind, spec):
+    """An object of kind whose pod spec is spec (None: no spec at all)."""
+    meta = {"name": "x", "namespace": "ml"}
+    api = {"Pod": "v1", "CronJob": "batch/v1", "Job": "batch/v1"}.get(kind, "apps/v1")
+    obj = {"apiVersion": api, "kind": kind, "metadata": meta}
+    if spec is None:
+        return obj
+    tpl = {"metadata": {"labels": {"app": "x"}}, "spec": spec}
+    if kind == "Pod":
+        obj["spec"] = spec
+    elif kind == "CronJob":
+        obj["spec"] = {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": tpl}}}
+    else:
+        obj["spec"] = {"replicas": 1, "template": tpl}
+    return obj
+
+
+def request_env(obj, user="alice", group="", resource="pods", sub="", op="CREATE"):
+    return {"object": obj, "oldObject": None, "request": {
+        "uid": "u", "operation": op, "namespace": "ml", "name": "x", "subResource": sub,
+        "resource": {"group": group, "version": "v1", "resource": resource},
+        "userInfo": {"username": user, "groups": ["system:authenticated"]}}}
+
+
+def entry_for(docs, config_kind, group, resource):
+    for kind, w in webhooks(docs):
+        if kind != config_kind:
+            continue
+        for rule in w.get("rules") or []:
+            if group in rule["apiGroups"] and resource in rule["resources"]:
+                return w, [(c["name"], cel.compile_expr(c["expression"]))
+                           for c in w.get("matchConditions") or []]
+    raise Fail("no %s entry for %s %s" % (config_kind, group, resource))
+
+
+def expect(conds, env, want, what):
+    got, errors = cel.match(conds, env)
+    check(got != "error", "%s: CEL error: %s" % (what, "; ".join(errors)))
+    eq(got, "call" if want else "skip", what)
+
+
+def leaf_removals(obj, path=()):
+    """Every copy of obj with one key removed, anywhere in it (for null-safety)."""
+    if isinstance(obj, dict):
+        for k in obj:
+            c = copy.deepcopy(obj)
+            del c[k]
+            yield path + (k,), c
+            for p, sub in leaf_removals(obj[k], path + (k,)):
+                c = copy.deepcopy(obj)
+                c[k] = sub
+                yield p, c
+    elif isinstance(obj, list):
+        for i, item in enumerate(obj):
+            for p, sub in leaf_removals(item, path + (i,)):
+                c = list(obj)
+                c[i] = sub
+                yield p, c
+
+
+def t_cel_parse(docs):
+    for _, w in webhooks(docs):
+        names = [c["name"] for c in w.get("matchConditions") or []]
+        eq(len(set(names)), len(names), w["name"] + " condition names unique")
+        for c in w.get("matchConditions") or []:
+            try:
+                cel.compile_expr(c["expression"])
+            except cel.CelSyntaxError as e:
+                raise Fail("%s/%s: %s" % (w["name"], c["name"], e))
+
+
+def t_cel_workloads(docs):
+    """Each spec case, as a Pod and as every workload's template, on both webhooks."""
+    cases = SPEC_CASES + [("policy: " + d, s, True) for d, s in policy_markers()]
+    for config in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        targets = [("Pod", "", "pods")] + [(k, g, r) for g, r, k in WORKLOADS]
+        for kind, group, resource in targets:
+            _, conds = entry_for(docs, config, group, resource)
+            expect(conds, request_env(wrap(kind, None), group=group, resource=resource), False,
+                   "%s %s without a spec" % (config[:8], kind))
+            for desc, spec, want in cases:
+                env = request_env(wrap(kind, spec), group=group, resource=resource)
+                expect(conds, env, want, "%s %s: %s" % (config[:8], kind, desc))
+
+
+def t_cel_null_safe(docs):
+    """A pod spec with every marker at once, then with any one key anywhere removed: never a CEL
+    error (which under failurePolicy Fail would refuse the request)."""
+    full = {"containers": [C(resources={"limits": {"nvidia.com/gpu": 1}, "requests": {"cpu": "1"}},
+                             env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                             envFrom=[{"configMapRef": {"name": "x"}}],
+                             securityContext={"privileged": True})],
+            "initContainers": [C(resources={"requests": {"nvidia.com/gpu": 1}})],
+            "nodeSelector": {"nvidia.com/gpu.present": "true"}, "nodeName": "n",
+            "runtimeClassName": "nvidia",
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "volumes": [{"name": "d", "hostPath": {"path": "/dev"}}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "nvidia.com/gpu.present", "operator": "Exists"}],
+                    "matchFields": [{"key": "metadata.name", "operator": "In",
+                                     "values": ["n"]}]}]}}},
+            "ephemeralContainers": [C(name="dbg", securityContext={"privileged": True},
+                                      env=[{"name": "NVIDIA_VISIBLE_DEVICES"}],
+                                      envFrom=[{"secretRef": {"name": "s"}}])]}
+    n = 0
+    for config in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        targets = [("Pod", "", "pods", ""), ("Pod", "", "pods/ephemeralcontainers", "")]
+        targets += [(k, g, r, "") for g, r, k in WORKLOADS]
+        for kind, group, resource, _ in targets:
+            _, conds = entry_for(docs, config, group, resource)
+            obj = wrap(kind, copy.deepcopy(full))
+            obj["metadata"]["annotations"] = {"a": "b"}
+            obj["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "controller": True,
+                                                   "name": "r", "apiVersion": "apps/v1",
+                                                   "uid": "u"}]
+            for path, variant in leaf_removals(obj):
+                got, errors = cel.match(conds, request_env(variant, group=group,
+                                                           resource=resource))
+                check(got != "error", "%s %s without %s: %s"
+                      % (config[:8], resource, "/".join(map(str, path)), "; ".join(errors)))
+                n += 1
+            env = request_env(obj, group=group, resource=resource)
+            del env["request"]["userInfo"]["username"]
+            check(cel.match(conds, env)[0] != "error", "%s %s: no username" % (config[:8], resource))
+    check(n > 500, "only %d variants" % n)
+
+
+def t_cel_pods_extra(docs):
+    gpu_spec = {"containers": [C()], "tolerations": [
+        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+    ds_owner = [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "dp", "uid": "u",
+                 "controller": True}]
+    rs_owner = [dict(ds_owner[0], kind="ReplicaSet")]
+    for config in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        _, conds = entry_for(docs, config, "", "pods")
+        pod = wrap("Pod", copy.deepcopy(gpu_spec))
+        pod["metadata"]["ownerReferences"] = ds_owner
+        for user, want in (("system:serviceaccount:kube-system:daemon-set-controller", False),
+                           ("system:kube-controller-manager", False),
+                           ("alice", True),
+                           ("system:serviceaccount:ml:daemon-set-controller", True)):
+            expect(conds, request_env(pod, user=user), want, "%s DaemonSet pod by %s"
+                   % (config[:8], user))
+        pod["metadata"]["ownerReferences"] = [dict(ds_owner[0], controller=False)]
+        expect(conds, request_env(pod, user="system:kube-controller-manager"), True,
+               config[:8] + " non-controller DaemonSet owner")
+        pod["metadata"]["ownerReferences"] = rs_owner
+        expect(conds, request_env(pod, user="system:kube-controller-manager"), True,
+               config[:8] + " ReplicaSet pod")
+        mirror = wrap("Pod", copy.deepcopy(gpu_spec))
+        mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
+        expect(conds, request_env(mirror, user="system:node:n1"), False, config[:8] + " mirror pod")
+
+
+def t_cel_ephemeral(docs):
+    for config in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        _, conds = entry_for(docs, config, "", "pods/ephemeralcontainers")
+        for desc, spec, want in EPHEMERAL_CASES:
+            env = request_env(wrap("Pod", spec), resource="pods", sub="ephemeralcontainers",
+                              op="UPDATE")
+            expect(conds, env, want, "%s ephemeral: %s" % (config[:8], desc))
+
+
+def t_cel_upstream(docs):
+    """Real objects from shared/k8s: NVIDIA's examples are sent; the all-fields fixtures and the
+    device plugin's DaemonSet pod (by its controller) evaluate without error."""
+    k8s = os.path.join(SHARED, "k8s")
+    with open(os.path.join(k8s, "nvidia", "readme-gpu-pod.yaml")) as f:
+        pod = yaml.safe_load(f)
+    with open(os.path.join(k8s, "nvidia", "testdata-job-1.yaml")) as f:
+        job = yaml.safe_load(f)
+    with open(os.path.join(k8s, "nvidia", "static-nvidia-device-plugin.yml")) as f:
+        ds = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "DaemonSet"][0]
+    for config in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        _, pc = entry_for(docs, config, "", "pods")
+        _, wc = entry_for(docs, config, "batch", "jobs")
+        expect(pc, request_env(pod), True, config[:8] + " NVIDIA's GPU pod")
+        expect(wc, request_env(job, group="batch", resource="jobs"), True, config[:8] + " NVIDIA's Job")
+        dspod = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(
+            ds["spec"]["template"]["metadata"], namespace="gpu-operator", ownerReferences=[
+                {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "x", "uid": "u",
+                 "controller": True}]), "spec": ds["spec"]["template"]["spec"]}
+        expect(pc, request_env(dspod, user="system:serviceaccount:kube-system:daemon-set-controller"),
+               False, config[:8] + " the device plugin's DaemonSet pod")
+        for fixture, group, resource in (("core.v1.Pod.json", "", "pods"),
+                                         ("apps.v1.Deployment.json", "apps", "deployments"),
+                                         ("apps.v1.StatefulSet.json", "apps", "statefulsets"),
+                                         ("batch.v1.Job.json", "batch", "jobs")):
+            with open(os.path.join(k8s, "testdata", fixture)) as f:
+                obj = json.load(f)
+            _, conds = entry_for(docs, config, group, resource)
+            got, errors = cel.match(conds, request_env(obj, group=group, resource=resource))
+            check(got != "error", "%s %s: %s" % (config[:8], fixture, "; ".join(errors)))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    print("# manifests: shared folder %s, routes from %s, %s" % (
+        os.path.relpath(SHARED, ROOT) if not os.environ.get("GPUADMIT_SHARED") else SHARED, BIN,
+        "kubectl %s" % shutil.which(KUBECTL) if have_kubectl() else
+        "no kubectl: the committed renderings are checked, not compared with kustomize"))
+    run("validator rejects broken objects", t_validator_rejects)
+    run("rules/Kustomization lists the policy files", t_rules_kustomization)
+    served = None
+    try:
+        served = server_routes()
+        RESULTS["passed"] += 1
+        print("ok - gpuadmit routes (%d routes)" % len(served))
+    except Exception as e:
+        RESULTS["failed"] += 1
+        print("not ok - gpuadmit routes: %s" % e)
+    names = overlays()
+    check_golden_set = sorted(f[:-5] for f in os.listdir(GOLDEN_DIR) if f.endswith(".yaml")) \
+        if os.path.isdir(GOLDEN_DIR) else []
+    run("a committed rendering per overlay", lambda: eq(check_golden_set, names,
+                                                        "tests/manifests/rendered/ vs overlays"))
+    tmp = tempfile.mkdtemp(prefix="gpuadmit-manifests-")
+    try:
+        certs = os.path.join(tmp, "certs")
+        make_certs(certs)
+        texts = []
+        for overlay in names:
+            # With kubectl, the checks below judge what kustomize renders now (a stale
+            # committed rendering is one failure of its own); without it, the committed one.
+            raw = None
+            try:
+                if have_kubectl():
+                    raw = kustomize(overlay)
+                    check(raw == golden(overlay), "kubectl kustomize output differs from "
+                          "tests/manifests/rendered/%s.yaml: run make manifests-golden" % overlay)
+                else:
+                    raw = golden(overlay)
+            except Fail as e:
+                RESULTS["failed"] += 1
+                print("not ok - %s: rendering: %s" % (overlay, e))
+                if raw is None:
+                    continue
+            else:
+                RESULTS["passed"] += 1
+                print("ok - %s: rendering%s" % (overlay, " matches kubectl kustomize"
+                                                if have_kubectl() else " (committed)"))
+            filled = fill(raw, certs)
+            texts.append(("tests/manifests/rendered/%s.yaml" % overlay, raw))
+            docs = load_docs(filled)
+            run("%s: schemas" % overlay, t_schemas, overlay, docs)
+            if served is not None:
+                run("%s: rules equal gpuadmit routes" % overlay, t_routes, docs, served)
+            run("%s: webhook settings (lock-out, %s mode)" % (overlay, MODES.get(overlay)),
+                t_webhook_settings, overlay, docs)
+            run("%s: Deployment" % overlay, t_deployment, docs)
+            run("%s: Service and PDB" % overlay, t_service_pdb, docs)
+            run("%s: RBAC" % overlay, t_rbac, docs)
+            run("%s: Namespace and PriorityClass" % overlay, t_namespace_priorityclass, docs)
+            run("%s: certificates" % overlay, t_certificates, overlay, docs, certs, raw)
+            run("%s: CEL parses (supported subset)" % overlay, t_cel_parse, docs)
+            run("%s: CEL on pods and workloads" % overlay, t_cel_workloads, docs)
+            run("%s: CEL pods: mirror and DaemonSet pods" % overlay, t_cel_pods_extra, docs)
+            run("%s: CEL ephemeral containers" % overlay, t_cel_ephemeral, docs)
+            run("%s: CEL null-safety" % overlay, t_cel_null_safe, docs)
+            run("%s: CEL on upstream objects" % overlay, t_cel_upstream, docs)
+        run("no developer-machine paths in the renderings", t_no_local_paths, texts)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("manifests: %d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
+    return 1 if RESULTS["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
