@@ -146,3 +146,17 @@ bench: build/release/bench/bench_view
 
 clean:
 	rm -rf build
+
+# make image: the container image as an OCI archive, build/image/gpuadmit-VERSION.oci.tar, built
+# offline from this system's Debian packages with umoci. Not part of check; its tools are
+# installed here, not by deps.
+.PHONY: image image-deps
+IMAGE_PACKAGES := umoci ca-certificates
+IMAGE_ARCHIVE := build/image/gpuadmit-$(VERSION).oci.tar
+
+image-deps:
+	@scripts/install-deps.sh $(IMAGE_PACKAGES)
+
+image: deps image-deps
+	@$(MAKE) --no-print-directory all
+	@VERSION=$(VERSION) image/build-oci.sh build/release/gpuadmit build/image
