@@ -21,7 +21,7 @@ here=$(dirname "$(realpath "$0")")
 
 die() { echo "build-oci.sh: $*" >&2; exit 1; }
 command -v umoci >/dev/null || die "umoci is missing (Debian package umoci; make image installs it)"
-[[ $version =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "VERSION \"$version\" is not a valid tag"
+[[ $version =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$ ]] || die "VERSION \"$version\" is no tag"
 
 # A full reference, as container runtimes store it: gpuadmit -> docker.io/library/gpuadmit.
 case $name in
@@ -66,7 +66,7 @@ umoci config --image "$layout:$ref" --no-history --created "$created" \
   --config.entrypoint /usr/bin/gpuadmit --config.user 65532:65532 --config.workingdir / \
   --config.exposedports 8443/tcp \
   --config.label "org.opencontainers.image.title=gpuadmit" \
-  --config.label "org.opencontainers.image.description=Kubernetes admission webhook for GPU workloads" \
+  --config.label "org.opencontainers.image.description=Admission webhook for GPU workloads" \
   --config.label "org.opencontainers.image.version=$version" \
   --config.label "org.opencontainers.image.revision=$revision" \
   --config.label "org.opencontainers.image.created=$created"
@@ -79,6 +79,7 @@ tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owne
 mv -f "$archive.tmp" "$archive"
 
 manifest=$(sed -n 's/.*"digest":"\(sha256:[0-9a-f]*\)".*/\1/p' "$layout/index.json")
+# shellcheck disable=SC2012 # blob names are hex digests; the layer is the largest
 layer=$(ls -S "$layout"/blobs/sha256/* | head -n 1)
 echo "image: $ref, manifest $manifest"
 echo "image: $archive: $(du -h --apparent-size "$archive" | cut -f1); one layer of" \

@@ -92,8 +92,8 @@ if grep -q 'not found' <<< "$ldd_out"; then
 fi
 # "libz.so.1 => /lib/x86_64-linux-gnu/libz.so.1 (0x...)" and "/lib64/ld-linux-x86-64.so.2 (0x...)";
 # linux-vdso has no file.
-mapfile -t libs < <(sed -n -e 's/.*=> \(\/[^ ]*\) (0x.*/\1/p' -e 's/^[[:space:]]*\(\/[^ ]*\) (0x.*/\1/p' \
-  <<< "$ldd_out")
+mapfile -t libs < <(sed -n -e 's/.*=> \(\/[^ ]*\) (0x.*/\1/p' \
+  -e 's/^[[:space:]]*\(\/[^ ]*\) (0x.*/\1/p' <<< "$ldd_out")
 [[ ${#libs[@]} -gt 0 ]] || die "ldd $bin named no libraries"
 for lib in "${libs[@]}"; do
   copy_lib "$lib"
