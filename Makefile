@@ -148,10 +148,12 @@ clean:
 	rm -rf build
 
 # make image: the container image as an OCI archive, build/image/gpuadmit-VERSION.oci.tar, built
-# offline from this system's Debian packages with umoci. Not part of check; its tools are
-# installed here, not by deps.
-.PHONY: image image-deps
+# offline from this system's Debian packages with umoci (image/README.md). make image-check runs
+# the image's files in a chroot as uid 65532 and checks its config; it needs root. Neither is
+# part of check; their tools are installed here, not by deps.
+.PHONY: image image-deps image-check
 IMAGE_PACKAGES := umoci ca-certificates
+IMAGE_CHECK_PACKAGES := skopeo
 IMAGE_ARCHIVE := build/image/gpuadmit-$(VERSION).oci.tar
 
 image-deps:
@@ -160,3 +162,7 @@ image-deps:
 image: deps image-deps
 	@$(MAKE) --no-print-directory all
 	@VERSION=$(VERSION) image/build-oci.sh build/release/gpuadmit build/image
+
+image-check: image
+	@scripts/install-deps.sh $(IMAGE_CHECK_PACKAGES)
+	@VERSION=$(VERSION) $(PYTHON) image/check-image.py $(IMAGE_ARCHIVE)
