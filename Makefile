@@ -60,6 +60,8 @@ build/version.h: FORCE
 	@mkdir -p build
 	@echo '#define GPUADMIT_VERSION "$(VERSION)"' > $@.tmp
 	@cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+# phony, or .SECONDARY below would keep it from ever being remade
+.PHONY: FORCE
 FORCE:
 build/release/webhook/main.o build/san/webhook/main.o: build/version.h
 
@@ -104,6 +106,7 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	                     "e2e" "$(MAKE) --no-print-directory e2e" \
 	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san" \
 	                     "manifests" "$(MAKE) --no-print-directory manifests-check" \
+	                     "image" "$(MAKE) --no-print-directory image-check" \
 	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
 
 run: deps
@@ -154,6 +157,7 @@ clean:
 # ---------------------------------------------------------------------------------------------
 # Deployment manifests (manifests/README.md). Rendering needs kubectl (its built-in kustomize).
 #   make manifests [OVERLAY=audit|enforce|cert-manager|cert-manager-enforce] [CERTS_DIR=DIR]
+#                  [IMAGE_NAME=NAME IMAGE_TAG=TAG]
 #       writes build/manifests/$(OVERLAY).yaml. The static-CA overlays (audit, enforce) get the
 #       caBundle and the TLS Secret from $(CERTS_DIR), made when a file is missing, so their
 #       output holds a private key and is written mode 0600.
@@ -162,6 +166,9 @@ clean:
 .PHONY: manifests manifests-check manifests-golden
 OVERLAY ?= audit
 CERTS_DIR ?= certs/cluster
+# the image make image builds (docker.io/library/gpuadmit:VERSION); set both for your registry
+IMAGE_NAME ?= gpuadmit
+IMAGE_TAG ?= $(VERSION)
 KUBECTL ?= kubectl
 MANIFEST_OVERLAYS := $(notdir $(wildcard manifests/overlays/*))
 # Writes ca.crt, ca.key, tls.crt and tls.key for the Service gpuadmit.gpuadmit-system.svc:
@@ -174,7 +181,11 @@ manifests:
 	  *) echo "OVERLAY=$(OVERLAY): expected one of: $(MANIFEST_OVERLAYS)" >&2; exit 2;; esac; \
 	mkdir -p build/manifests; \
 	out=build/manifests/$(OVERLAY).yaml; raw=$$(mktemp); trap 'rm -f "$$raw" "$$out.tmp"' EXIT; \
-	$(KUBECTL) kustomize manifests/overlays/$(OVERLAY) > "$$raw"; \
+	k=$$(mktemp -d build/manifests/.kustomize.XXXXXX); trap 'rm -rf "$$raw" "$$out.tmp" "$$k"' EXIT; \
+	printf '%s\n' 'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
+	  'resources: [../../../manifests/overlays/$(OVERLAY)]' 'images:' '  - name: gpuadmit' \
+	  '    newName: $(IMAGE_NAME)' '    newTag: "$(IMAGE_TAG)"' > "$$k/kustomization.yaml"; \
+	$(KUBECTL) kustomize "$$k" > "$$raw"; \
 	if $(PYTHON) scripts/manifests-fill.py --needs-certs < "$$raw"; then \
 	  for f in ca.crt ca.key tls.crt tls.key; do \
 	    [[ -s $(CERTS_DIR)/$$f ]] || { $(MANIFESTS_CERTS); break; }; done; \
@@ -194,3 +205,23 @@ manifests-golden:
 	@for o in $(MANIFEST_OVERLAYS); do \
 		$(KUBECTL) kustomize manifests/overlays/$$o > tests/manifests/rendered/$$o.yaml || exit 1; \
 		echo "wrote tests/manifests/rendered/$$o.yaml"; done
+
+# make image: the container image as an OCI archive, build/image/gpuadmit-VERSION.oci.tar, built
+# offline from this system's Debian packages with umoci (image/README.md). make image-check runs
+# the image's files in a chroot as uid 65532 and checks its config; it needs root. Neither is
+# part of check; their tools are installed here, not by deps.
+.PHONY: image image-deps image-check
+IMAGE_PACKAGES := umoci ca-certificates
+IMAGE_CHECK_PACKAGES := skopeo
+IMAGE_ARCHIVE := build/image/gpuadmit-$(VERSION).oci.tar
+
+image-deps:
+	@scripts/install-deps.sh $(IMAGE_PACKAGES)
+
+image: deps image-deps
+	@$(MAKE) --no-print-directory all
+	@VERSION=$(VERSION) image/build-oci.sh build/release/gpuadmit build/image
+
+image-check: image
+	@scripts/install-deps.sh $(IMAGE_CHECK_PACKAGES)
+	@VERSION=$(VERSION) $(PYTHON) image/check-image.py $(IMAGE_ARCHIVE)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpuadmit needs to build and test, if any is missing.
 # Idempotent: when everything is present it only asks dpkg, and says nothing.
+# With arguments it installs those packages instead (make image passes its own tools).
 set -euo pipefail
 
 packages=(
@@ -8,6 +9,7 @@ packages=(
   libmicrohttpd-dev libgnutls28-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
   openssl curl python3 python3-jsonschema python3-cryptography python3-yaml
 )
+[[ $# -eq 0 ]] || packages=("$@")
 
 missing=()
 for p in "${packages[@]}"; do
