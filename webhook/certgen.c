@@ -213,17 +213,6 @@ static int san_from_cert(X509 *x, struct san *n, struct diag *d)
 
 /* ---- keys and certificates ---- */
 
-static const char *ssl_error(char *buf, size_t len)
-{
-    unsigned long e = ERR_peek_last_error();
-
-    if (e == 0)
-        return "no details";
-    ERR_error_string_n(e, buf, len);
-    ERR_clear_error();
-    return buf;
-}
-
 static enum certgen_key key_kind(EVP_PKEY *k)
 {
     if (EVP_PKEY_get_base_id(k) == EVP_PKEY_RSA)
@@ -242,7 +231,7 @@ static EVP_PKEY *new_key(enum certgen_key k, struct diag *d)
     default: key = EVP_EC_gen("P-256"); break;
     }
     if (key == NULL)
-        diag_set(d, NULL, 0, 0, "cannot make a key: %s", ssl_error(err, sizeof(err)));
+        diag_set(d, NULL, 0, 0, "cannot make a key: %s", certs_ssl_error(err, sizeof(err)));
     return key;
 }
 
@@ -317,7 +306,7 @@ static X509 *issue(const struct issue *is, struct diag *d)
     }
     if (!ok) {
         diag_set(d, NULL, 0, 0, "cannot make the certificate \"%s\": %s", is->cn,
-                 ssl_error(err, sizeof(err)));
+                 certs_ssl_error(err, sizeof(err)));
         X509_free(x);
         return NULL;
     }
@@ -486,7 +475,7 @@ static STACK_OF(X509) * load_certs(const char *dir, const char *name, struct dia
         }
     }
     if (sk_X509_num(sk) == 0) {
-        diag_set(d, path, 0, 0, "no PEM certificate found (%s)", ssl_error(err, sizeof(err)));
+        diag_set(d, path, 0, 0, "no PEM certificate found (%s)", certs_ssl_error(err, sizeof(err)));
         sk_X509_free(sk);
         sk = NULL;
     }
@@ -518,7 +507,7 @@ static EVP_PKEY *load_key(const char *dir, const char *name, struct diag *d)
     if ((b = BIO_new_mem_buf(buf, (int)len)) == NULL ||
         (k = PEM_read_bio_PrivateKey(b, NULL, NULL, (void *)"")) == NULL)
         diag_set(d, path, 0, 0, "no unencrypted PEM private key found (%s)",
-                 ssl_error(err, sizeof(err)));
+                 certs_ssl_error(err, sizeof(err)));
 out:
     BIO_free(b);
     certs_buf_free(buf, len);

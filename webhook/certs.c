@@ -78,7 +78,7 @@ void certs_buf_free(char *buf, size_t len)
     free(buf);
 }
 
-static const char *ssl_error(char *buf, size_t len)
+const char *certs_ssl_error(char *buf, size_t len)
 {
     unsigned long e = ERR_peek_last_error();
 
@@ -112,7 +112,7 @@ int certs_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
     bio = BIO_new_mem_buf(cert_pem, (int)cert_len);
     if (bio == NULL || (leaf = PEM_read_bio_X509(bio, NULL, NULL, NULL)) == NULL) {
         diag_set(d, NULL, 0, 0, "certificate: no PEM certificate found (%s)",
-                 ssl_error(err, sizeof(err)));
+                 certs_ssl_error(err, sizeof(err)));
         goto out;
     }
     info->chain_len = 1;
@@ -126,12 +126,12 @@ int certs_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
     /* an empty passphrase callback refuses encrypted keys instead of prompting on a tty */
     if (bio == NULL || (key = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"")) == NULL) {
         diag_set(d, NULL, 0, 0, "key: no unencrypted PEM private key found (%s)",
-                 ssl_error(err, sizeof(err)));
+                 certs_ssl_error(err, sizeof(err)));
         goto out;
     }
     if (X509_check_private_key(leaf, key) != 1) {
         diag_set(d, NULL, 0, 0, "key does not match the certificate (%s)",
-                 ssl_error(err, sizeof(err)));
+                 certs_ssl_error(err, sizeof(err)));
         goto out;
     }
     info->not_before = asn1_to_time(X509_get0_notBefore(leaf));

@@ -27,4 +27,8 @@ void certs_buf_free(char *buf, size_t len);
 int certs_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
                      struct certs_info *info, struct diag *d);
 
+/* The last OpenSSL error as text in buf ("no details" when there is none); clears the
+ * thread's error queue. Returns buf or a static string. */
+const char *certs_ssl_error(char *buf, size_t len);
+
 #endif

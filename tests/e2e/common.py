@@ -8,8 +8,11 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import tempfile
 import threading
 import time
+import traceback
 
 SLOW = os.environ.get("GPUADMIT_SLOW", "") not in ("", "0")
 SCALE = 3.0 if SLOW else 1.0
@@ -234,3 +237,44 @@ class ServerProcess:
         """The first log event since the offset whose msg contains msg_part, or None."""
         return self.wait_event(lambda ev: msg_part in str(ev.get("msg", "")), since, timeout,
                                step=0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# a suite
+
+
+def run_suite(name, tests, limit_s, setup=None):
+    """Runs the test functions in order in a fresh temporary folder (setup(work) first), one
+    "ok"/"not ok" line each, and the closing line "NAME: N passed, M failed". A watchdog ends
+    the suite, and every server it started, after limit_s seconds. Returns the exit code."""
+    state = {"passed": 0, "failed": 0}
+
+    def dog():
+        kill_running()
+        sys.stdout.write("not ok - watchdog: suite over %d s\n%s: %d passed, %d failed\n"
+                         % (limit_s, name, state["passed"], state["failed"] + 1))
+        sys.stdout.flush()
+        os._exit(1)
+
+    timer = threading.Timer(limit_s, dog)
+    timer.daemon = True
+    timer.start()
+    with tempfile.TemporaryDirectory(prefix="gpuadmit-%s-" % name) as work:
+        if setup is not None:
+            setup(work)
+        for fn in tests:
+            try:
+                fn()
+                state["passed"] += 1
+                sys.stdout.write("ok - %s\n" % fn.__name__)
+            except Fail as e:
+                state["failed"] += 1
+                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
+            except Exception as e:
+                state["failed"] += 1
+                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
+                                                               traceback.format_exc()))
+            sys.stdout.flush()
+    timer.cancel()
+    sys.stdout.write("%s: %d passed, %d failed\n" % (name, state["passed"], state["failed"]))
+    return 1 if state["failed"] else 0

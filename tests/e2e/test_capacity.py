@@ -11,10 +11,7 @@ import json
 import os
 import ssl
 import sys
-import tempfile
-import threading
 import time
-import traceback
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import fake_apiserver  # noqa: E402
-from common import make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, t, tls_connect  # noqa: E402
+from common import make_certs, run_suite, SLOW, SERVICE_DNS, ServerProcess, check, t, tls_connect  # noqa: E402
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
 STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
@@ -278,37 +275,13 @@ def a_burst_cannot_overcommit():
 # ---------------------------------------------------------------------------------------------
 
 
+def setup(work):
+    E.work = work
+    E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
+
+
 def main():
-    state = {"passed": 0, "failed": 0}
-
-    def dog():
-        sys.stdout.write("not ok - watchdog: suite over %d s\ne2e-capacity: %d passed, %d failed\n"
-                         % (SUITE_LIMIT_S, state["passed"], state["failed"] + 1))
-        sys.stdout.flush()
-        os._exit(1)
-
-    timer = threading.Timer(SUITE_LIMIT_S, dog)
-    timer.daemon = True
-    timer.start()
-    with tempfile.TemporaryDirectory(prefix="gpuadmit-e2e-cap-") as work:
-        E.work = work
-        E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
-        for fn in TESTS:
-            try:
-                fn()
-                state["passed"] += 1
-                sys.stdout.write("ok - %s\n" % fn.__name__)
-            except Fail as e:
-                state["failed"] += 1
-                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
-            except Exception as e:
-                state["failed"] += 1
-                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
-                                                               traceback.format_exc()))
-            sys.stdout.flush()
-    timer.cancel()
-    sys.stdout.write("e2e-capacity: %d passed, %d failed\n" % (state["passed"], state["failed"]))
-    return 1 if state["failed"] else 0
+    return run_suite("e2e-capacity", TESTS, SUITE_LIMIT_S, setup)
 
 
 if __name__ == "__main__":

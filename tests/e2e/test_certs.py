@@ -17,16 +17,14 @@ import ssl
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
-from common import (SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq, kill_running,  # noqa: E402
+from common import (run_suite, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,  # noqa: E402
                     t, tls_connect)
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
@@ -294,37 +292,12 @@ TESTS = [test_openssl_verifies_what_certs_writes, test_server_trusted_through_pr
          test_check_exit_codes, test_rotation_without_an_error_window]
 
 
+def setup(work):
+    E.work = work
+
+
 def main():
-    state = {"passed": 0, "failed": 0}
-
-    def dog():
-        kill_running()
-        sys.stdout.write("not ok - watchdog: suite over %d s\ne2e-certs: %d passed, %d failed\n"
-                         % (SUITE_LIMIT_S, state["passed"], state["failed"] + 1))
-        sys.stdout.flush()
-        os._exit(1)
-
-    timer = threading.Timer(SUITE_LIMIT_S, dog)
-    timer.daemon = True
-    timer.start()
-    with tempfile.TemporaryDirectory(prefix="gpuadmit-e2e-certs-") as work:
-        E.work = work
-        for fn in TESTS:
-            try:
-                fn()
-                state["passed"] += 1
-                sys.stdout.write("ok - %s\n" % fn.__name__)
-            except Fail as e:
-                state["failed"] += 1
-                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
-            except Exception as e:
-                state["failed"] += 1
-                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
-                                                               traceback.format_exc()))
-            sys.stdout.flush()
-    timer.cancel()
-    sys.stdout.write("e2e-certs: %d passed, %d failed\n" % (state["passed"], state["failed"]))
-    return 1 if state["failed"] else 0
+    return run_suite("e2e-certs", TESTS, SUITE_LIMIT_S, setup)
 
 
 if __name__ == "__main__":

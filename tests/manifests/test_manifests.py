@@ -29,7 +29,9 @@ import traceback
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(1, os.path.join(os.path.dirname(HERE), "e2e"))
 import cel  # noqa: E402
+from common import Fail, check, eq  # noqa: E402
 
 import jsonschema  # noqa: E402
 import yaml  # noqa: E402
@@ -81,20 +83,6 @@ SCHEMAS = {
 }
 # cert-manager's CRDs have no schema in shared/: checked by hand (check_cert_manager_object).
 CERT_MANAGER_KINDS = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
-
-
-class Fail(AssertionError):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Fail(msg)
-
-
-def eq(got, want, what):
-    if got != want:
-        raise Fail("%s: expected %r, got %r" % (what, want, got))
 
 
 RESULTS = {"passed": 0, "failed": 0}
