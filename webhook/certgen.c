@@ -54,6 +54,13 @@ static bool label_ok(const char *s, size_t len, bool first_alpha)
     return true;
 }
 
+static bool ip_ok(const char *s)
+{
+    unsigned char buf[16];
+
+    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
 bool certgen_dns_ok(const char *s)
 {
     size_t len = strlen(s);
@@ -61,7 +68,7 @@ bool certgen_dns_ok(const char *s)
 
     if (strncmp(p, "*.", 2) == 0)
         p += 2;
-    if (len == 0 || len > 253)
+    if (len == 0 || len > 253 || *p == '\0' || ip_ok(s))
         return false;
     while (*p != '\0') {
         const char *dot = strchr(p, '.');
@@ -85,13 +92,6 @@ bool certgen_dns_ok(const char *s)
             p++;
     }
     return true;
-}
-
-static bool ip_ok(const char *s)
-{
-    unsigned char buf[16];
-
-    return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
 }
 
 /* A growing "DNS:a,IP:b" list; dup names are skipped. */
@@ -156,7 +156,8 @@ static int san_from_opts(const struct certgen_opts *o, struct san *n, struct dia
         goto oom;
     for (size_t i = 0; i < o->n_dns; i++) {
         if (!certgen_dns_ok(o->dns[i])) {
-            diag_set(d, NULL, 0, 0, "--dns \"%s\": not a DNS name", o->dns[i]);
+            diag_set(d, NULL, 0, 0, "--dns \"%s\": not a DNS name%s", o->dns[i],
+                     ip_ok(o->dns[i]) ? " (an IP address goes with --ip)" : "");
             return -1;
         }
         if (san_add(n, "DNS", o->dns[i]) < 0)
@@ -543,6 +544,7 @@ static int make_dir(const char *dir, struct diag *d)
 
 struct set {
     STACK_OF(X509) * ca; /* ca.crt */
+    X509 *signer;        /* the certificate of ca.crt that ca.key belongs to (borrowed) */
     EVP_PKEY *ca_key;
     STACK_OF(X509) * tls; /* tls.crt */
     EVP_PKEY *tls_key;
@@ -569,12 +571,21 @@ static int set_load(const char *dir, struct set *s, struct diag *d)
         (s->tls = load_certs(dir, "tls.crt", d)) == NULL ||
         (s->tls_key = load_key(dir, "tls.key", d)) == NULL)
         goto fail;
-    if (X509_check_private_key(sk_X509_value(s->ca, 0), s->ca_key) != 1) {
-        ERR_clear_error();
-        diag_set(d, NULL, 0, 0, "%s/ca.key is not the key of the first certificate in ca.crt", dir);
+    /* any certificate of the bundle: a rotation cut short in step 3 has the new key already */
+    for (int i = 0; i < sk_X509_num(s->ca) && s->signer == NULL; i++)
+        if (X509_check_private_key(sk_X509_value(s->ca, i), s->ca_key) == 1)
+            s->signer = sk_X509_value(s->ca, i);
+    ERR_clear_error();
+    if (s->signer == NULL) {
+        diag_set(d, NULL, 0, 0, "%s/ca.key is not the key of any certificate in ca.crt", dir);
         goto fail;
     }
-    if (exists(dir, "next-ca.crt") || exists(dir, "next-ca.key")) {
+    /* one of the two alone is what a step 1 or 3 cut short between the files leaves: step 1
+     * writes the key first, step 3 removes the certificate first; either way it goes */
+    if (exists(dir, "next-ca.crt") != exists(dir, "next-ca.key") &&
+        (remove_file(dir, "next-ca.crt", d) < 0 || remove_file(dir, "next-ca.key", d) < 0))
+        goto fail;
+    if (exists(dir, "next-ca.crt") && exists(dir, "next-ca.key")) {
         STACK_OF(X509) *next = load_certs(dir, "next-ca.crt", d);
 
         if (next == NULL || (s->next_key = load_key(dir, "next-ca.key", d)) == NULL) {
@@ -611,6 +622,16 @@ static int leaf_names(X509 *leaf, const struct certgen_opts *o, struct san *n, c
         snprintf(cn, cn_len, "%s.%s.svc", o->service, o->ns);
     if (san_from_cert(leaf, n, d) < 0)
         return -1;
+    if (o->names_given) {
+        char svc[160];
+
+        snprintf(svc, sizeof(svc), "%s.%s.svc", o->service, o->ns);
+        if (san_add(n, "DNS", svc) < 0)
+            return -1;
+        snprintf(svc, sizeof(svc), "%s.%s.svc.cluster.local", o->service, o->ns);
+        if (san_add(n, "DNS", svc) < 0)
+            return -1;
+    }
     for (size_t i = 0; i < o->n_dns; i++) {
         if (!certgen_dns_ok(o->dns[i]) || san_add(n, "DNS", o->dns[i]) < 0) {
             diag_set(d, NULL, 0, 0, "--dns \"%s\": not a DNS name", o->dns[i]);
@@ -688,7 +709,11 @@ int certgen_create(const struct certgen_opts *o, struct diag *d)
     }
     if (make_dir(o->dir, d) < 0)
         goto out;
-    snprintf(cn, sizeof(cn), "%s.%s.svc", o->service, o->ns);
+    /* a CN holds at most 64 characters; clients read the SANs, the CN only names the thing */
+    if (strlen(o->service) + strlen(o->ns) + 5 <= 64)
+        snprintf(cn, sizeof(cn), "%s.%s.svc", o->service, o->ns);
+    else
+        snprintf(cn, sizeof(cn), "%s", o->service);
     ca_key = new_key(o->key, d);
     key = ca_key ? new_key(o->key, d) : NULL;
     if (key == NULL || (ca = issue_ca(ca_key, o->ca_days, d)) == NULL)
@@ -729,7 +754,7 @@ int certgen_renew(const struct certgen_opts *o, struct diag *d)
                  o->dir);
         goto out;
     }
-    rc = reissue(o, &s, sk_X509_value(s.ca, 0), s.ca_key, d);
+    rc = reissue(o, &s, s.signer, s.ca_key, d);
 out:
     set_free(&s);
     return rc;
@@ -757,7 +782,12 @@ static int rotate_introduce(const struct certgen_opts *o, struct set *s, struct 
             write_certs(o->dir, "next-ca.crt", &s->next, 1, d) < 0)
             return -1;
     }
-    for (int i = 0; i < sk_X509_num(s->ca) && n < CERT_CHAIN_MAX; i++)
+    if (sk_X509_num(s->ca) >= (int)CERT_CHAIN_MAX) {
+        diag_set(d, NULL, 0, 0, "%s/ca.crt holds %d certificates; at most %u can be rotated",
+                 o->dir, sk_X509_num(s->ca), CERT_CHAIN_MAX - 1);
+        return -1;
+    }
+    for (int i = 0; i < sk_X509_num(s->ca); i++)
         all[n++] = sk_X509_value(s->ca, i);
     all[n++] = s->next;
     return write_certs(o->dir, "ca.crt", all, n, d);
@@ -773,38 +803,53 @@ static int rotate_drop(const struct certgen_opts *o, struct set *s, struct diag 
     return 0;
 }
 
-int certgen_rotate(const struct certgen_opts *o, struct diag *d)
+int certgen_rotate(const struct certgen_opts *o, int want, struct diag *d)
 {
     struct set s;
-    int step = -1;
+    int step = -1, next;
 
     if (set_load(o->dir, &s, d) < 0)
         return -2;
-    if (s.next == NULL || !bundle_has(s.ca, s.next)) {
-        if (rotate_introduce(o, &s, d) == 0)
-            step = 1;
-    } else if (!signed_by(sk_X509_value(s.tls, 0), s.next)) {
-        if (reissue(o, &s, s.next, s.next_key, d) == 0)
-            step = 2;
-    } else if (rotate_drop(o, &s, d) == 0) {
-        step = 3;
+    /* the step the files are ready for; 1 also finishes a step 1 cut short */
+    next = s.next == NULL || !bundle_has(s.ca, s.next)   ? 1
+           : !signed_by(sk_X509_value(s.tls, 0), s.next) ? 2
+                                                         : 3;
+    if (want != 0 && want != next) {
+        /* a repeated run of a step that is done does nothing; a skipped step is refused */
+        if (want < next || (want == 3 && s.next == NULL))
+            step = 0;
+        else
+            diag_set(d, NULL, 0, 0,
+                     "step %d of the rotation cannot be done yet: step %d is next (%s)", want, next,
+                     next == 1 ? "no rotation is under way" : "run --rotate=2 first");
+        goto out;
     }
+    if (next == 1 && rotate_introduce(o, &s, d) == 0)
+        step = 1;
+    else if (next == 2 && reissue(o, &s, s.next, s.next_key, d) == 0)
+        step = 2;
+    else if (next == 3 && rotate_drop(o, &s, d) == 0)
+        step = 3;
     if (step > 0 && fsync_dir(o->dir) < 0) {
         diag_set(d, o->dir, 0, 0, "cannot sync the directory: %s", strerror(errno));
         step = -1;
     }
+out:
     set_free(&s);
     return step;
 }
 
 /* ---- --check ---- */
 
-static void report(FILE *out, bool ok, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void report(FILE *out, bool ok, const char *fmt, ...)
+enum mark { MARK_OK, MARK_FAIL, MARK_NOTE };
+
+static void report(FILE *out, enum mark m, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void report(FILE *out, enum mark m, const char *fmt, ...)
 {
     va_list ap;
 
-    fputs(ok ? "ok    " : "FAIL  ", out);
+    fputs(m == MARK_OK ? "ok    " : m == MARK_FAIL ? "FAIL  " : "note  ", out);
     va_start(ap, fmt);
     vfprintf(out, fmt, ap);
     va_end(ap);
@@ -819,8 +864,10 @@ static time_t cert_time(const ASN1_TIME *t)
 }
 
 /* Expiry of one certificate: the bits it fails. */
+/* Expiry of one certificate: the bits it fails. A certificate no client uses (a CA the chain
+ * does not reach) is only noted: bad says how its problems are marked. */
 static int check_time(FILE *out, const char *file, X509 *x, const struct certgen_opts *o,
-                      time_t now)
+                      time_t now, enum mark bad)
 {
     char cn[128] = "", until[32];
     time_t nb = cert_time(X509_get0_notBefore(x)), na = cert_time(X509_get0_notAfter(x));
@@ -831,30 +878,34 @@ static int check_time(FILE *out, const char *file, X509 *x, const struct certgen
     gmtime_r(&na, &tm);
     strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
     if (now > na) {
-        report(out, false, "%s \"%s\" expired on %s (%.0f days ago)", file, cn, until, -days);
+        report(out, bad, "%s \"%s\" expired on %s (%.0f days ago)", file, cn, until, -days);
         return CERTGEN_BAD_EXPIRED;
     }
     if (now + CERT_CLOCK_SKEW_S < nb) {
-        report(out, false, "%s \"%s\" is not valid before %.0f minutes from now", file, cn,
+        report(out, bad, "%s \"%s\" is not valid before %.0f minutes from now", file, cn,
                difftime(nb, now) / 60.0);
         return CERTGEN_BAD_EXPIRED;
     }
     if (days < (double)o->min_days) {
-        report(out, false, "%s \"%s\" expires on %s: %.1f days left, fewer than %u", file, cn,
-               until, days, o->min_days);
+        report(out, bad, "%s \"%s\" expires on %s: %.1f days left, fewer than %u", file, cn, until,
+               days, o->min_days);
         return CERTGEN_BAD_SOON;
     }
-    report(out, true, "%s \"%s\" valid until %s (%.0f days left)", file, cn, until, days);
+    report(out, MARK_OK, "%s \"%s\" valid until %s (%.0f days left)", file, cn, until, days);
     return 0;
 }
 
-static int check_chain(FILE *out, STACK_OF(X509) * tls, STACK_OF(X509) * ca)
+/* Verifies tls.crt against ca.crt as a TLS client would; the chain it built into *chain (new:
+ * free with sk_X509_pop_free(.., X509_free)) when it verifies, else NULL. */
+static int check_chain(FILE *out, STACK_OF(X509) * tls, STACK_OF(X509) * ca,
+                       STACK_OF(X509) * *chain)
 {
     X509_STORE *st = X509_STORE_new();
     X509_STORE_CTX *ctx = X509_STORE_CTX_new();
     STACK_OF(X509) *untrusted = sk_X509_new_null();
     int ok = 0;
 
+    *chain = NULL;
     if (st == NULL || ctx == NULL || untrusted == NULL)
         goto out;
     for (int i = 0; i < sk_X509_num(ca); i++)
@@ -864,15 +915,19 @@ static int check_chain(FILE *out, STACK_OF(X509) * tls, STACK_OF(X509) * ca)
     if (X509_STORE_CTX_init(ctx, st, sk_X509_value(tls, 0), untrusted) != 1)
         goto out;
     X509_STORE_CTX_set_purpose(ctx, X509_PURPOSE_SSL_SERVER);
-    /* expiry is its own check, with its own exit bit */
-    X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx), X509_V_FLAG_NO_CHECK_TIME);
+    /* expiry is its own check, with its own exit bit; an intermediate given as the caBundle is
+     * a trust anchor to Go's crypto/x509 (the apiserver), so it is here too */
+    X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx),
+                                X509_V_FLAG_NO_CHECK_TIME | X509_V_FLAG_PARTIAL_CHAIN);
     ok = X509_verify_cert(ctx) == 1;
-    if (ok)
-        report(out, true, "tls.crt verifies against ca.crt (%d CA%s trusted)", sk_X509_num(ca),
+    if (ok) {
+        *chain = X509_STORE_CTX_get1_chain(ctx);
+        report(out, MARK_OK, "tls.crt verifies against ca.crt (%d CA%s trusted)", sk_X509_num(ca),
                sk_X509_num(ca) == 1 ? "" : "s");
-    else
-        report(out, false, "tls.crt does not verify against ca.crt: %s",
+    } else {
+        report(out, MARK_FAIL, "tls.crt does not verify against ca.crt: %s",
                X509_verify_cert_error_string(X509_STORE_CTX_get_error(ctx)));
+    }
 out:
     ERR_clear_error();
     sk_X509_free(untrusted);
@@ -881,30 +936,37 @@ out:
     return ok ? 0 : CERTGEN_BAD_CHAIN;
 }
 
+static bool in_chain(STACK_OF(X509) * chain, X509 *x)
+{
+    return chain == NULL || bundle_has(chain, x);
+}
+
 static int check_names(FILE *out, X509 *leaf, const struct certgen_opts *o)
 {
     char svc[160];
     int bad = 0;
     /* the apiserver calls SERVICE.NAMESPACE.svc and, like every Go client, ignores the CN */
-    unsigned flags = X509_CHECK_FLAG_NEVER_CHECK_SUBJECT;
+    unsigned flags = X509_CHECK_FLAG_NEVER_CHECK_SUBJECT | X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS;
 
     snprintf(svc, sizeof(svc), "%s.%s.svc", o->service, o->ns);
     if (X509_check_host(leaf, svc, 0, flags, NULL) == 1) {
-        report(out, true, "tls.crt covers %s", svc);
+        report(out, MARK_OK, "tls.crt covers %s", svc);
     } else {
-        report(out, false, "tls.crt does not cover %s (the name the apiserver calls)", svc);
+        report(out, MARK_FAIL, "tls.crt does not cover %s (the name the apiserver calls)", svc);
         bad = CERTGEN_BAD_NAME;
     }
     for (size_t i = 0; i < o->n_dns; i++) {
         bool ok = X509_check_host(leaf, o->dns[i], 0, flags, NULL) == 1;
 
-        report(out, ok, "tls.crt %s %s", ok ? "covers" : "does not cover", o->dns[i]);
+        report(out, ok ? MARK_OK : MARK_FAIL, "tls.crt %s %s", ok ? "covers" : "does not cover",
+               o->dns[i]);
         bad |= ok ? 0 : CERTGEN_BAD_NAME;
     }
     for (size_t i = 0; i < o->n_ip; i++) {
         bool ok = X509_check_ip_asc(leaf, o->ip[i], 0) == 1;
 
-        report(out, ok, "tls.crt %s %s", ok ? "covers" : "does not cover", o->ip[i]);
+        report(out, ok ? MARK_OK : MARK_FAIL, "tls.crt %s %s", ok ? "covers" : "does not cover",
+               o->ip[i]);
         bad |= ok ? 0 : CERTGEN_BAD_NAME;
     }
     ERR_clear_error();
@@ -913,7 +975,7 @@ static int check_names(FILE *out, X509 *leaf, const struct certgen_opts *o)
 
 int certgen_check(const struct certgen_opts *o, FILE *out)
 {
-    STACK_OF(X509) *ca = NULL, *tls = NULL;
+    STACK_OF(X509) *ca = NULL, *tls = NULL, *chain = NULL;
     EVP_PKEY *key = NULL;
     struct diag d;
     char msg[DIAG_MSG_MAX + 64];
@@ -924,26 +986,39 @@ int certgen_check(const struct certgen_opts *o, FILE *out)
     if ((tls = load_certs(o->dir, "tls.crt", &d)) == NULL ||
         (key = load_key(o->dir, "tls.key", &d)) == NULL ||
         (ca = load_certs(o->dir, "ca.crt", &d)) == NULL) {
-        report(out, false, "%s", diag_format(&d, msg, sizeof(msg)));
+        report(out, MARK_FAIL, "%s", diag_format(&d, msg, sizeof(msg)));
         bad = EXIT_UNREADABLE;
         goto out;
     }
     if (X509_check_private_key(sk_X509_value(tls, 0), key) == 1) {
-        report(out, true, "tls.key belongs to tls.crt");
+        report(out, MARK_OK, "tls.key belongs to tls.crt");
     } else {
-        report(out, false, "tls.key does not belong to tls.crt");
+        report(out, MARK_FAIL, "tls.key does not belong to tls.crt");
         bad |= CERTGEN_BAD_KEY;
     }
     ERR_clear_error();
-    bad |= check_chain(out, tls, ca);
+    bad |= check_chain(out, tls, ca, &chain);
     bad |= check_names(out, sk_X509_value(tls, 0), o);
-    for (int i = 0; i < sk_X509_num(tls); i++)
-        bad |= check_time(out, "tls.crt", sk_X509_value(tls, i), o, now);
-    for (int i = 0; i < sk_X509_num(ca); i++)
-        bad |= check_time(out, "ca.crt", sk_X509_value(ca, i), o, now);
+    /* the certificates clients use: the verified chain (all of them when it does not verify);
+     * an expired CA the chain does not use is only noted */
+    for (int i = 0; i < sk_X509_num(tls); i++) {
+        int b =
+            check_time(out, "tls.crt", sk_X509_value(tls, i), o, now,
+                       i == 0 || in_chain(chain, sk_X509_value(tls, i)) ? MARK_FAIL : MARK_NOTE);
+
+        bad |= i == 0 || in_chain(chain, sk_X509_value(tls, i)) ? b : 0;
+    }
+    for (int i = 0; i < sk_X509_num(ca); i++) {
+        bool used = in_chain(chain, sk_X509_value(ca, i));
+        int b =
+            check_time(out, "ca.crt", sk_X509_value(ca, i), o, now, used ? MARK_FAIL : MARK_NOTE);
+
+        bad |= used ? b : 0;
+    }
     if (exists(o->dir, "next-ca.crt"))
         fprintf(out, "note  a CA rotation is under way (next-ca.crt exists): run --rotate on\n");
 out:
+    sk_X509_pop_free(chain, X509_free);
     sk_X509_pop_free(ca, X509_free);
     sk_X509_pop_free(tls, X509_free);
     EVP_PKEY_free(key);
@@ -980,7 +1055,7 @@ static const char usage_certs[] =
     "usage: gpuadmit certs [--service NAME] [--namespace NS] --out DIR [--dns NAME]... [--ip "
     "ADDR]...\n"
     "       gpuadmit certs --check --out DIR [--service NAME] [--namespace NS] [--min-days N]\n"
-    "       gpuadmit certs --rotate --out DIR      gpuadmit certs --renew --out DIR\n"
+    "       gpuadmit certs --rotate[=STEP] --out DIR      gpuadmit certs --renew --out DIR\n"
     "\n"
     "Makes a CA and a serving certificate for the webhook's Service, in the files a Kubernetes\n"
     "TLS Secret uses: DIR/ca.crt, ca.key, tls.crt, tls.key (keys mode 0600). The serving\n"
@@ -997,9 +1072,12 @@ static const char usage_certs[] =
     "  --ca-days N         CA validity (default 3650)\n"
     "  --force             replace an existing set (the default is to refuse)\n"
     "  --renew             re-issue the serving certificate from the current CA, same names\n"
-    "  --rotate            the next step of a CA rotation (three runs, see certs/README.md):\n"
+    "                      (plus those of --service/--namespace/--dns/--ip when given)\n"
+    "  --rotate[=STEP]     the next step of a CA rotation (three runs, see certs/README.md):\n"
     "                      1 introduce a new CA (caBundle trusts both), 2 re-issue the\n"
-    "                      serving certificate from it, 3 drop the old CA\n"
+    "                      serving certificate from it, 3 drop the old CA; with STEP, only\n"
+    "                      that step: a step done already changes nothing, one not yet\n"
+    "                      due is refused (safe to repeat in scripts)\n"
     "  --check             inspect DIR: key matches certificate, chain verifies against ca.crt,\n"
     "                      names cover the Service (and each --dns/--ip), expiry\n"
     "  --min-days N        with --check: fail when a certificate has fewer days left (30)\n"
@@ -1043,7 +1121,7 @@ static int days_arg(const char *flag, const char *s, unsigned min, unsigned *out
 }
 
 /* Returns 1 for --help, 0, or -1 on a usage error (reported). */
-static int parse_certs(int argc, char **argv, struct certgen_opts *o, int *mode)
+static int parse_certs(int argc, char **argv, struct certgen_opts *o, int *mode, int *step)
 {
     static const struct option longopts[] = {{"service", required_argument, NULL, C_SERVICE},
                                              {"namespace", required_argument, NULL, C_NS},
@@ -1056,7 +1134,7 @@ static int parse_certs(int argc, char **argv, struct certgen_opts *o, int *mode)
                                              {"ca-days", required_argument, NULL, C_CA_DAYS},
                                              {"force", no_argument, NULL, C_FORCE},
                                              {"renew", no_argument, NULL, C_RENEW},
-                                             {"rotate", no_argument, NULL, C_ROTATE},
+                                             {"rotate", optional_argument, NULL, C_ROTATE},
                                              {"check", no_argument, NULL, C_CHECK},
                                              {"min-days", required_argument, NULL, C_MIN_DAYS},
                                              {"help", no_argument, NULL, C_HELP},
@@ -1072,8 +1150,14 @@ static int parse_certs(int argc, char **argv, struct certgen_opts *o, int *mode)
     opterr = 0;
     while ((ch = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (ch) {
-        case C_SERVICE: o->service = optarg; break;
-        case C_NS: o->ns = optarg; break;
+        case C_SERVICE:
+            o->service = optarg;
+            o->names_given = true;
+            break;
+        case C_NS:
+            o->ns = optarg;
+            o->names_given = true;
+            break;
         case C_OUT: o->dir = optarg; break;
         case C_DNS:
         case C_IP:
@@ -1115,8 +1199,15 @@ static int parse_certs(int argc, char **argv, struct certgen_opts *o, int *mode)
                 return -1;
             break;
         case C_FORCE: o->force = true; break;
-        case C_RENEW:
         case C_ROTATE:
+            if (optarg != NULL && (optarg[0] < '1' || optarg[0] > '3' || optarg[1] != '\0')) {
+                fprintf(stderr, "gpuadmit certs: --rotate=STEP takes 1, 2 or 3, got \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            *step = optarg != NULL ? optarg[0] - '0' : 0;
+            /* fall through */
+        case C_RENEW:
         case C_CHECK:
             if (*mode != 0 && *mode != ch) {
                 fprintf(stderr,
@@ -1173,10 +1264,10 @@ int certgen_main(int argc, char **argv)
     struct certgen_opts o;
     struct diag d;
     char msg[DIAG_MSG_MAX + 64];
-    int mode, rc = -1, step;
+    int mode, rc = -1, step, want = 0;
 
     memset(&o, 0, sizeof(o));
-    switch (parse_certs(argc, argv, &o, &mode)) {
+    switch (parse_certs(argc, argv, &o, &mode, &want)) {
     case 1: return 0;
     case -1: return EXIT_USAGE;
     }
@@ -1191,9 +1282,12 @@ int certgen_main(int argc, char **argv)
                 o.dir);
         break;
     case C_ROTATE:
-        if ((rc = step = certgen_rotate(&o, &d)) < 0)
+        if ((rc = step = certgen_rotate(&o, want, &d)) < 0)
             goto fail;
-        fprintf(stderr, "certs: %s\n", rotate_next[step]);
+        if (step == 0)
+            fprintf(stderr, "certs: step %d of 3 is done already; nothing changed\n", want);
+        else
+            fprintf(stderr, "certs: %s\n", rotate_next[step]);
         break;
     default:
         if (certgen_create(&o, &d) < 0)

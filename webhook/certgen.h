@@ -52,7 +52,8 @@ struct certgen_opts {
     unsigned ca_days; /* CA validity */
     unsigned min_days;
     bool force;
-    time_t now; /* the time checks judge at; 0 means now */
+    bool names_given; /* --service or --namespace given: --renew adds their names */
+    time_t now;       /* the time checks judge at; 0 means now */
 };
 
 /* True when s may be a DNS name in a SAN: letters, digits, '-' and '.', labels of 1..63,
@@ -68,9 +69,10 @@ int certgen_create(const struct certgen_opts *o, struct diag *d);
  * files cannot be read or do not belong together, -1 on other failures. */
 int certgen_renew(const struct certgen_opts *o, struct diag *d);
 
-/* Does the next CA rotation step (see certgen.c) and returns its number, 1..3; on failure
- * -2 or -1 as certgen_renew(). */
-int certgen_rotate(const struct certgen_opts *o, struct diag *d);
+/* Does the next CA rotation step (see certgen.c), or step want when want is 1..3, and
+ * returns its number; 0 when step want is done already (nothing changed); on failure -2 or
+ * -1 as certgen_renew() (a step asked for before its turn is -1). */
+int certgen_rotate(const struct certgen_opts *o, int want, struct diag *d);
 
 /* Checks the files in o->dir, printing one line per check to out. Returns 0 when all pass,
  * 3 when a file cannot be read, else an OR of CERTGEN_BAD_*. */

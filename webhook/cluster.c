@@ -1221,6 +1221,25 @@ json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const 
     return out;
 }
 
+int cluster_node_is(struct cluster *c, const char *name,
+                    bool (*gpu_labels)(const json_t *labels, void *arg),
+                    bool (*gpu_res)(const char *res, void *arg), void *arg)
+{
+    const struct node *n;
+    int rc = -1;
+
+    pthread_rwlock_rdlock(&c->lock);
+    n = table_get(&c->kinds[CLUSTER_NODES], name);
+    if (n != NULL) {
+        rc = gpu_labels(n->labels, arg) ? 1 : 0;
+        for (size_t i = 0; rc == 0 && i < n->n_res; i++)
+            if (node_res_offered(&n->res[i]) && gpu_res(n->res[i].name, arg))
+                rc = 1;
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return rc;
+}
+
 bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value, bool *preempt)
 {
     const struct vclass *v;

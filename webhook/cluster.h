@@ -89,6 +89,13 @@ json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const 
 /* The PriorityClass name in the view: its value and whether it may preempt. */
 bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value, bool *preempt);
 
+/* Whether node name is a GPU node: 1 when gpu_labels(its labels, arg) holds or it advertises
+ * an extended resource for which gpu_res(name, arg) holds, 0 when neither, -1 when the view
+ * has no such node. The callbacks run under the view's read lock. */
+int cluster_node_is(struct cluster *c, const char *name,
+                    bool (*gpu_labels)(const json_t *labels, void *arg),
+                    bool (*gpu_res)(const char *res, void *arg), void *arg);
+
 /* The whole view as JSON, for tests and debugging (new reference). */
 json_t *cluster_dump(struct cluster *c);
 

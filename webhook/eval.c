@@ -372,16 +372,37 @@ static bool tolerates(const json_t *tol, const struct taint *t)
 static bool may_tolerate(const json_t *tol, const struct taint *t)
 {
     const char *key = json_string_value(json_object_get(tol, "key"));
-    const char *op = json_string_value(json_object_get(tol, "operator"));
     const char *eff = json_string_value(json_object_get(tol, "effect"));
 
     if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
         return false;
+    /* a toleration of every taint (empty key, Exists) is how operators and node agents say
+     * "run anywhere": it lets the pod reach GPU nodes (reaches_gpu_nodes) but does not aim it
+     * at them */
     if (key == NULL || key[0] == '\0')
-        return op != NULL && strcmp(op, "Exists") == 0;
+        return false;
     if (strcmp(key, t->key) != 0)
         return false;
     return t->value == NULL || tolerates(tol, t);
+}
+
+/* A toleration of every taint that keeps pods off GPU nodes (NoSchedule or NoExecute). */
+static bool tolerates_all_gpu_taints(const struct policy_doc *doc, const json_t *spec)
+{
+    const json_t *tol;
+    size_t i;
+
+    for (size_t t = 0; t < doc->n_gpu_taints; t++) {
+        if (strcmp(doc->gpu_taints[t].effect, "PreferNoSchedule") == 0)
+            continue;
+        json_array_foreach (json_object_get(spec, "tolerations"), i, tol) {
+            const char *key = json_string_value(json_object_get(tol, "key"));
+
+            if ((key == NULL || key[0] == '\0') && tolerates(tol, &doc->gpu_taints[t]))
+                return true;
+        }
+    }
+    return false;
 }
 
 /* The GPU taints the pod does not tolerate, into missing (at most max); how many. */
@@ -620,13 +641,35 @@ static const char *dev_host_path(const json_t *spec)
     return NULL;
 }
 
-/* Whether the pod can land on a GPU node at all: it targets them, it names its node (spec.nodeName
- * or a matchFields affinity bypass the scheduler's taint checks), or the policy lists no
- * NoSchedule/NoExecute GPU taint (nothing keeps pods off GPU nodes). */
-static bool reaches_gpu_nodes(const struct policy_doc *doc, const json_t *spec, char *why,
-                              size_t len)
+static bool node_has_gpu_label(const json_t *labels, void *arg)
 {
-    const json_t *term, *v;
+    const struct policy_doc *doc = arg;
+    const char *key;
+    const json_t *v;
+
+    json_object_foreach ((json_t *)labels, key, v) {
+        for (size_t l = 0; l < doc->n_gpu_node_labels; l++)
+            if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v)))
+                return true;
+    }
+    return false;
+}
+
+static bool node_res_is_gpu(const char *res, void *arg)
+{
+    const struct policy_doc *doc = arg;
+
+    return pod_glob_any(&doc->gpu_resources, res);
+}
+
+/* Whether the pod can land on a GPU node at all: it targets them; it names its node
+ * (spec.nodeName, which bypasses the scheduler's taint checks) and that node is a GPU node or
+ * one the view does not know; a matchFields affinity; it tolerates every taint; or the policy
+ * lists no NoSchedule/NoExecute GPU taint (nothing keeps pods off GPU nodes). */
+static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
+{
+    const struct policy_doc *doc = c->doc;
+    const json_t *spec = c->spec, *term, *v;
     size_t i;
     bool keeps_off = false;
 
@@ -634,7 +677,16 @@ static bool reaches_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
         return true;
     v = json_object_get(spec, "nodeName");
     if (json_is_string(v) && json_string_length(v) > 0) {
-        snprintf(why, len, "nodeName %s", json_string_value(v));
+        /* kubectl debug node/NAME: pinned to a node the view knows has no GPU, it cannot reach
+         * one; without a view, or a node it has not seen, assume it can */
+        int gpu = c->view == NULL
+                      ? -1
+                      : cluster_node_is(c->view, json_string_value(v), node_has_gpu_label,
+                                        node_res_is_gpu, (void *)doc);
+
+        if (gpu == 0)
+            return false;
+        snprintf(why, len, "nodeName %s%s", json_string_value(v), gpu == 1 ? ", a GPU node" : "");
         return true;
     }
     json_array_foreach (required_terms(spec), i, term) {
@@ -642,6 +694,10 @@ static bool reaches_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
             snprintf(why, len, "node affinity on node fields");
             return true;
         }
+    }
+    if (tolerates_all_gpu_taints(doc, spec)) {
+        snprintf(why, len, "tolerates every taint");
+        return true;
     }
     for (size_t t = 0; t < doc->n_gpu_taints; t++)
         keeps_off = keeps_off || strcmp(doc->gpu_taints[t].effect, "PreferNoSchedule") != 0;
@@ -732,7 +788,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
     }
     /* ways to reach GPUs without asking the device plugin */
     if (dm.n == 0) {
-        bool reachable = reaches_gpu_nodes(c->doc, c->spec, why, sizeof(why));
+        bool reachable = reaches_gpu_nodes(c, why, sizeof(why));
 
         if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices)))
             add_problem(c->problem, sizeof(c->problem),

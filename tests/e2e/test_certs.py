@@ -259,10 +259,13 @@ def test_rotation_without_an_error_window():
         first = open(os.path.join(d, "ca.crt")).read()
         for step in (1, 2, 3):
             since = srv.log_size()
-            r = certs("--rotate", "--out", d)
+            r = certs("--rotate" if step == 1 else "--rotate=%d" % step, "--out", d)
             check(("step %d of 3 done" % step).encode() in r.stderr, r.stderr.decode())
             with lock:
                 published.append(bundle_pem(r.stdout))
+            again = certs("--rotate=%d" % step, "--out", d)  # a script run twice
+            check(b"done already; nothing changed" in again.stderr, again.stderr.decode())
+            eq(bundle_pem(again.stdout), published[-1], "caBundle after a repeated step")
             if step == 2:
                 ev = srv.wait_log("serving certificate reloaded", since, timeout=t(10))
                 check(ev is not None, "the server did not take the new certificate:\n"

@@ -11,7 +11,7 @@ GPUADMIT_SHARED (default ../shared beside the repository) for the OpenAPI docume
 (default kubectl). With kubectl, each overlay is rendered with "kubectl kustomize" and must equal
 its committed rendering in tests/manifests/rendered/ ("make manifests-golden" rewrites them);
 without it (Debian has no kubectl with a current kustomize) the committed renderings are
-checked instead. Needs python3-yaml and python3-jsonschema, and openssl (certs/dev-certs.sh).
+checked instead. Needs python3-yaml and python3-jsonschema, and the binary (gpuadmit certs).
 Prints "ok - NAME" or "not ok - NAME: REASON" per check and ends with
 "manifests: N passed, M failed"; exit code 1 when any check failed.
 """
@@ -193,10 +193,37 @@ def read_policy():
 _DOCUMENTS = {}
 
 
+# Fields newer than the shared schemas (their core and apps documents are of Kubernetes 1.26),
+# which the manifests use on purpose; any other unknown field is an error.
+NEWER_FIELDS = {
+    "io.k8s.api.core.v1.LifecycleHandler": ["sleep"],  # preStop sleep, 1.30
+}
+
+
+def strict(schema):
+    """The schema with additionalProperties: false on every object that lists its properties and
+    does not say otherwise: the published schemas accept any unknown field, so a misspelt key
+    (failurPolicy) would pass unnoticed."""
+    if isinstance(schema, list):
+        return [strict(x) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: strict(v) for k, v in schema.items()}
+    if ("properties" in out and "additionalProperties" not in out
+            and not out.get("x-kubernetes-preserve-unknown-fields")):
+        out["additionalProperties"] = False
+    return out
+
+
 def validator(document, name):
     if document not in _DOCUMENTS:
         with open(os.path.join(OPENAPI, document)) as f:
-            _DOCUMENTS[document] = json.load(f)["components"]["schemas"]
+            schemas = json.load(f)["components"]["schemas"]
+        for sname, fields in NEWER_FIELDS.items():
+            for field in fields:
+                if sname in schemas:
+                    schemas[sname].setdefault("properties", {}).setdefault(field, {})
+        _DOCUMENTS[document] = {k: strict(v) for k, v in schemas.items()}
     root = {"components": {"schemas": _DOCUMENTS[document]},
             "$ref": "#/components/schemas/" + name}
     cls = jsonschema.validators.validator_for({})
@@ -237,6 +264,10 @@ def check_cert_manager_object(obj):
     pk = spec.get("privateKey") or {}
     eq((pk.get("algorithm"), pk.get("size")), ("ECDSA", 256),
        "Certificate %s privateKey" % meta["name"])
+    if spec.get("isCA"):
+        # a CA renewed with a new key would leave the pods' serving certificate unverifiable
+        # until they reload it: see the comment in components/cert-manager
+        eq(pk.get("rotationPolicy"), "Never", "CA Certificate %s rotationPolicy" % meta["name"])
     for field in ("duration", "renewBefore"):
         if field in spec:
             check(isinstance(spec[field], str) and spec[field].endswith("h"),
@@ -275,6 +306,15 @@ def t_validator_rejects():
            "spec": {"replicas": "two", "selector": {}, "template": {}}}
     check(schema_errors(dep), "replicas: \"two\" was accepted")
     check(schema_errors({"apiVersion": "v9", "kind": "Gadget"}), "an unknown kind was accepted")
+    broken = copy.deepcopy(fixture)
+    broken["webhooks"][0]["failurPolicy"] = "Fail"
+    check(any("failurPolicy" in e for e in schema_errors(broken)),
+          "a misspelt key (failurPolicy) was accepted")
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+           "spec": {"selector": {}, "template": {"spec": {"containers": [
+               {"name": "c", "securityContex": {}}]}}}}
+    check(any("securityContex" in e for e in schema_errors(dep)),
+          "a misspelt container key (securityContex) was accepted")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -370,6 +410,12 @@ def t_webhook_settings(overlay, docs):
         check("url" not in w["clientConfig"], n + ": clientConfig.url")
         if kind.startswith("Mutating"):
             eq(w.get("reinvocationPolicy"), "IfNeeded", n + " reinvocationPolicy")
+        for sel in ("namespaceSelector", "objectSelector"):
+            for e in (w.get(sel) or {}).get("matchExpressions") or []:
+                check(e.get("operator") in ("In", "NotIn", "Exists", "DoesNotExist"),
+                      "%s %s: operator %r" % (n, sel, e.get("operator")))
+                check(bool(e.get("values")) == (e.get("operator") in ("In", "NotIn")),
+                      "%s %s: values go with In/NotIn only" % (n, sel))
         # namespaces
         exprs = (w.get("namespaceSelector") or {}).get("matchExpressions") or []
         notin = [e for e in exprs if e.get("key") == "kubernetes.io/metadata.name"
@@ -685,7 +731,16 @@ SPEC_CASES = [
      True),
     ("the GPU taint tolerated", {"containers": [C()], "tolerations": [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}, True),
-    ("every taint tolerated", {"containers": [C()], "tolerations": [{"operator": "Exists"}]}, True),
+    # tolerating every taint is "run anywhere" (operators, node agents): sent only together with
+    # a way to reach GPUs around the device plugin, as the policy judges it
+    ("every taint tolerated", {"containers": [C()], "tolerations": [{"operator": "Exists"}]}, False),
+    ("every NoSchedule taint tolerated", {"containers": [C()], "tolerations": [
+        {"operator": "Exists", "effect": "NoSchedule"}]}, False),
+    ("every taint tolerated, privileged", {"containers": [C(securityContext={"privileged": True})],
+                                           "tolerations": [{"operator": "Exists"}]}, True),
+    ("every taint tolerated, a hostPath", {"containers": [C()], "tolerations": [
+        {"key": "", "operator": "Exists"}], "volumes": [{"name": "r", "hostPath": {"path": "/"}}]},
+     True),
     ("GPU nodeSelector", {"containers": [C()], "nodeSelector": {"nvidia.com/gpu.present": "true"}},
      True),
     ("GPU required affinity, second term", {"containers": [C()], "affinity": {"nodeAffinity": {

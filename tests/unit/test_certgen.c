@@ -293,7 +293,7 @@ static void test_rotation(void)
     CHECK(certgen_create(&o, &d) == 0);
     ca0 = read_cert(dir, "ca.crt", 0);
 
-    CHECK(certgen_rotate(&o, &d) == 1);
+    CHECK(certgen_rotate(&o, 0, &d) == 1);
     CHECK(count_certs(dir, "ca.crt") == 2);
     CHECK(file_exists(dir, "next-ca.crt") && file_exists(dir, "next-ca.key"));
     CHECK(mode_of(dir, "next-ca.key") == 0600);
@@ -324,11 +324,11 @@ static void test_rotation(void)
     }
     CHECK(count_certs(dir, "ca.crt") == 1);
     diag_clear(&d);
-    CHECK(certgen_rotate(&o, &d) == 1);
+    CHECK(certgen_rotate(&o, 0, &d) == 1);
     CHECK(count_certs(dir, "ca.crt") == 2);
 
     diag_clear(&d);
-    CHECK(certgen_rotate(&o, &d) == 2);
+    CHECK(certgen_rotate(&o, 0, &d) == 2);
     leaf = read_cert(dir, "tls.crt", 0);
     CHECK(leaf != NULL && next != NULL && X509_verify(leaf, X509_get0_pubkey(next)) == 1);
     CHECK(leaf != NULL && ca0 != NULL && X509_verify(leaf, X509_get0_pubkey(ca0)) != 1);
@@ -336,7 +336,7 @@ static void test_rotation(void)
     X509_free(leaf);
 
     diag_clear(&d);
-    CHECK(certgen_rotate(&o, &d) == 3);
+    CHECK(certgen_rotate(&o, 0, &d) == 3);
     CHECK(count_certs(dir, "ca.crt") == 1);
     CHECK(!file_exists(dir, "next-ca.crt") && !file_exists(dir, "next-ca.key"));
     ca_now = read_cert(dir, "ca.crt", 0);
@@ -352,9 +352,119 @@ static void test_rotation(void)
     /* a missing directory is "unreadable", not a write failure */
     opts(&o, "/nonexistent/certs");
     diag_clear(&d);
-    CHECK(certgen_rotate(&o, &d) == -2);
+    CHECK(certgen_rotate(&o, 0, &d) == -2);
     X509_free(ca0);
     X509_free(next);
+}
+
+static void key_of(const char *dir, const char *from, const char *to)
+{
+    CHECK(copy(dir, from, dir, to) == 0);
+}
+
+/* Every place a rotation step can be cut short between two files is recovered by running the
+ * step again; --rotate=N does nothing for a step that is done and refuses one not yet due. */
+static void test_rotation_cut_short(void)
+{
+    struct certgen_opts o;
+    struct diag d;
+    char dir[128], path[200];
+
+    sub(dir, sizeof(dir), "cut");
+    opts(&o, dir);
+    diag_clear(&d);
+    CHECK(certgen_create(&o, &d) == 0);
+    CHECK(certgen_rotate(&o, 2, &d) == -1); /* no rotation under way */
+    CHECK_CONTAINS(d.msg, "step 1 is next");
+    diag_clear(&d);
+    CHECK(certgen_rotate(&o, 3, &d) == 0); /* nothing under way: nothing to drop */
+
+    /* step 1 cut after next-ca.key (ca.crt not yet written): the orphan goes and step 1 runs
+     * whole */
+    CHECK(copy(dir, "ca.crt", dir, "ca.orig") == 0);
+    CHECK(certgen_rotate(&o, 1, &d) == 1);
+    CHECK(copy(dir, "ca.orig", dir, "ca.crt") == 0);
+    snprintf(path, sizeof(path), "%s/next-ca.crt", dir);
+    CHECK(unlink(path) == 0);
+    CHECK(certgen_rotate(&o, 1, &d) == 1);
+    CHECK(file_exists(dir, "next-ca.crt") && file_exists(dir, "next-ca.key"));
+    CHECK(count_certs(dir, "ca.crt") == 2);
+    CHECK(certgen_rotate(&o, 1, &d) == 0); /* repeated: nothing changes */
+    CHECK(count_certs(dir, "ca.crt") == 2);
+    CHECK(certgen_rotate(&o, 3, &d) == -1); /* step 2 first */
+    diag_clear(&d);
+    CHECK(certgen_rotate(&o, 2, &d) == 2);
+    CHECK(certgen_rotate(&o, 2, &d) == 0);
+    CHECK(check_quiet(&o) == 0);
+
+    /* step 3 cut after ca.key: ca.key is the new CA's, ca.crt still both */
+    key_of(dir, "next-ca.key", "ca.key");
+    CHECK(check_quiet(&o) == 0);
+    diag_clear(&d);
+    CHECK(certgen_rotate(&o, 3, &d) == 3);
+    CHECK_STR(d.msg, "");
+    CHECK(count_certs(dir, "ca.crt") == 1);
+    CHECK(!file_exists(dir, "next-ca.crt") && !file_exists(dir, "next-ca.key"));
+    CHECK(certgen_rotate(&o, 3, &d) == 0);
+
+    /* step 3 cut between removing next-ca.crt and next-ca.key */
+    CHECK(certgen_rotate(&o, 0, &d) == 1);
+    CHECK(certgen_rotate(&o, 0, &d) == 2);
+    CHECK(copy(dir, "next-ca.crt", dir, "ca.crt") == 0);
+    key_of(dir, "next-ca.key", "ca.key");
+    snprintf(path, sizeof(path), "%s/next-ca.crt", dir);
+    CHECK(unlink(path) == 0);
+    diag_clear(&d);
+    CHECK(certgen_rotate(&o, 3, &d) == 0);
+    CHECK(!file_exists(dir, "next-ca.key"));
+    CHECK(certgen_renew(&o, &d) == 0);
+    CHECK_STR(d.msg, "");
+    CHECK(check_quiet(&o) == 0);
+}
+
+static void test_long_names(void)
+{
+    struct certgen_opts o;
+    struct diag d;
+    char dir[128], svc[64], ns[64];
+    X509 *leaf;
+
+    memset(svc, 'a', 63);
+    svc[63] = '\0';
+    memset(ns, 'n', 63);
+    ns[63] = '\0';
+    sub(dir, sizeof(dir), "long");
+    opts(&o, dir);
+    o.service = svc;
+    o.ns = ns;
+    diag_clear(&d);
+    CHECK(certgen_create(&o, &d) == 0);
+    CHECK_STR(d.msg, "");
+    CHECK(check_quiet(&o) == 0);
+    leaf = read_cert(dir, "tls.crt", 0);
+    if (leaf != NULL) {
+        char name[200];
+
+        snprintf(name, sizeof(name), "%s.%s.svc.cluster.local", svc, ns);
+        CHECK(X509_check_host(leaf, name, 0, 0, NULL) == 1);
+        X509_free(leaf);
+    }
+    CHECK(!certgen_dns_ok("*."));
+    CHECK(!certgen_dns_ok("10.0.0.1"));
+    CHECK(!certgen_dns_ok("::1"));
+    CHECK(certgen_dns_ok("10.0.0.1.nip.io"));
+
+    /* --renew with --service adds that name */
+    opts(&o, dir);
+    o.service = "other";
+    o.ns = "ns";
+    o.names_given = true;
+    diag_clear(&d);
+    CHECK(certgen_renew(&o, &d) == 0);
+    CHECK(check_quiet(&o) == 0);
+    o.service = svc;
+    o.ns = ns;
+    CHECK(check_quiet(&o) == 0); /* and keeps the old ones */
 }
 
 static void test_bundle(void)
@@ -390,6 +500,8 @@ int main(void)
     RUN(test_check_finds_each_problem);
     RUN(test_renew_keeps_names);
     RUN(test_rotation);
+    RUN(test_rotation_cut_short);
+    RUN(test_long_names);
     RUN(test_bundle);
     {
         char cmd[128];

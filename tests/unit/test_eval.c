@@ -847,6 +847,50 @@ static const struct ecase cases[] = {
          "'tolerations':[{'operator':'Exists'}]}}",
      .allowed = 0,
      .message = "privileged container \"c\" can reach GPU devices"},
+    /* tolerating every taint is "run anywhere" (operators, node agents), not "aim at GPUs" */
+    {.name = "a pod tolerating every taint, asking for no GPU, is not aimed at GPU nodes",
+     .policy = "mutate.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "the same on /validate",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "kubectl debug node/ on a node the view knows has no GPU",
+     .policy = "mutate.yaml",
+     .view = "stall.json",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'cpu-0','hostPID':true,"
+                   "'tolerations':[{'operator':'Exists'}],'volumes':[{'name':'host-root',"
+                   "'hostPath':{'path':'/'}}]}"),
+     .allowed = 1},
+    {.name = "kubectl debug node/ on a GPU node reaches its devices",
+     .policy = "mutate.yaml",
+     .view = "stall.json",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'gpu-1','hostPID':true,"
+                   "'tolerations':[{'operator':'Exists'}],'volumes':[{'name':'host-root',"
+                   "'hostPath':{'path':'/'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/\" exposes GPU device nodes"},
+    {.name = "kubectl debug node/ on a node the view has not seen is judged as a GPU node",
+     .policy = "mutate.yaml",
+     .view = "stall.json",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'new-node','tolerations':[{"
+                   "'operator':'Exists'}],'volumes':[{'name':'r','hostPath':{'path':'/'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/\" exposes GPU device nodes"},
+    {.name = "kubectl debug node/ without a cluster view is judged as a GPU node",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'cpu-0','tolerations':[{"
+                   "'operator':'Exists'}],'volumes':[{'name':'r','hostPath':{'path':'/'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/\" exposes GPU device nodes"},
+    {.name = "tolerating every taint still reaches GPU nodes: a privileged container is denied",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'agent','securityContext':{'privileged':true}}],"
+                   "'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 0,
+     .message = "privileged container \"agent\" can reach GPU devices"},
     {.name = "an Equal toleration of the GPU taint reaches GPU nodes",
      .policy = "mutate.yaml",
      .object = POD(
