@@ -8,6 +8,8 @@ packages=(
   gcc make pkg-config git
   libmicrohttpd-dev libgnutls28-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
   openssl curl python3 python3-jsonschema python3-cryptography python3-yaml
+  # promtool: the e2e test checks /metrics with it, make manifests-check the alerting rules
+  prometheus
 )
 [[ $# -eq 0 ]] || packages=("$@")
 

@@ -1253,3 +1253,47 @@ bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value,
     pthread_rwlock_unlock(&c->lock);
     return v != NULL;
 }
+
+size_t cluster_totals(struct cluster *c, size_t *nodes, bool (*keep)(const char *name, void *arg),
+                      void *arg, struct cluster_resource_total *out, size_t max)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+    double now = cluster_now();
+    size_t n = 0;
+
+    pthread_rwlock_rdlock(&c->lock);
+    *nodes = t->n;
+    for (size_t b = 0; b < t->n_buckets; b++) {
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct node *nd = e->value;
+
+            for (size_t i = 0; i < nd->n_res; i++) {
+                const struct node_res *r = &nd->res[i];
+                const struct bound_res *used = NULL;
+                size_t j;
+
+                if (!keep(r->name, arg))
+                    continue;
+                for (j = 0; j < n && j < max && strcmp(out[j].name, r->name) != 0; j++) {
+                }
+                if (j == n) {
+                    n++;
+                    if (j >= max)
+                        continue;
+                    snprintf(out[j].name, sizeof(out[j].name), "%s", r->name);
+                    out[j].capacity = out[j].allocatable = out[j].used = 0;
+                }
+                if (j >= max)
+                    continue;
+                for (size_t k = 0; nd->binding != NULL && k < nd->binding->n_res; k++)
+                    if (strcmp(nd->binding->res[k].name, r->name) == 0)
+                        used = &nd->binding->res[k];
+                out[j].capacity += r->capacity;
+                out[j].allocatable += cluster_effective_allocatable(c, r, now);
+                out[j].used += used != NULL ? used->total : 0;
+            }
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return n;
+}

@@ -17,9 +17,12 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "diag.h"
+#include "limits.h"
 
 enum cluster_kind {
     CLUSTER_NODES,
@@ -95,6 +98,20 @@ bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value,
 int cluster_node_is(struct cluster *c, const char *name,
                     bool (*gpu_labels)(const json_t *labels, void *arg),
                     bool (*gpu_res)(const char *res, void *arg), void *arg);
+
+/* Sums over the view's nodes, for the metrics: one extended resource. */
+struct cluster_resource_total {
+    char name[RESOURCE_NAME_MAX];
+    int64_t capacity;
+    int64_t allocatable; /* as decisions use it (the device-plugin grace applies) */
+    int64_t used;        /* requests of the non-terminal pods bound to the nodes */
+};
+
+/* The number of nodes in *nodes, and, for each extended resource whose name keep() accepts,
+ * its totals over the nodes (at most max of them, in out). Returns how many such resources
+ * there are, which may be more than max. */
+size_t cluster_totals(struct cluster *c, size_t *nodes, bool (*keep)(const char *name, void *arg),
+                      void *arg, struct cluster_resource_total *out, size_t max);
 
 /* The whole view as JSON, for tests and debugging (new reference). */
 json_t *cluster_dump(struct cluster *c);

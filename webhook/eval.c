@@ -1148,14 +1148,19 @@ struct run {
     int n_deny;
 };
 
-static void log_decision(const struct review *r, const struct target *t, const struct rule *ru,
-                         enum rule_enforcement eff, const char *outcome, const char *message)
+/* The decision log line of one finding, and its note for the metrics: counted means the same
+ * as logged. metric is what the rule did or would do ("deny", "patch", "warn", "would_deny",
+ * "would_patch"). The kind is the review's (Pod, Deployment, Scale, HorizontalPodAutoscaler). */
+static void log_decision(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                         const char *outcome, const char *message, const char *metric)
 {
-    const char *name = r->name[0] ? r->name : "";
+    const struct review *r = rn->r;
 
+    /* a note that cannot be kept costs a count, never the decision */
+    (void)decision_note(rn->dec, ru, (int)eff, metric);
     log_event(LOG_INFO, "decision",
               json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid", r->uid, "kind",
-                        t->is_pod ? "Pod" : t->what, "namespace", r->ns, "name", name, "operation",
+                        r->kind.kind, "namespace", r->ns, "name", r->name, "operation",
                         review_op_name(r->op), "user", r->username, "rule", ru->name, "enforcement",
                         enforcement_names[eff], "outcome", outcome, "message", message));
 }
@@ -1168,7 +1173,7 @@ static void record_deny(struct run *rn, const struct rule *ru, const char *probl
     snprintf(text, sizeof(text), "%s[%s] %s", rn->n_deny ? "; " : "", ru->name, what);
     strncat(rn->deny, text, sizeof(rn->deny) - strlen(rn->deny) - 1);
     rn->n_deny++;
-    log_decision(rn->r, rn->t, ru, ENFORCE_ENFORCE, "denied", what);
+    log_decision(rn, ru, ENFORCE_ENFORCE, "denied", what, "deny");
 }
 
 /* A Warn or Audit finding: label ("would patch" or "would deny") and the problems. */
@@ -1177,12 +1182,13 @@ static void record_report(struct run *rn, const struct rule *ru, enum rule_enfor
 {
     char what[MSG_MAX + 64], body[MSG_MAX + 96], text[MSG_MAX + 160];
     const char *p = problems, *end;
+    const char *metric = strcmp(label, "would patch") == 0 ? "would_patch" : "would_deny";
 
     join_problems(problems, what, sizeof(what));
     snprintf(body, sizeof(body), "%s: %s", label, what);
     if (eff != ENFORCE_WARN) {
         decision_annotate(rn->dec, ru->name, body);
-        log_decision(rn->r, rn->t, ru, eff, label, what);
+        log_decision(rn, ru, eff, label, what, metric);
         return;
     }
     for (; *p; p = *end ? end + 1 : end) {
@@ -1192,7 +1198,7 @@ static void record_report(struct run *rn, const struct rule *ru, enum rule_enfor
         snprintf(text, sizeof(text), "gpuadmit [%s]: %s: %.*s", ru->name, label, (int)(end - p), p);
         decision_warn(rn->dec, text);
     }
-    log_decision(rn->r, rn->t, ru, eff, "warned", body);
+    log_decision(rn, ru, eff, "warned", body, metric);
 }
 
 static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
@@ -1227,7 +1233,7 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
         if (v == V_FIXED) {
             snprintf(text, sizeof(text), "patched: %s", c.fixed);
             decision_annotate(rn->dec, ru->name, text);
-            log_decision(rn->r, rn->t, ru, eff, "patched", c.fixed);
+            log_decision(rn, ru, eff, "patched", c.fixed, "patch");
         }
         /* a problem it cannot patch is denied at /validate */
         if (rn->pred.doc != NULL)
@@ -1501,7 +1507,9 @@ static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enf
         decision_warn(rn->dec, text);
         snprintf(text, sizeof(text), "warned: %s", what);
         decision_annotate(rn->dec, ru->name, text);
-        log_decision(rn->r, rn->t, ru, eff, "warned", what);
+        /* under Warn, a finding that enforcing would deny counts as would_deny */
+        log_decision(rn, ru, eff, "warned", what,
+                     eff == ENFORCE_WARN && (hard || ru->deny_unavailable) ? "would_deny" : "warn");
     } else {
         record_report(rn, ru, eff, "would deny", what);
     }

@@ -50,6 +50,7 @@
 #include "certs.h"
 #include "limits.h"
 #include "log.h"
+#include "metrics.h"
 #include "text.h"
 
 /* Where the kubelet mounts the service account's token and CA (a test build may move it). */
@@ -937,6 +938,7 @@ struct worker {
 struct kube {
     struct target t;
     struct cluster *view;
+    struct metrics *metrics; /* borrowed, or NULL */
     unsigned watch_timeout_s, list_page;
     double silence_s;
     atomic_bool stop;
@@ -1643,11 +1645,15 @@ static void *worker_main(void *arg)
     while (!stopping(w->k)) {
         if (list_all(w) < 0)
             break;
-        do
+        for (;;) {
             next = watch_once(w);
-        while (next == W_REWATCH);
+            if (next != W_REWATCH)
+                break;
+            metrics_cluster_watch_restart(w->k->metrics, w->kind);
+        }
         if (next == W_STOP)
             break;
+        metrics_cluster_relist(w->k->metrics, w->kind);
         /* relisting in a loop (410s, ERROR events, broken streams) backs off too */
         if (!sleep_ms(w->k, backoff_ms(w, &w->relists, 0)))
             break;
@@ -1768,6 +1774,7 @@ struct kube *kube_start(const struct kube_config *cfg, struct cluster *view, str
     k->view = view;
     k->watch_timeout_s = cfg->watch_timeout_s ? cfg->watch_timeout_s : KUBE_DEFAULT_WATCH_TIMEOUT_S;
     k->list_page = cfg->list_page ? cfg->list_page : KUBE_DEFAULT_LIST_PAGE;
+    k->metrics = cfg->metrics;
     if (k->watch_timeout_s > KUBE_MAX_WATCH_TIMEOUT_S || k->list_page > KUBE_MAX_LIST_PAGE) {
         diag_set(d, NULL, 0, 0, "the watch timeout must be 1 to %u s and the list page 1 to %u",
                  KUBE_MAX_WATCH_TIMEOUT_S, KUBE_MAX_LIST_PAGE);

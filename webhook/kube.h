@@ -16,11 +16,13 @@
 
 #include "cluster.h"
 #include "diag.h"
+#include "metrics.h"
 
 struct kube_config {
     const char *kubeconfig;   /* a kubeconfig file (its current context), or NULL for in-cluster */
     unsigned watch_timeout_s; /* timeoutSeconds asked of each watch (default 300) */
     unsigned list_page;       /* limit per list page (default 500) */
+    struct metrics *metrics;  /* relists and watch restarts are counted here (borrowed; NULL) */
 };
 
 struct kube;

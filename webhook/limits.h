@@ -75,6 +75,15 @@
 /* A qualified resource name: a DNS-subdomain prefix (253), '/', a name (63) and the NUL. */
 #define RESOURCE_NAME_MAX 318
 
+/* Metrics. Rule names are label values: a policy has a handful of rules, and names that come
+ * and go over reloads are kept; past this many distinct names they count as rule="other". */
+#define METRICS_RULES_MAX 256u
+/* GPU resource names of the cluster view exported as label values (MIG profiles included). */
+#define METRICS_GPU_RESOURCES_MAX 64u
+/* The plain-HTTP metrics port (--metrics-addr): scrapers and probes only. */
+#define METRICS_CONNECTION_LIMIT 64u
+#define METRICS_THREADS          1u
+
 /* Logs. */
 #define LOG_LINE_MAX (16u * 1024u)
 

@@ -24,6 +24,7 @@
 #include "kube.h"
 #include "limits.h"
 #include "log.h"
+#include "metrics.h"
 #include "policy.h"
 #include "rules.h"
 #include "server.h"
@@ -48,7 +49,8 @@ static const char usage_main[] =
 static const char usage_serve[] =
     "usage: gpuadmit serve --tls-cert FILE --tls-key FILE [OPTIONS]\n"
     "\n"
-    "Serves POST /mutate, POST /validate, GET /healthz and GET /readyz over HTTPS.\n"
+    "Serves POST /mutate, POST /validate, GET /healthz, GET /readyz and GET /metrics over\n"
+    "HTTPS.\n"
     "\n"
     "  --listen ADDR:PORT        address to listen on (default 0.0.0.0:8443; [::]:8443 for IPv6;\n"
     "                            port 0 picks a free port, logged at start)\n"
@@ -82,6 +84,9 @@ static const char usage_serve[] =
     "  --max-body-memory N       request body bytes held at once by all requests together\n"
     "                            (default 268435456); past it a request gets 503\n"
     "  --shutdown-grace SECONDS  on SIGTERM, wait this long for in-flight requests (default 25)\n"
+    "  --metrics-addr ADDR:PORT  also serve GET /metrics, /healthz and /readyz over plain HTTP\n"
+    "                            here, for scrapers without TLS (default: none; /metrics is\n"
+    "                            always on the HTTPS port)\n"
     "  --log-level LEVEL         debug, info, warn or error (default info)\n"
     "\n"
     "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the rules and the certificate now.\n";
@@ -140,6 +145,7 @@ enum {
     OPT_BODY_MEMORY,
     OPT_LOG_LEVEL,
     OPT_AUDIT_ONLY,
+    OPT_METRICS_ADDR,
     OPT_HELP
 };
 
@@ -164,6 +170,7 @@ static const struct option serve_longopts[] = {
     {"max-body-memory", required_argument, NULL, OPT_BODY_MEMORY},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"audit-only", no_argument, NULL, OPT_AUDIT_ONLY},
+    {"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -263,6 +270,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
             log_set_level(level);
             break;
         case OPT_AUDIT_ONLY: o->server.audit_only = true; break;
+        case OPT_METRICS_ADDR: o->server.metrics_addr = optarg; break;
         case 'h':
         case OPT_HELP: fputs(usage_serve, stdout); return 1;
         case ':':
@@ -283,7 +291,9 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
         return -1;
     }
     diag_clear(&d);
-    if (server_parse_listen(o->server.listen, &addr, &d) < 0) {
+    if (server_parse_listen(o->server.listen, &addr, &d) < 0 ||
+        (o->server.metrics_addr != NULL &&
+         server_parse_listen(o->server.metrics_addr, &addr, &d) < 0)) {
         fprintf(stderr, "gpuadmit serve: %s\n", d.msg);
         return -1;
     }
@@ -344,18 +354,20 @@ static void log_view(const char *msg, const char *source, struct cluster *view)
 }
 
 /* Loads the rules directory and, when it is good, puts it in force. */
-static void reload_rules(struct policy_holder *h, const char *dir)
+static void reload_rules(struct policy_holder *h, const char *dir, struct metrics *m)
 {
     struct rules_errors errs;
     struct policy *p = rules_load_dir(dir, &errs);
     struct policy *now;
 
+    metrics_policy_reload(m, p != NULL);
     if (p == NULL) {
         log_rules_errors("policy refused; the last good policy stays in force", dir, &errs);
         return;
     }
     policy_holder_swap(h, p);
     now = policy_holder_get(h);
+    metrics_policy_loaded(m, now->generation, time(NULL));
     log_policy("policy reloaded", dir, now);
     policy_unref(now);
 }
@@ -403,7 +415,7 @@ static long long mono_ms(void)
 
 /* Runs until SIGTERM or SIGINT. Returns the process exit code. */
 static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
-                      struct policy_holder *policies, const char *rules_dir)
+                      struct policy_holder *policies, const char *rules_dir, struct metrics *m)
 {
     struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
     struct signalfd_siginfo si;
@@ -438,7 +450,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
         }
         if (reload_at && now >= reload_at) {
             reload_at = first_change = 0;
-            reload_rules(policies, rules_dir);
+            reload_rules(policies, rules_dir, m);
         }
         if (now >= next_cert) {
             creds_poll(creds, false);
@@ -448,7 +460,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             if (wd < 0 && ifd >= 0 && (wd = watch_rules(ifd, rules_dir, true)) >= 0) {
                 log_event(LOG_INFO, "watching the rules directory again",
                           json_pack("{s:s}", "rules", rules_dir));
-                reload_rules(policies, rules_dir);
+                reload_rules(policies, rules_dir, m);
             }
         }
         if (n <= 0 || !(pfd[0].revents & POLLIN))
@@ -457,7 +469,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             continue;
         if (si.ssi_signo == SIGHUP) {
             log_event(LOG_INFO, "SIGHUP: reloading", NULL);
-            reload_rules(policies, rules_dir);
+            reload_rules(policies, rules_dir, m);
             creds_poll(creds, true);
             continue;
         }
@@ -486,6 +498,7 @@ static int cmd_serve(int argc, char **argv)
     struct rules_errors errs;
     struct cluster *view = NULL;
     struct kube *kube = NULL;
+    struct metrics *metrics = NULL;
     sigset_t mask;
     int sfd = -1, ifd = -1, rc = EXIT_USAGE;
 
@@ -509,14 +522,19 @@ static int cmd_serve(int argc, char **argv)
         return EXIT_USAGE;
     }
     policies = policy_holder_new(policy);
-    if (policies == NULL) {
-        policy_free(policy);
+    metrics = metrics_new(GPUADMIT_VERSION);
+    if (policies == NULL || metrics == NULL) {
+        if (policies == NULL)
+            policy_free(policy);
+        policy_holder_free(policies);
+        metrics_free(metrics);
         return 1;
     }
     o.server.policies = policies;
+    o.server.metrics = metrics;
     if (o.snapshot == NULL && !o.no_cluster && (o.kubeconfig != NULL || kube_in_cluster())) {
         struct cluster_config cc = {o.allocatable_grace_s};
-        struct kube_config kc = {o.kubeconfig, o.watch_timeout_s, o.list_page};
+        struct kube_config kc = {o.kubeconfig, o.watch_timeout_s, o.list_page, metrics};
 
         /* before any other thread: kube_start initialises libcurl */
         view = cluster_new(&cc);
@@ -566,18 +584,25 @@ static int cmd_serve(int argc, char **argv)
         log_event(LOG_WARN, "inotify unavailable; reload the rules with SIGHUP",
                   json_pack("{s:s}", "error", strerror(errno)));
     policy = policy_holder_get(policies);
+    metrics_policy_loaded(metrics, policy->generation, time(NULL));
     log_policy("policy loaded", o.rules, policy);
     policy_unref(policy);
+    /* before "serving", which tells that everything is up */
+    if (o.server.metrics_addr != NULL)
+        log_event(LOG_INFO, "serving metrics over plain HTTP",
+                  json_pack("{s:s, s:i}", "listen", o.server.metrics_addr, "port",
+                            (int)server_metrics_port(srv)));
     log_event(LOG_INFO, "serving",
               json_pack("{s:s, s:i, s:s, s:s, s:I, s:b}", "listen", o.server.listen, "port",
                         (int)server_port(srv), "cert", o.cert, "rules", o.rules, "max_body_bytes",
                         (json_int_t)o.server.max_body, "audit_only", o.server.audit_only));
-    rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules);
+    rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules, metrics);
 out:
     kube_stop(kube); /* before the view it feeds */
     creds_free(creds);
     policy_holder_free(policies);
     cluster_free(view);
+    metrics_free(metrics); /* the server and the kube client that bump it are gone */
     if (sfd >= 0)
         close(sfd);
     if (ifd >= 0)

@@ -296,7 +296,20 @@ void decision_release(struct decision *dec)
     json_decref(dec->patch);
     json_decref(dec->warnings);
     json_decref(dec->annotations);
+    free(dec->notes);
     memset(dec, 0, sizeof(*dec));
+}
+
+int decision_note(struct decision *dec, const struct rule *rule, int enforcement,
+                  const char *outcome)
+{
+    struct decision_note *grown = realloc(dec->notes, (dec->n_notes + 1) * sizeof(*grown));
+
+    if (grown == NULL)
+        return -1;
+    dec->notes = grown;
+    dec->notes[dec->n_notes++] = (struct decision_note){rule, enforcement, outcome};
+    return 0;
 }
 
 int decision_deny(struct decision *dec, int code, const char *message)

@@ -50,6 +50,15 @@ struct review {
     bool dry_run;
 };
 
+struct rule; /* policy.h */
+
+/* One rule finding, as its "decision" log line has it, for the metrics. */
+struct decision_note {
+    const struct rule *rule; /* borrowed from the policy the decision was made with */
+    int enforcement;         /* enum rule_enforcement, as logged */
+    const char *outcome;     /* static: "deny", "patch", "warn", "would_deny", "would_patch" */
+};
+
 /* What the policy decided about one review. Fields start zeroed by decision_init(). */
 struct decision {
     bool allowed;
@@ -59,6 +68,8 @@ struct decision {
     json_t *patch;       /* owned JSON array of RFC 6902 operations, or NULL */
     json_t *warnings;    /* owned array of strings, or NULL */
     json_t *annotations; /* owned object of string values, or NULL */
+    struct decision_note *notes; /* owned array, n_notes long, or NULL */
+    size_t n_notes;
 };
 
 /* New review on success (free with review_free()); NULL with d filled on any malformed input.
@@ -79,6 +90,9 @@ int decision_warn(struct decision *dec, const char *text);
 /* An audit annotation; -1 when the key is not a valid qualified-name part (PROTOCOL.md §5). */
 int decision_annotate(struct decision *dec, const char *key, const char *value);
 bool review_audit_key_valid(const char *key);
+/* Records a finding (see struct decision_note); -1 when out of memory. */
+int decision_note(struct decision *dec, const struct rule *rule, int enforcement,
+                  const char *outcome);
 
 /* Encodes the response for r. A patch is sent only when mutating is true and the patch has at
  * least one operation; a validating response never carries patch or patchType.

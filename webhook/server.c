@@ -29,6 +29,7 @@
 #include "limits.h"
 #include "log.h"
 #include "eval.h"
+#include "metrics.h"
 #include "review.h"
 #include "text.h"
 
@@ -44,11 +45,24 @@ struct conn {
     int fd;
     atomic_llong phase_start_ms; /* connection start, or the end of its last request */
     bool cut;                    /* already shut down by the sweep */
+    /* the TLS handshake, as the connection's own thread sees it (for the metrics) */
+    bool hello;             /* a ClientHello was received */
+    unsigned finished;      /* Finished messages sent and received: 2 once complete */
+    unsigned long requests; /* requests begun on it */
+};
+
+/* One listening daemon: the HTTPS one, or the plain-HTTP metrics one (--metrics-addr). */
+struct listener {
+    struct server *s;
+    bool plain;
 };
 
 struct server {
     struct server_config cfg;
     struct MHD_Daemon *mhd;
+    struct MHD_Daemon *mhd_metrics; /* NULL without --metrics-addr */
+    struct listener tls_listener, plain_listener;
+    struct creds *creds;
     struct sockaddr_storage addr;
     atomic_int stopping;
     atomic_long in_flight;     /* requests between their first call and completion */
@@ -61,7 +75,10 @@ struct server {
 
 struct request {
     const struct route *route; /* NULL when err_status says why */
-    unsigned err_status;       /* an error to answer once the body is drained, or 0 */
+    uint64_t start_ns;         /* monotonic, when its headers were read */
+    unsigned kind, op;         /* metrics labels, once the review is decoded */
+    enum metrics_outcome outcome;
+    unsigned err_status; /* an error to answer once the body is drained, or 0 */
     const char *err_allow;
     char err_msg[200];
     char *body;
@@ -79,6 +96,8 @@ struct route {
     const char *allow;  /* the Allow header of a 405 */
     bool has_body;
     route_fn fn;
+    int endpoint; /* enum metrics_endpoint of a review route, or -1 */
+    bool plain;   /* served on the plain-HTTP metrics port too */
 };
 
 static enum MHD_Result route_mutate(struct server *s, struct MHD_Connection *c, struct request *rq);
@@ -89,13 +108,16 @@ static enum MHD_Result route_healthz(struct server *s, struct MHD_Connection *c,
 static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, struct request *rq);
 static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
                                         struct request *rq);
+static enum MHD_Result route_metrics(struct server *s, struct MHD_Connection *c,
+                                     struct request *rq);
 
 static const struct route routes[] = {
-    {"/mutate", "POST", "POST", true, route_mutate},
-    {"/validate", "POST", "POST", true, route_validate},
-    {"/healthz", "GET", "GET, HEAD", false, route_healthz},
-    {"/readyz", "GET", "GET, HEAD", false, route_readyz},
-    {"/debug/view", "GET", "GET, HEAD", false, route_debug_view},
+    {"/mutate", "POST", "POST", true, route_mutate, METRICS_EP_MUTATE, false},
+    {"/validate", "POST", "POST", true, route_validate, METRICS_EP_VALIDATE, false},
+    {"/healthz", "GET", "GET, HEAD", false, route_healthz, -1, true},
+    {"/readyz", "GET", "GET, HEAD", false, route_readyz, -1, true},
+    {"/metrics", "GET", "GET, HEAD", false, route_metrics, -1, true},
+    {"/debug/view", "GET", "GET, HEAD", false, route_debug_view, -1, false},
 };
 
 static long long now_ms(void)
@@ -106,16 +128,38 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Counts an answer about to be queued: every error, and every answer of a review route (its
+ * outcome, labels and latency). */
+static void count_answer(struct server *s, const struct request *rq, unsigned status)
+{
+    if (status >= 400)
+        metrics_http_error(s->cfg.metrics, status);
+    if (rq == NULL || rq->route == NULL || rq->route->endpoint < 0)
+        return;
+    metrics_request(s->cfg.metrics, (enum metrics_endpoint)rq->route->endpoint, rq->kind, rq->op,
+                    status == MHD_HTTP_OK ? rq->outcome : METRICS_ERROR, now_ns() - rq->start_ns);
+}
+
 /* ---- responses ---- */
 
-/* Queues body (owned, malloc'd; may be NULL for an empty body). allow, when not NULL, is the
- * Allow header of a 405. */
-static enum MHD_Result respond(struct server *s, struct MHD_Connection *c, unsigned status,
-                               const char *content_type, char *body, size_t len, const char *allow)
+/* Queues body (owned, malloc'd; may be NULL for an empty body) as the answer to rq. allow,
+ * when not NULL, is the Allow header of a 405. */
+static enum MHD_Result respond(struct server *s, struct MHD_Connection *c, struct request *rq,
+                               unsigned status, const char *content_type, char *body, size_t len,
+                               const char *allow)
 {
     struct MHD_Response *r;
     enum MHD_Result ok;
 
+    count_answer(s, rq, status);
     if (body != NULL)
         r = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
     else
@@ -134,15 +178,16 @@ static enum MHD_Result respond(struct server *s, struct MHD_Connection *c, unsig
     return ok;
 }
 
-static enum MHD_Result respond_text(struct server *s, struct MHD_Connection *c, unsigned status,
-                                    const char *text)
+static enum MHD_Result respond_text(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                    unsigned status, const char *text)
 {
-    return respond(s, c, status, "text/plain; charset=utf-8", strdup(text), strlen(text), NULL);
+    return respond(s, c, rq, status, "text/plain; charset=utf-8", strdup(text), strlen(text), NULL);
 }
 
 /* A metav1.Status error answer, logged. */
-static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c, unsigned status,
-                                     const char *url, const char *message, const char *allow)
+static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                     unsigned status, const char *url, const char *message,
+                                     const char *allow)
 {
     char *body = NULL;
     size_t len = 0;
@@ -157,7 +202,7 @@ static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c,
               json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", path, "error", error));
     if (review_status_body((int)status, NULL, message, &body, &len) < 0)
         return MHD_NO;
-    return respond(s, c, status, "application/json", body, len, allow);
+    return respond(s, c, rq, status, "application/json", body, len, allow);
 }
 
 /* ---- admission ---- */
@@ -179,18 +224,27 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
     r = review_decode(rq->body ? rq->body : "", rq->len, &d);
     if (r == NULL) {
         snprintf(msg, sizeof(msg), "not a valid AdmissionReview: %s", d.msg);
-        return respond_error(s, c, MHD_HTTP_BAD_REQUEST, url, msg, NULL);
+        return respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, url, msg, NULL);
     }
+    rq->kind = metrics_kind_index(r->kind.kind);
+    rq->op = metrics_op_index(review_op_name(r->op));
     decision_init(&dec);
     policy = policy_holder_get(s->cfg.policies);
     rc = eval_review(policy, r, mutating, s->cfg.audit_only, s->cfg.view, &dec);
+    /* the notes borrow the policy's rules: counted before the reference is dropped */
+    for (size_t i = 0; rc == 0 && i < dec.n_notes; i++)
+        metrics_rule_outcome(s->cfg.metrics, dec.notes[i].rule->name, dec.notes[i].rule->type,
+                             (enum rule_enforcement)dec.notes[i].enforcement, dec.notes[i].outcome);
     policy_unref(policy);
     if (rc < 0 || review_encode(r, &dec, mutating, &out, &len) < 0) {
         decision_release(&dec);
         review_free(r);
-        return respond_error(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, url,
+        return respond_error(s, c, rq, MHD_HTTP_INTERNAL_SERVER_ERROR, url,
                              "could not evaluate the review (out of memory)", NULL);
     }
+    rq->outcome = !dec.allowed                                 ? METRICS_DENIED
+                  : mutating && json_array_size(dec.patch) > 0 ? METRICS_PATCHED
+                                                               : METRICS_ALLOWED;
     if (log_enabled(LOG_DEBUG))
         log_event(LOG_DEBUG, "review",
                   json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "uid", r->uid, "kind", r->kind.kind,
@@ -198,7 +252,7 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
                             "allowed", dec.allowed));
     decision_release(&dec);
     review_free(r);
-    return respond(s, c, MHD_HTTP_OK, "application/json", out, len, NULL);
+    return respond(s, c, rq, MHD_HTTP_OK, "application/json", out, len, NULL);
 }
 
 static enum MHD_Result route_mutate(struct server *s, struct MHD_Connection *c, struct request *rq)
@@ -214,19 +268,31 @@ static enum MHD_Result route_validate(struct server *s, struct MHD_Connection *c
 
 static enum MHD_Result route_healthz(struct server *s, struct MHD_Connection *c, struct request *rq)
 {
-    (void)rq;
-    return respond_text(s, c, MHD_HTTP_OK, "ok\n");
+    return respond_text(s, c, rq, MHD_HTTP_OK, "ok\n");
 }
 
 static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, struct request *rq)
 {
-    (void)rq;
     if (atomic_load(&s->stopping))
-        return respond_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
+        return respond_text(s, c, rq, MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down\n");
     if (s->cfg.view_must_sync && !cluster_synced(s->cfg.view))
-        return respond_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+        return respond_text(s, c, rq, MHD_HTTP_SERVICE_UNAVAILABLE,
                             "the cluster view has not synced yet\n");
-    return respond_text(s, c, MHD_HTTP_OK, "ok\n");
+    return respond_text(s, c, rq, MHD_HTTP_OK, "ok\n");
+}
+
+/* The Prometheus text exposition, format 0.0.4. */
+static enum MHD_Result route_metrics(struct server *s, struct MHD_Connection *c, struct request *rq)
+{
+    struct metrics_sources src = {s->cfg.view, s->creds, s->cfg.policies};
+    size_t len = 0;
+    char *text = metrics_render(s->cfg.metrics, &src, &len);
+
+    if (text == NULL)
+        return respond_error(s, c, rq, MHD_HTTP_INTERNAL_SERVER_ERROR, "/metrics",
+                             "could not render the metrics (out of memory)", NULL);
+    return respond(s, c, rq, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text, len,
+                   NULL);
 }
 
 /* The cluster view, for tests and debugging; only with --debug-endpoints (it lists nodes and
@@ -237,9 +303,8 @@ static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection 
     json_t *dump;
     char *text;
 
-    (void)rq;
     if (!s->cfg.debug_endpoints || s->cfg.view == NULL)
-        return respond_error(s, c, MHD_HTTP_NOT_FOUND, "/debug/view",
+        return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/view",
                              s->cfg.view == NULL ? "no cluster view is configured"
                                                  : "debug endpoints are off (--debug-endpoints)",
                              NULL);
@@ -248,15 +313,16 @@ static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection 
     json_decref(dump);
     if (text == NULL)
         return MHD_NO;
-    return respond(s, c, MHD_HTTP_OK, "application/json", text, strlen(text), NULL);
+    return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, strlen(text), NULL);
 }
 
 /* ---- request intake ---- */
 
-static const struct route *route_find(const char *url)
+/* The route of url; on the plain metrics port only /metrics, /healthz and /readyz. */
+static const struct route *route_find(const char *url, bool plain)
 {
     for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-        if (strcmp(url, routes[i].path) == 0)
+        if (strcmp(url, routes[i].path) == 0 && (!plain || routes[i].plain))
             return &routes[i];
     }
     return NULL;
@@ -335,24 +401,28 @@ static void defer_error(struct request *rq, unsigned status, const char *msg, co
  * drained, which keeps the connection, when the body is small; a large one, or one the client
  * waits to send (Expect: 100-continue), is refused at once and the connection closed. Returns
  * true with *result set when an answer was queued. */
-static bool screen(struct server *s, struct MHD_Connection *c, const char *url, const char *method,
-                   struct request *rq, enum MHD_Result *result)
+static bool screen(struct server *s, bool plain, struct MHD_Connection *c, const char *url,
+                   const char *method, struct request *rq, enum MHD_Result *result)
 {
     const char *ct;
     char msg[160];
     long long announced = content_length(c);
     bool waits = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL;
 
+    /* found first, so that a 413 at /mutate or /validate counts as that endpoint's error */
+    rq->route = route_find(url, plain);
     if (announced > (long long)s->cfg.max_body) {
         snprintf(msg, sizeof(msg), "body of %lld bytes is over the limit of %zu bytes", announced,
                  s->cfg.max_body);
-        *result = respond_error(s, c, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
+        *result = respond_error(s, c, rq, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
         return true;
     }
-    rq->route = route_find(url);
     if (rq->route == NULL) {
         defer_error(rq, MHD_HTTP_NOT_FOUND,
-                    "no such path; gpuadmit serves /mutate, /validate, /healthz and /readyz", NULL);
+                    plain ? "no such path; this port serves /metrics, /healthz and /readyz"
+                          : "no such path; gpuadmit serves /mutate, /validate, /healthz, /readyz "
+                            "and /metrics",
+                    NULL);
     } else if (!method_ok(rq->route, method)) {
         snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
                  rq->route->path, rq->route->allow);
@@ -370,7 +440,7 @@ static bool screen(struct server *s, struct MHD_Connection *c, const char *url, 
         }
     }
     if (rq->err_status != 0 && (waits || announced > (long long)DEFER_ERROR_BODY_MAX)) {
-        *result = respond_error(s, c, rq->err_status, url, rq->err_msg, rq->err_allow);
+        *result = respond_error(s, c, rq, rq->err_status, url, rq->err_msg, rq->err_allow);
         return true;
     }
     return false;
@@ -422,10 +492,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
                                   const char *method, const char *version, const char *upload_data,
                                   size_t *upload_data_size, void **req_cls)
 {
-    struct server *s = cls;
+    const struct listener *l = cls;
+    struct server *s = l->s;
     struct request *rq = *req_cls;
     enum MHD_Result result;
     char msg[128];
+    const union MHD_ConnectionInfo *ci;
 
     (void)version;
     if (rq == NULL) {
@@ -433,8 +505,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (rq == NULL)
             return MHD_NO;
         *req_cls = rq;
+        rq->start_ns = now_ns();
+        rq->kind = metrics_kind_index(NULL);
+        rq->op = metrics_op_index(NULL);
         atomic_fetch_add(&s->in_flight, 1);
-        if (screen(s, c, url, method, rq, &result))
+        ci = l->plain ? NULL : MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (ci != NULL && ci->socket_context != NULL)
+            ((struct conn *)ci->socket_context)->requests++;
+        if (screen(s, l->plain, c, url, method, rq, &result))
             return result;
         /* answers come on a later call, once the body (if any) is in: a response queued
          * before that makes libmicrohttpd close the connection */
@@ -450,11 +528,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         return MHD_YES;
     }
     if (rq->err_status != 0)
-        return respond_error(s, c, rq->err_status, url, rq->err_msg, rq->err_allow);
+        return respond_error(s, c, rq, rq->err_status, url, rq->err_msg, rq->err_allow);
     if (rq->too_large) {
         snprintf(msg, sizeof(msg), "body of %zu bytes is over the limit of %zu bytes", rq->seen,
                  s->cfg.max_body);
-        return respond_error(s, c, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
+        return respond_error(s, c, rq, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
     }
     return rq->route->fn(s, c, rq);
 }
@@ -462,7 +540,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    struct server *s = cls;
+    struct server *s = ((const struct listener *)cls)->s;
     struct request *rq = *req_cls;
     const union MHD_ConnectionInfo *ci;
     long long now = now_ms();
@@ -483,10 +561,44 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     atomic_fetch_sub(&s->in_flight, 1);
 }
 
+/* GnuTLS calls this for every handshake message the connection sends or receives (installed
+ * when the connection starts). libmicrohttpd 0.9.75 sets the session's pointer to its
+ * connection, which leads to our struct conn. */
+static int on_handshake_message(gnutls_session_t session, unsigned int htype, unsigned when,
+                                unsigned int incoming, const gnutls_datum_t *msg)
+{
+    struct MHD_Connection *c = gnutls_session_get_ptr(session);
+    const union MHD_ConnectionInfo *ci =
+        c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+    struct conn *cn = ci ? ci->socket_context : NULL;
+
+    (void)msg;
+    if (cn == NULL)
+        return 0;
+    /* before it is processed: a hello that is then refused still counts as received */
+    if (htype == GNUTLS_HANDSHAKE_CLIENT_HELLO && incoming)
+        cn->hello = true;
+    else if (htype == GNUTLS_HANDSHAKE_FINISHED && when == GNUTLS_HOOK_POST)
+        cn->finished++;
+    return 0;
+}
+
+/* A connection that closes before its handshake completed and before any request is a failed
+ * handshake: the client refused the certificate or the parameters, gave up, or sent something
+ * that is not TLS (also a bare TCP connect and close, which cannot be told apart from the
+ * last). One that completed the handshake and left without a request is not counted. */
+static void count_handshake(struct server *s, const struct conn *cn)
+{
+    if (cn->requests > 0 || cn->finished >= 2)
+        return;
+    metrics_tls_failure(s->cfg.metrics,
+                        cn->hello ? METRICS_TLS_AFTER_HELLO : METRICS_TLS_BEFORE_HELLO);
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    struct server *s = cls;
+    struct server *s = ((const struct listener *)cls)->s;
     struct conn *cn = *socket_context;
     const union MHD_ConnectionInfo *ci;
 
@@ -500,6 +612,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
         cn->fd = ci->connect_fd;
         atomic_store(&cn->phase_start_ms, now_ms());
+        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        if (ci != NULL && ci->tls_session != NULL)
+            gnutls_handshake_set_hook_function(ci->tls_session, GNUTLS_HANDSHAKE_ANY,
+                                               GNUTLS_HOOK_BOTH, on_handshake_message);
         pthread_mutex_lock(&s->conns_lock);
         cn->next = s->conns;
         if (s->conns != NULL)
@@ -511,6 +627,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         atomic_fetch_sub(&s->connections, 1);
         if (cn == NULL)
             return;
+        count_handshake(s, cn);
         /* libmicrohttpd closes the socket after this returns, so the sweep, which holds the
          * same lock, never shuts down a descriptor that was reused */
         pthread_mutex_lock(&s->conns_lock);
@@ -633,6 +750,42 @@ static const char tls_priorities[] =
     "SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
     "+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:%SERVER_PRECEDENCE";
 
+/* The plain-HTTP daemon of --metrics-addr: /metrics, /healthz and /readyz for scrapers and
+ * probes that do not speak TLS, one thread, few connections. */
+static struct MHD_Daemon *start_plain(struct server *s, struct diag *d)
+{
+    struct sockaddr_storage addr;
+    struct MHD_Daemon *mhd;
+    unsigned flags =
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+
+    if (server_parse_listen(s->cfg.metrics_addr, &addr, d) < 0)
+        return NULL;
+    if (addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    {
+        struct MHD_OptionItem opts[] = {
+            {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL},
+            {MHD_OPTION_SOCK_ADDR, 0, &addr},
+            {MHD_OPTION_THREAD_POOL_SIZE, METRICS_THREADS, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, METRICS_CONNECTION_LIMIT, NULL},
+            {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s, NULL},
+            {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_BYTES, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, &s->plain_listener},
+            {MHD_OPTION_END, 0, NULL},
+        };
+
+        mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &s->plain_listener,
+                               MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
+    }
+    if (mhd == NULL)
+        diag_set(d, NULL, 0, 0,
+                 "cannot serve metrics on %s (address in use or no permission; see the "
+                 "libmicrohttpd log line above)",
+                 s->cfg.metrics_addr);
+    return mhd;
+}
+
 struct server *server_start(const struct server_config *cfg, struct creds *creds, struct diag *d)
 {
     struct server *s = calloc(1, sizeof(*s));
@@ -649,6 +802,9 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
         return NULL;
     }
     s->cfg = *cfg;
+    s->creds = creds;
+    s->tls_listener = (struct listener){s, false};
+    s->plain_listener = (struct listener){s, true};
     pthread_mutex_init(&s->conns_lock, NULL);
     if (server_parse_listen(cfg->listen, &s->addr, d) < 0)
         goto fail;
@@ -666,21 +822,25 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
             {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
             {MHD_OPTION_CONNECTION_TIMEOUT, cfg->idle_timeout_s, NULL},
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_BYTES, NULL},
-            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
-            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, &s->tls_listener},
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &s->tls_listener},
             {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)tls_priorities},
             {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_certificate},
             {MHD_OPTION_END, 0, NULL},
         };
 
-        s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s, MHD_OPTION_ARRAY, opts,
-                                  MHD_OPTION_END);
+        s->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_request, &s->tls_listener,
+                                  MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     }
     if (s->mhd == NULL) {
         diag_set(d, NULL, 0, 0,
                  "cannot serve on %s (address in use, no permission, or bad TLS "
                  "settings; see the libmicrohttpd log line above)",
                  cfg->listen);
+        goto fail;
+    }
+    if (cfg->metrics_addr != NULL && (s->mhd_metrics = start_plain(s, d)) == NULL) {
+        MHD_stop_daemon(s->mhd);
         goto fail;
     }
     return s;
@@ -693,6 +853,14 @@ fail:
 unsigned server_port(const struct server *s)
 {
     const union MHD_DaemonInfo *i = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+
+    return i ? i->port : 0;
+}
+
+unsigned server_metrics_port(const struct server *s)
+{
+    const union MHD_DaemonInfo *i =
+        s->mhd_metrics ? MHD_get_daemon_info(s->mhd_metrics, MHD_DAEMON_INFO_BIND_PORT) : NULL;
 
     return i ? i->port : 0;
 }
@@ -767,6 +935,9 @@ int server_stop(struct server *s, int abort_fd)
         nanosleep(&pause, NULL);
     }
     MHD_stop_daemon(s->mhd);
+    /* scrapers may read the last counters until the very end */
+    if (s->mhd_metrics != NULL)
+        MHD_stop_daemon(s->mhd_metrics);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
     pthread_mutex_destroy(&s->conns_lock);

@@ -1,9 +1,10 @@
 /*
  * server.h: the HTTPS endpoint (libmicrohttpd over GnuTLS): routes, limits, graceful stop.
  *
- * Routes: POST /mutate, POST /validate, GET /healthz, GET /readyz. Every answer is a response:
- * admission reviews get 200 with an AdmissionReview; bad requests get a 4xx with a
- * metav1.Status body and a log line.
+ * Routes: POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics. Every answer is
+ * a response: admission reviews get 200 with an AdmissionReview; bad requests get a 4xx with a
+ * metav1.Status body and a log line. With metrics_addr, a second, plain-HTTP listener serves
+ * only /metrics, /healthz and /readyz.
  */
 #ifndef GPUADMIT_SERVER_H
 #define GPUADMIT_SERVER_H
@@ -15,6 +16,7 @@
 #include "cluster.h"
 #include "creds.h"
 #include "diag.h"
+#include "metrics.h"
 #include "policy.h"
 
 struct server_config {
@@ -31,6 +33,8 @@ struct server_config {
     bool view_must_sync;            /* /readyz waits for the view's first sync (API source) */
     bool debug_endpoints;           /* serve GET /debug/view */
     bool audit_only;                /* every rule reports instead of denying or patching */
+    struct metrics *metrics;        /* borrowed; must outlive the server (NULL: none kept) */
+    const char *metrics_addr;       /* "ADDR:PORT" of a plain-HTTP metrics port, or NULL */
 };
 
 struct server;
@@ -45,8 +49,9 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
  * request_timeout_s of their start or of their previous request (clients that trickle bytes to
  * dodge the idle timeout). Call about once a second. */
 void server_sweep(struct server *s);
-/* The port actually bound (useful with port 0). */
+/* The port actually bound (useful with port 0); the metrics port's, or 0 without one. */
 unsigned server_port(const struct server *s);
+unsigned server_metrics_port(const struct server *s);
 /* Stops accepting, lets in-flight requests finish (responses now carry Connection: close and
  * /readyz answers 503), waits at most the grace period, or until abort_fd (-1 for none) becomes
  * readable, then stops and frees the server. Returns 0 when everything in flight finished, -1

@@ -20,6 +20,7 @@ import copy
 import fnmatch
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -982,6 +983,84 @@ def t_cel_upstream(docs):
 # ---------------------------------------------------------------------------------------------
 
 
+# ---------------------------------------------------------------------------------------------
+# manifests/monitoring: the PrometheusRule and ServiceMonitor (CRDs: no OpenAPI schema here, so
+# their shape is checked by hand, and the rules by promtool)
+
+MONITORING = os.path.join(ROOT, "manifests", "monitoring")
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+
+
+def monitoring_docs():
+    with open(os.path.join(MONITORING, "kustomization.yaml")) as f:
+        resources = yaml.safe_load(f)["resources"]
+    docs = []
+    for r in resources:
+        with open(os.path.join(MONITORING, r)) as f:
+            docs += [d for d in yaml.safe_load_all(f) if d]
+    return docs
+
+
+def t_prometheusrule():
+    rule = one(monitoring_docs(), "PrometheusRule")
+    eq(rule["apiVersion"], "monitoring.coreos.com/v1", "PrometheusRule apiVersion")
+    eq(rule["metadata"].get("namespace"), NAMESPACE, "PrometheusRule namespace")
+    check(set(rule) == {"apiVersion", "kind", "metadata", "spec"}, "PrometheusRule keys")
+    eq(set(rule["spec"]), {"groups"}, "PrometheusRule spec keys")
+    with open(os.path.join(ROOT, "webhook", "metrics.c")) as f:
+        exported = f.read()
+    alerts = []
+    for g in rule["spec"]["groups"]:
+        check(isinstance(g.get("name"), str) and g.get("rules"), "group without name or rules")
+        for r in g["rules"]:
+            check(set(r) <= {"alert", "expr", "for", "labels", "annotations"},
+                  "rule keys %s" % sorted(r))
+            check(isinstance(r.get("alert"), str) and isinstance(r.get("expr"), str),
+                  "a rule without alert or expr: %r" % r)
+            check(r.get("labels", {}).get("severity") in ("info", "warning", "critical"),
+                  "%s: severity" % r["alert"])
+            check(r.get("annotations", {}).get("summary"), "%s: no summary" % r["alert"])
+            for name in set(re.findall(r"\bgpuadmit_[a-z_]+", r["expr"])):
+                base = re.sub(r"_(bucket|sum|count)$", "", name)
+                check('"%s' % name in exported or '"%s' % base in exported,
+                      "%s: metric %s is not exported by webhook/metrics.c" % (r["alert"], name))
+            alerts.append(r["alert"])
+    eq(len(alerts), len(set(alerts)), "alert names are unique")
+    check(os.access(PROMTOOL, os.X_OK), "promtool not found (Debian package prometheus)")
+    tmp = tempfile.mkdtemp(prefix="gpuadmit-rules-")
+    try:
+        with open(os.path.join(tmp, "gpuadmit-rules.yaml"), "w") as f:
+            yaml.safe_dump(rule["spec"], f)
+        shutil.copy(os.path.join(HERE, "alerts_test.yaml"), tmp)
+        for args in (["check", "rules", "gpuadmit-rules.yaml"],
+                     ["test", "rules", "alerts_test.yaml"]):
+            r = subprocess.run([PROMTOOL] + args, cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=60)
+            check(r.returncode == 0, "promtool %s:\n%s" % (" ".join(args), r.stdout.decode()))
+            print("# promtool %s: %s" % (" ".join(args), " ".join(r.stdout.decode().split())))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def t_servicemonitor(golden_docs):
+    sm = one(monitoring_docs(), "ServiceMonitor")
+    eq(sm["apiVersion"], "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
+    eq(sm["metadata"].get("namespace"), NAMESPACE, "ServiceMonitor namespace")
+    svc = one(golden_docs, "Service")
+    labels = svc["metadata"].get("labels") or {}
+    sel = sm["spec"]["selector"]["matchLabels"]
+    check(all(labels.get(k) == v for k, v in sel.items()), "ServiceMonitor does not select "
+          "the Service gpuadmit (labels %r)" % labels)
+    names = [p.get("name") for p in svc["spec"]["ports"]]
+    for ep in sm["spec"]["endpoints"]:
+        check(ep["port"] in names, "ServiceMonitor port %s not on the Service" % ep["port"])
+        eq((ep.get("scheme"), ep.get("path")), ("https", "/metrics"), "scrape scheme and path")
+        tls = ep.get("tlsConfig") or {}
+        eq(tls.get("serverName"), "%s.%s.svc" % (SERVICE, NAMESPACE), "tlsConfig.serverName")
+        eq(tls.get("ca", {}).get("secret"), {"name": "gpuadmit-tls", "key": "ca.crt"},
+           "tlsConfig.ca")
+
+
 def main():
     print("# manifests: shared folder %s, routes from %s, %s" % (
         os.path.relpath(SHARED, ROOT) if not os.environ.get("GPUADMIT_SHARED") else SHARED, BIN,
@@ -989,6 +1068,9 @@ def main():
         "no kubectl: the committed renderings are checked, not compared with kustomize"))
     run("validator rejects broken objects", t_validator_rejects)
     run("rules/Kustomization lists the policy files", t_rules_kustomization)
+    run("monitoring: PrometheusRule (promtool check and test rules)", t_prometheusrule)
+    run("monitoring: ServiceMonitor scrapes the webhook Service",
+        lambda: t_servicemonitor(load_docs(golden("audit"))))
     served = None
     try:
         served = server_routes()
