@@ -1090,13 +1090,47 @@ struct run {
     struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
+    json_t *trace;     /* borrowed: the caller's per-rule trace, or NULL */
+    unsigned findings; /* decision lines so far: a rule that adds none passed */
 };
 
-static void log_decision(const struct review *r, const struct target *t, const struct rule *ru,
-                         enum rule_enforcement eff, const char *outcome, const char *message)
-{
-    const char *name = r->name[0] ? r->name : "";
+static const char *const rule_type_names[] = {"gpu-request", "priority-class", "tolerations",
+                                              "node-selector", "capacity"};
 
+/* One rule's outcome in the caller's trace (gpuadmit check and test), when it asked for one. */
+static void trace_rule(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                       const char *outcome, const char *message)
+{
+    if (rn->trace == NULL)
+        return;
+    json_array_append_new(rn->trace, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "stage",
+                                               rn->mutating ? "mutate" : "validate", "rule",
+                                               ru->name, "type", rule_type_names[ru->type],
+                                               "enforcement", enforcement_names[eff], "outcome",
+                                               outcome, "message", message));
+}
+
+/* The decision log line of a finding, and its trace entry. outcome is "denied", "patched",
+ * "warned", or under Audit the label "would patch" / "would deny". */
+static void log_decision(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                         const char *outcome, const char *message)
+{
+    const struct review *r = rn->r;
+    const struct target *t = rn->t;
+    const char *name = r->name[0] ? r->name : "";
+    char text[MSG_MAX + 200];
+
+    rn->findings++;
+    if (rn->trace != NULL) {
+        if (eff == ENFORCE_AUDIT)
+            snprintf(text, sizeof(text), "%s: %s", outcome, message);
+        trace_rule(rn, ru, eff,
+                   eff == ENFORCE_AUDIT              ? "audit"
+                   : strcmp(outcome, "denied") == 0  ? "deny"
+                   : strcmp(outcome, "patched") == 0 ? "patch"
+                                                     : "warn",
+                   eff == ENFORCE_AUDIT ? text : message);
+    }
     log_event(LOG_INFO, "decision",
               json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid", r->uid, "kind",
                         t->is_pod ? "Pod" : t->what, "namespace", r->ns, "name", name, "operation",
@@ -1112,7 +1146,7 @@ static void record_deny(struct run *rn, const struct rule *ru, const char *probl
     snprintf(text, sizeof(text), "%s[%s] %s", rn->n_deny ? "; " : "", ru->name, what);
     strncat(rn->deny, text, sizeof(rn->deny) - strlen(rn->deny) - 1);
     rn->n_deny++;
-    log_decision(rn->r, rn->t, ru, ENFORCE_ENFORCE, "denied", what);
+    log_decision(rn, ru, ENFORCE_ENFORCE, "denied", what);
 }
 
 /* A Warn or Audit finding: label ("would patch" or "would deny") and the problems. */
@@ -1126,7 +1160,7 @@ static void record_report(struct run *rn, const struct rule *ru, enum rule_enfor
     snprintf(body, sizeof(body), "%s: %s", label, what);
     if (eff != ENFORCE_WARN) {
         decision_annotate(rn->dec, ru->name, body);
-        log_decision(rn->r, rn->t, ru, eff, label, what);
+        log_decision(rn, ru, eff, label, what);
         return;
     }
     for (; *p; p = *end ? end + 1 : end) {
@@ -1136,7 +1170,7 @@ static void record_report(struct run *rn, const struct rule *ru, enum rule_enfor
         snprintf(text, sizeof(text), "gpuadmit [%s]: %s: %.*s", ru->name, label, (int)(end - p), p);
         decision_warn(rn->dec, text);
     }
-    log_decision(rn->r, rn->t, ru, eff, "warned", body);
+    log_decision(rn, ru, eff, "warned", body);
 }
 
 static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
@@ -1171,7 +1205,7 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
         if (v == V_FIXED) {
             snprintf(text, sizeof(text), "patched: %s", c.fixed);
             decision_annotate(rn->dec, ru->name, text);
-            log_decision(rn->r, rn->t, ru, eff, "patched", c.fixed);
+            log_decision(rn, ru, eff, "patched", c.fixed);
         }
         /* a problem it cannot patch is denied at /validate */
         if (rn->pred.doc != NULL)
@@ -1223,6 +1257,7 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
 {
     struct who w;
     enum rule_enforcement eff;
+    unsigned before;
 
     who_init(&w, rn->r, rn->t, rn->r->object);
     if (!in_scope(&doc->scope, &w))
@@ -1233,10 +1268,16 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
         if (ru->type == RULE_CAPACITY || !in_scope(&ru->scope, &w))
             continue;
         eff = rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
+        before = rn->findings;
         if (!rn->mutating)
             validate_rule(rn, doc, ru, eff);
         else if (ru->action == ACTION_MUTATE && mutate_rule(rn, doc, ru, eff) < 0)
             return -1;
+        /* a rule judged at this endpoint that found nothing passed */
+        if (rn->findings == before &&
+            (rn->mutating ? ru->action == ACTION_MUTATE
+                          : ru->action == ACTION_DENY || eff == ENFORCE_ENFORCE))
+            trace_rule(rn, ru, eff, "pass", "");
     }
     return 0;
 }
@@ -1445,7 +1486,7 @@ static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enf
         decision_warn(rn->dec, text);
         snprintf(text, sizeof(text), "warned: %s", what);
         decision_annotate(rn->dec, ru->name, text);
-        log_decision(rn->r, rn->t, ru, eff, "warned", what);
+        log_decision(rn, ru, eff, "warned", what);
     } else {
         record_report(rn, ru, eff, "would deny", what);
     }
@@ -1588,10 +1629,15 @@ static void capacity_pass(struct run *rn, const struct policy *p)
         for (size_t k = 0; k < doc->n_rules; k++) {
             const struct rule *ru = &doc->rules[k];
 
+            enum rule_enforcement eff =
+                rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
+            unsigned before = rn->findings;
+
             if (ru->type != RULE_CAPACITY || !in_scope(&ru->scope, &w))
                 continue;
-            capacity_rule(rn, doc, ru,
-                          rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement, &ct);
+            capacity_rule(rn, doc, ru, eff, &ct);
+            if (rn->findings == before)
+                trace_rule(rn, ru, eff, "pass", "");
         }
     }
     /* reserve only what is admitted for real: not a dry run, and nothing denied it here */
@@ -1606,6 +1652,12 @@ static void capacity_pass(struct run *rn, const struct policy *p)
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
 {
+    return eval_review_trace(p, r, mutating, audit_only, view, dec, NULL);
+}
+
+int eval_review_trace(const struct policy *p, const struct review *r, bool mutating,
+                      bool audit_only, struct cluster *view, struct decision *dec, json_t *trace)
+{
     struct run rn;
     bool any_autogen = false;
     int rc = -1;
@@ -1618,6 +1670,7 @@ int eval_review(const struct policy *p, const struct review *r, bool mutating, b
     rn.audit_only = audit_only;
     rn.view = view;
     rn.dec = dec;
+    rn.trace = trace;
     for (size_t i = 0; i < p->n_docs; i++)
         any_autogen = any_autogen || p->docs[i].autogen;
     rn.t = find_target(r, any_autogen);
