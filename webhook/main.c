@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "certgen.h"
+#include "check.h"
 #include "cluster.h"
 #include "creds.h"
 #include "eval.h"
@@ -41,6 +42,9 @@ static const char usage_main[] =
     "  serve        serve the mutating and validating webhook over HTTPS\n"
     "  certs        make, check and rotate the serving certificate and its CA\n"
     "  routes       print, as webhook rules (JSON), the requests each endpoint acts on\n"
+    "  check        judge manifest files offline, as the webhook would judge their CREATE\n"
+    "  test         run policy test suites (expected decisions, rule outcomes, patches)\n"
+    "  capacity     GPUs per node and resource, and how many replicas of a workload fit\n"
     "\n"
     "  gpuadmit --help       this text;  gpuadmit COMMAND --help  the command's options\n"
     "  gpuadmit --version    print the version\n";
@@ -657,6 +661,8 @@ int main(int argc, char **argv)
         return certgen_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "routes") == 0)
         return cmd_routes(argc - 1, argv + 1);
+    if (strcmp(argv[1], "check") == 0)
+        return check_main(argc - 1, argv + 1);
     fprintf(stderr, "gpuadmit: unknown command \"%s\"\n\n%s", argv[1], usage_main);
     return EXIT_USAGE;
 }
