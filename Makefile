@@ -109,6 +109,12 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	                     "image" "$(MAKE) --no-print-directory image-check" \
 	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
 
+# make policy-test: the policy's test suites, rules/tests/*.yaml, run by gpuadmit test
+# (rules/tests/README.md). GPUADMIT_BIN picks another build, e.g. build/san/gpuadmit.
+.PHONY: policy-test
+policy-test: build/release/gpuadmit
+	@$${GPUADMIT_BIN:-build/release/gpuadmit} test rules/tests
+
 run: deps
 	@$(MAKE) --no-print-directory all
 	@# reused while it covers the names and has a day left; otherwise made anew
