@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "capreport.h"
 #include "certgen.h"
 #include "check.h"
 #include "cluster.h"
@@ -666,6 +667,8 @@ int main(int argc, char **argv)
         return check_main(argc - 1, argv + 1);
     if (strcmp(argv[1], "test") == 0)
         return suite_main(argc - 1, argv + 1);
+    if (strcmp(argv[1], "capacity") == 0)
+        return capreport_main(argc - 1, argv + 1);
     fprintf(stderr, "gpuadmit: unknown command \"%s\"\n\n%s", argv[1], usage_main);
     return EXIT_USAGE;
 }
