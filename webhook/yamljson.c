@@ -429,6 +429,31 @@ static void position(const char *text, size_t off, unsigned *line, unsigned *col
         *column = (unsigned)off + 1;
 }
 
+/* Whether v nests at most limit containers deep; counts its nodes into *nodes. The recursion is
+ * bounded by jansson's own parse depth limit (2048). */
+static bool within(const json_t *v, unsigned limit, size_t *nodes)
+{
+    const char *key;
+    json_t *x;
+    size_t i;
+
+    (*nodes)++;
+    if (!json_is_object(v) && !json_is_array(v))
+        return true;
+    if (limit == 0)
+        return false;
+    if (json_is_array(v)) {
+        json_array_foreach (v, i, x)
+            if (!within(x, limit - 1, nodes))
+                return false;
+    } else {
+        json_object_foreach ((json_t *)v, key, x)
+            if (!within(x, limit - 1, nodes))
+                return false;
+    }
+    return true;
+}
+
 /* JSON text: one or more values one after another, as kubectl prints them. */
 static int parse_json(struct ybuild *b, const char *text, size_t len)
 {
@@ -458,6 +483,16 @@ static int parse_json(struct ybuild *b, const char *text, size_t len)
         position(text, off, &b->doc_line, &b->doc_column);
         off += (size_t)jerr.position;
         b->root = v;
+        if (!within(v, YAMLJSON_DEPTH_MAX, &b->nodes) || b->nodes > YAMLJSON_NODES_MAX) {
+            diag_set(b->d, b->name, b->doc_line, b->doc_column,
+                     b->nodes > YAMLJSON_NODES_MAX ? "document %u: more than %u nodes"
+                                                   : "document %u: nested deeper than %u",
+                     b->doc_index,
+                     b->nodes > YAMLJSON_NODES_MAX ? YAMLJSON_NODES_MAX : YAMLJSON_DEPTH_MAX);
+            json_decref(b->root);
+            b->root = NULL;
+            return -1;
+        }
         if (on_doc_end(b) < 0)
             return -1;
     }
