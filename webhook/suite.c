@@ -139,11 +139,10 @@ static bool rule_known(const struct policy *p, const char *name)
     return false;
 }
 
-static void check_expect(struct sfile *s, const struct policy *p, const char *ptr,
-                         const json_t *e)
+static void check_expect(struct sfile *s, const struct policy *p, const char *ptr, const json_t *e)
 {
-    static const char *const keys[] = {"decision", "rules",    "patched", "messages",
-                                       "warnings", "denial",   NULL};
+    static const char *const keys[] = {"decision", "rules",  "patched", "messages",
+                                       "warnings", "denial", NULL};
     static const char *const decisions[] = {"allowed", "denied", "patched", "not judged", NULL};
     static const char *const outcomes[] = {"pass", "patch", "deny", "warn", "audit", "skip", NULL};
     const json_t *v, *x;
@@ -198,7 +197,8 @@ static void check_expect(struct sfile *s, const struct policy *p, const char *pt
 /* The resource of case c (new reference), from "resource" or "file" + "document". */
 static json_t *case_resource(struct sfile *s, const char *ptr, const json_t *c)
 {
-    const json_t *inline_obj = json_object_get(c, "resource"), *docn = json_object_get(c, "document");
+    const json_t *inline_obj = json_object_get(c, "resource"),
+                 *docn = json_object_get(c, "document");
     const char *file = json_string_value(json_object_get(c, "file"));
     json_int_t want = docn ? json_integer_value(docn) : 0;
     struct yamljson y;
@@ -262,7 +262,7 @@ static bool contains_any(const json_t *list, const char *want)
 
 /* Loops over the strings of v (a string or an array of strings): x the value, s its text. */
 #define EACH_STRING(v, i, x, s)                                                                    \
-    for (i = 0; (json_is_string(v) ? i < 1 : i < json_array_size(v)) &&                           \
+    for (i = 0; (json_is_string(v) ? i < 1 : i < json_array_size(v)) &&                            \
                 ((x = json_is_string(v) ? v : json_array_get(v, i)), s = json_string_value(x), 1); \
          i++)
 
@@ -296,7 +296,8 @@ static int compare(FILE *out, const json_t *e, const json_t *got)
         ru = find_rule(rules, key);
         str = json_string_value(json_object_get(ru, "outcome"));
         if (ru != NULL && strcmp(str, json_string_value(want)) != 0) {
-            fprintf(out, "       rule %s: expected %s, got %s\n", key, json_string_value(want), str);
+            fprintf(out, "       rule %s: expected %s, got %s\n", key, json_string_value(want),
+                    str);
             json_array_foreach (json_object_get(ru, "messages"), k, m)
                 fprintf(out, "         (%s)\n", json_string_value(m));
             diffs++;
@@ -309,8 +310,8 @@ static int compare(FILE *out, const json_t *e, const json_t *got)
             if (ru != NULL && contains_any(json_object_get(ru, "messages"), str))
                 continue;
             a = show(json_object_get(ru, "messages"));
-            fprintf(out, "       rule %s message: expected one containing \"%s\", got %s\n", key, str,
-                   a);
+            fprintf(out, "       rule %s message: expected one containing \"%s\", got %s\n", key,
+                    str, a);
             free(a);
             diffs++;
         }
@@ -345,7 +346,7 @@ static int compare(FILE *out, const json_t *e, const json_t *got)
         if (msg != NULL && strstr(msg, str) != NULL)
             continue;
         fprintf(out, "       denial: expected one containing \"%s\", got %s%s%s\n", str,
-               msg ? "\"" : "", msg ? msg : "none (" , msg ? "\"" : "not denied)");
+                msg ? "\"" : "", msg ? msg : "none (", msg ? "\"" : "not denied)");
         diffs++;
     }
     return diffs;
