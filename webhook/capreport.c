@@ -179,8 +179,9 @@ static json_t *node_report(struct cluster *view, const struct strlist *globs)
     const char **names = calloc(json_object_size(nodes) + 1, sizeof(*names)), *key, *res;
     size_t count = 0;
 
-    json_object_foreach (nodes, key, n)
+    json_object_foreach (nodes, key, n) {
         names[count++] = key;
+    }
     qsort(names, count, sizeof(*names), by_key);
     for (size_t i = 0; i < count; i++) {
         json_t *out, *labels = json_object(), *resources = json_object();
@@ -316,11 +317,12 @@ static void print_text(const json_t *report, const char *source)
     const json_t *nodes = json_object_get(report, "nodes"), *n, *r, *t, *w;
     const char *res;
     size_t i, k;
-    int width = 4;
+    int width = 5; /* "TOTAL" */
 
-    json_array_foreach (nodes, i, n)
+    json_array_foreach (nodes, i, n) {
         if ((int)strlen(json_string_value(json_object_get(n, "name"))) > width)
             width = (int)strlen(json_string_value(json_object_get(n, "name")));
+    }
     printf("%s: %zu node%s\n", source, json_array_size(nodes),
            json_array_size(nodes) == 1 ? "" : "s");
     printf("%-*s  %-10s %-22s %5s %5s %5s  %s\n", width, "NODE", "STATUS", "RESOURCE", "ALLOC",
@@ -345,12 +347,13 @@ static void print_text(const json_t *report, const char *source)
             printf("%-*s  %-10s %-22s %5s %5s %5s\n", width,
                    json_string_value(json_object_get(n, "name")), status, "(no GPUs)", "-", "-",
                    "-");
-        json_object_foreach ((json_t *)json_object_get(n, "labels"), res, r)
+        json_object_foreach ((json_t *)json_object_get(n, "labels"), res, r) {
             printf("%-*s  %s=%s\n", width + 53, "",
                    strcmp(res, "product") == 0    ? "nvidia.com/gpu.product"
                    : strcmp(res, "replicas") == 0 ? "nvidia.com/gpu.replicas"
                                                   : "nvidia.com/mig.config",
                    json_string_value(r) ? json_string_value(r) : "?");
+        }
         json_array_foreach (json_object_get(n, "taints"), k, t) {
             const char *val = json_string_value(json_object_get(t, "value"));
 
@@ -359,11 +362,12 @@ static void print_text(const json_t *report, const char *source)
                    val ? val : "", json_string_value(json_object_get(t, "effect")));
         }
     }
-    json_object_foreach ((json_t *)json_object_get(report, "totals"), res, r)
+    json_object_foreach ((json_t *)json_object_get(report, "totals"), res, r) {
         printf("%-*s  %-10s %-22s %5lld %5lld %5lld\n", width, "TOTAL", "", res,
                (long long)json_integer_value(json_object_get(r, "allocatable")),
                (long long)json_integer_value(json_object_get(r, "used")),
                (long long)json_integer_value(json_object_get(r, "free")));
+    }
     json_array_foreach (json_object_get(report, "workloads"), i, w) {
         printf("\n%s %s/%s: %lld replica%s", json_string_value(json_object_get(w, "kind")),
                json_string_value(json_object_get(w, "namespace")),

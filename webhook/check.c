@@ -126,25 +126,29 @@ static void print_text(const json_t *res, const char *where, const struct check_
                json_string_value(json_object_get(ru, "outcome")));
         if (json_array_size(msgs) == 0)
             putchar('\n');
-        json_array_foreach (msgs, k, m)
+        json_array_foreach (msgs, k, m) {
             printf("%*s%s\n",
                    k ? 25 : 7 - (int)strlen(json_string_value(json_object_get(ru, "outcome"))), "",
                    json_string_value(m));
+        }
     }
-    json_array_foreach (warnings, i, v)
+    json_array_foreach (warnings, i, v) {
         printf("  warning: %s\n", json_string_value(v));
+    }
     if ((v = json_object_get(res, "message")) != NULL)
         printf("  denied: %s\n", json_string_value(v));
     patch = json_object_get(res, "patch");
     if (json_array_size(patch) > 0) {
         printf("  patch:\n");
-        json_array_foreach (patch, i, v)
+        json_array_foreach (patch, i, v) {
             offline_print_op(stdout, "    ", v);
+        }
     }
     if ((patch = json_object_get(res, "reinvocation")) != NULL) {
         printf("  error: the patched object would be patched again on reinvocation:\n");
-        json_array_foreach (patch, i, v)
+        json_array_foreach (patch, i, v) {
             offline_print_op(stdout, "    ", v);
+        }
     }
     if (o->show_object) {
         char *text = json_dumps(json_object_get(res, "object"), JSON_INDENT(2));

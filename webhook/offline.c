@@ -103,8 +103,9 @@ static void fold_trace(json_t *rules, const json_t *trace)
                 json_object_set_new((json_t *)ru, "outcome", json_string(out));
                 json_object_set((json_t *)ru, "enforcement", json_object_get(t, "enforcement"));
             }
-            json_array_foreach (msgs, m, v)
+            json_array_foreach (msgs, m, v) {
                 seen = seen || strcmp(json_string_value(v), msg) == 0;
+            }
             if (msg[0] && !seen)
                 json_array_append_new(msgs, json_string(msg));
             break;

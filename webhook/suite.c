@@ -120,9 +120,10 @@ static int strings(struct sfile *s, const char *ptr, const json_t *v, const char
     if (v == NULL || json_is_string(v))
         return 0;
     if (json_is_array(v)) {
-        json_array_foreach (v, i, x)
+        json_array_foreach (v, i, x) {
             if (!json_is_string(x))
                 break;
+        }
         if (i == json_array_size(v))
             return 0;
     }
@@ -185,9 +186,10 @@ static void check_expect(struct sfile *s, const struct policy *p, const char *pt
     snprintf(p2, sizeof(p2), "%s/patched", ptr);
     if (v != NULL && !json_is_object(v))
         serr(s, p2, "expect.patched must be a mapping of JSON Pointer to value");
-    json_object_foreach ((json_t *)v, key, x)
+    json_object_foreach ((json_t *)v, key, x) {
         if (key[0] != '/' && key[0] != '\0')
             serr(s, p2, "expect.patched: \"%.64s\" is not a JSON Pointer (starts with /)", key);
+    }
     snprintf(p2, sizeof(p2), "%s/warnings", ptr);
     strings(s, p2, json_object_get(e, "warnings"), "expect.warnings");
     snprintf(p2, sizeof(p2), "%s/denial", ptr);
@@ -254,9 +256,10 @@ static bool contains_any(const json_t *list, const char *want)
     size_t i;
     const json_t *v;
 
-    json_array_foreach (list, i, v)
+    json_array_foreach (list, i, v) {
         if (strstr(json_string_value(v), want) != NULL)
             return true;
+    }
     return false;
 }
 
@@ -271,9 +274,10 @@ static const json_t *find_rule(const json_t *rules, const char *name)
     size_t i;
     const json_t *ru;
 
-    json_array_foreach (rules, i, ru)
+    json_array_foreach (rules, i, ru) {
         if (strcmp(json_string_value(json_object_get(ru, "rule")), name) == 0)
             return ru;
+    }
     return NULL;
 }
 
@@ -298,8 +302,9 @@ static int compare(FILE *out, const json_t *e, const json_t *got)
         if (ru != NULL && strcmp(str, json_string_value(want)) != 0) {
             fprintf(out, "       rule %s: expected %s, got %s\n", key, json_string_value(want),
                     str);
-            json_array_foreach (json_object_get(ru, "messages"), k, m)
+            json_array_foreach (json_object_get(ru, "messages"), k, m) {
                 fprintf(out, "         (%s)\n", json_string_value(m));
+            }
             diffs++;
         }
     }

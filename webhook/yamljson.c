@@ -443,13 +443,15 @@ static bool within(const json_t *v, unsigned limit, size_t *nodes)
     if (limit == 0)
         return false;
     if (json_is_array(v)) {
-        json_array_foreach (v, i, x)
+        json_array_foreach (v, i, x) {
             if (!within(x, limit - 1, nodes))
                 return false;
+        }
     } else {
-        json_object_foreach ((json_t *)v, key, x)
+        json_object_foreach ((json_t *)v, key, x) {
             if (!within(x, limit - 1, nodes))
                 return false;
+        }
     }
     return true;
 }
