@@ -106,8 +106,15 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	                     "e2e" "$(MAKE) --no-print-directory e2e" \
 	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san" \
 	                     "manifests" "$(MAKE) --no-print-directory manifests-check" \
+	                     "policy" "$(MAKE) --no-print-directory policy-test" \
 	                     "image" "$(MAKE) --no-print-directory image-check-if-root" \
 	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
+
+# make policy-test: the policy's test suites, rules/tests/*.yaml, run by gpuadmit test
+# (rules/tests/README.md). GPUADMIT_BIN picks another build, e.g. build/san/gpuadmit.
+.PHONY: policy-test
+policy-test: build/release/gpuadmit
+	@$${GPUADMIT_BIN:-build/release/gpuadmit} test rules/tests
 
 run: deps
 	@$(MAKE) --no-print-directory all

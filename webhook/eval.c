@@ -1146,18 +1146,50 @@ struct run {
     struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
+    json_t *trace;     /* borrowed: the caller's per-rule trace, or NULL */
+    unsigned findings; /* decision lines so far: a rule that adds none passed */
 };
 
-/* The decision log line of one finding, and its note for the metrics: counted means the same
- * as logged. metric is what the rule did or would do ("deny", "patch", "warn", "would_deny",
- * "would_patch"). The kind is the review's (Pod, Deployment, Scale, HorizontalPodAutoscaler). */
+static const char *const rule_type_names[] = {"gpu-request", "priority-class", "tolerations",
+                                              "node-selector", "capacity"};
+
+/* One rule's outcome in the caller's trace (gpuadmit check and test), when it asked for one. */
+static void trace_rule(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                       const char *outcome, const char *message)
+{
+    if (rn->trace == NULL)
+        return;
+    json_array_append_new(rn->trace, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "stage",
+                                               rn->mutating ? "mutate" : "validate", "rule",
+                                               ru->name, "type", rule_type_names[ru->type],
+                                               "enforcement", enforcement_names[eff], "outcome",
+                                               outcome, "message", message));
+}
+
+/* The decision log line of one finding, its note for the metrics (counted means the same as
+ * logged) and its trace entry. outcome is "denied", "patched", "warned", or under Audit the
+ * label "would patch" / "would deny"; metric is what the rule did or would do ("deny",
+ * "patch", "warn", "would_deny", "would_patch"). The kind is the review's (Pod, Deployment,
+ * Scale, HorizontalPodAutoscaler). */
 static void log_decision(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
                          const char *outcome, const char *message, const char *metric)
 {
     const struct review *r = rn->r;
+    char text[MSG_MAX + 200];
 
     /* a note that cannot be kept costs a count, never the decision */
     (void)decision_note(rn->dec, ru, (int)eff, metric);
+    rn->findings++;
+    if (rn->trace != NULL) {
+        if (eff == ENFORCE_AUDIT)
+            snprintf(text, sizeof(text), "%s: %s", outcome, message);
+        trace_rule(rn, ru, eff,
+                   eff == ENFORCE_AUDIT              ? "audit"
+                   : strcmp(outcome, "denied") == 0  ? "deny"
+                   : strcmp(outcome, "patched") == 0 ? "patch"
+                                                     : "warn",
+                   eff == ENFORCE_AUDIT ? text : message);
+    }
     log_event(LOG_INFO, "decision",
               json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid", r->uid, "kind",
                         r->kind.kind, "namespace", r->ns, "name", r->name, "operation",
@@ -1285,6 +1317,7 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
 {
     struct who w;
     enum rule_enforcement eff;
+    unsigned before;
 
     who_init(&w, rn->r, rn->t, rn->r->object);
     if (!in_scope(&doc->scope, &w))
@@ -1295,10 +1328,16 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
         if (ru->type == RULE_CAPACITY || !in_scope(&ru->scope, &w))
             continue;
         eff = rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
+        before = rn->findings;
         if (!rn->mutating)
             validate_rule(rn, doc, ru, eff);
         else if (ru->action == ACTION_MUTATE && mutate_rule(rn, doc, ru, eff) < 0)
             return -1;
+        /* a rule judged at this endpoint that found nothing passed */
+        if (rn->findings == before &&
+            (rn->mutating ? ru->action == ACTION_MUTATE
+                          : ru->action == ACTION_DENY || eff == ENFORCE_ENFORCE))
+            trace_rule(rn, ru, eff, "pass", "");
     }
     return 0;
 }
@@ -1652,10 +1691,15 @@ static void capacity_pass(struct run *rn, const struct policy *p)
         for (size_t k = 0; k < doc->n_rules; k++) {
             const struct rule *ru = &doc->rules[k];
 
+            enum rule_enforcement eff =
+                rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
+            unsigned before = rn->findings;
+
             if (ru->type != RULE_CAPACITY || !in_scope(&ru->scope, &w))
                 continue;
-            capacity_rule(rn, doc, ru,
-                          rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement, &ct);
+            capacity_rule(rn, doc, ru, eff, &ct);
+            if (rn->findings == before)
+                trace_rule(rn, ru, eff, "pass", "");
         }
     }
     /* reserve only what is admitted for real: not a dry run, and nothing denied it here */
@@ -1670,6 +1714,12 @@ static void capacity_pass(struct run *rn, const struct policy *p)
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
 {
+    return eval_review_trace(p, r, mutating, audit_only, view, dec, NULL);
+}
+
+int eval_review_trace(const struct policy *p, const struct review *r, bool mutating,
+                      bool audit_only, struct cluster *view, struct decision *dec, json_t *trace)
+{
     struct run rn;
     bool any_autogen = false;
     int rc = -1;
@@ -1682,6 +1732,7 @@ int eval_review(const struct policy *p, const struct review *r, bool mutating, b
     rn.audit_only = audit_only;
     rn.view = view;
     rn.dec = dec;
+    rn.trace = trace;
     for (size_t i = 0; i < p->n_docs; i++)
         any_autogen = any_autogen || p->docs[i].autogen;
     rn.t = find_target(r, any_autogen);

@@ -84,6 +84,15 @@
 #define METRICS_CONNECTION_LIMIT 64u
 #define METRICS_THREADS          1u
 
+/* Manifests and test suites read by the CLI (yamljson.c): a broken or hostile file costs at
+ * most this much. kubectl get -A -o yaml of a large cluster is tens of MiB; CRD schemas nest
+ * deeply, but not past 64. */
+#define YAMLJSON_FILE_MAX_BYTES (256ul * 1024ul * 1024ul)
+#define YAMLJSON_DEPTH_MAX      64u
+#define YAMLJSON_NODES_MAX      (4u * 1024u * 1024u) /* scalars, mappings, sequences per file */
+#define YAMLJSON_DOCS_MAX       10000u               /* documents per file */
+#define YAMLJSON_POINTER_MAX    1024u                /* a JSON Pointer kept for a node's position */
+
 /* Logs. */
 #define LOG_LINE_MAX (16u * 1024u)
 

@@ -13,6 +13,8 @@
 #include <jansson.h>
 #include <stddef.h>
 
+#include "diag.h"
+
 #define PATCH_PATH_MAX 512
 
 struct patch {
@@ -34,5 +36,10 @@ int patch_add(struct patch *p, const char *path, json_t *value);
 
 /* The value at path in doc (borrowed), or NULL. */
 json_t *patch_get(json_t *doc, const char *path);
+
+/* Applies an RFC 6902 JSON Patch (every operation: add, remove, replace, move, copy, test) to
+ * a copy of doc, as the apiserver applies a webhook's patch: all or nothing. New value, or NULL
+ * with d filled ("operation 2 (remove /spec/x): ... does not exist"). */
+json_t *patch_apply(const json_t *doc, const json_t *ops, struct diag *d);
 
 #endif

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the offline commands: gpuadmit check, gpuadmit test and gpuadmit
+capacity, running the real binary on the shipped policy, examples, snapshots and manifests.
+Standard library only.
+
+Run: GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_cli.py
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, HERE)
+import fake_apiserver  # noqa: E402
+from common import Fail, check, check_no_sanitizer_report, eq, make_certs, t  # noqa: E402
+
+BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
+STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
+MANIFESTS = os.path.join(ROOT, "tests/data/manifests")
+RULES = os.path.join(ROOT, "rules")
+EKS = os.path.join(ROOT, "rules/examples/eks-time-sliced-t4.yaml")
+
+
+class E:
+    work = None
+
+
+def run(*args, stdin=None):
+    """Runs the binary from the project folder; returns (exit code, stdout, stderr)."""
+    r = subprocess.run([BIN] + list(args), input=stdin, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, cwd=ROOT, timeout=t(30))
+    out, err = r.stdout.decode(), r.stderr.decode()
+    check_no_sanitizer_report(err, "gpuadmit %s's stderr" % args[0])
+    return r.returncode, out, err
+
+
+def expect(rc, out, err, code, *lines):
+    """The exit code, and each line as a whole line of stdout."""
+    check(rc == code, "exit code %d, expected %d\nstdout:\n%s\nstderr:\n%s" % (rc, code, out, err))
+    have = [l.rstrip() for l in out.splitlines()]
+    for line in lines:
+        check(line in have, "no line %r in:\n%s" % (line, out))
+
+
+def deny_policy():
+    """The default policy with available: Deny, in a temp directory."""
+    d = os.path.join(E.work, "deny")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(RULES, "default.yaml")) as f:
+        text = f.read()
+    check("available: Warn" in text, "the default policy lost its capacity rule")
+    with open(os.path.join(d, "default.yaml"), "w") as f:
+        f.write(text.replace("available: Warn", "available: Deny"))
+    return d
+
+
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+@test
+def check_stall_warns_under_the_default_policy():
+    rc, out, err = run("check", "--cluster-snapshot", STALL,
+                       "tests/data/manifests/stall-replicaset.yaml")
+    expect(rc, out, err, 0,
+           "tests/data/manifests/stall-replicaset.yaml:3: ReplicaSet ml/stall: allowed, "
+           "with 1 warning",
+           "  warning: gpuadmit [capacity]: replicasets ml/stall: only 4 of 8 more pods fit now, "
+           "the rest will wait Pending",
+           "  gpu-request      pass",
+           "1 object: 1 allowed, 0 patched, 0 denied, 0 not judged")
+    check(any(l.startswith("  capacity         warn   replicasets ml/stall: only 4 of 8")
+              for l in out.splitlines()), "no capacity rule line:\n" + out)
+
+
+@test
+def check_stall_denied_with_available_deny():
+    rc, out, err = run("check", "-r", deny_policy(), "--cluster-snapshot", STALL,
+                       "tests/data/manifests/stall-replicaset.yaml")
+    expect(rc, out, err, 1,
+           "tests/data/manifests/stall-replicaset.yaml:3: ReplicaSet ml/stall: denied",
+           "1 object: 0 allowed, 0 patched, 1 denied, 0 not judged")
+    check(any(l.startswith("  denied: gpuadmit: ReplicaSet ml/stall [capacity] replicasets "
+                           "ml/stall: only 4 of 8 more pods fit now") for l in out.splitlines()),
+          "no denial line:\n" + out)
+    # the same as JSON, from standard input
+    with open(os.path.join(MANIFESTS, "stall-replicaset.yaml"), "rb") as f:
+        rc, out, err = run("check", "-r", deny_policy(), "--cluster-snapshot", STALL, "-o",
+                           "json", "-", stdin=f.read())
+    eq(rc, 1, "exit code of -o json")
+    doc = json.loads(out)
+    eq(doc["summary"], {"allowed": 0, "patched": 0, "denied": 1, "notJudged": 0, "errors": 0},
+       "summary")
+    o = doc["objects"][0]
+    eq((o["file"], o["document"], o["line"], o["decision"]), ("<stdin>", 1, 3, "denied"),
+       "object")
+    eq([(r["rule"], r["outcome"]) for r in o["rules"]],
+       [("gpu-request", "pass"), ("priority-class", "pass"), ("tolerations", "pass"),
+        ("node-selector", "pass"), ("capacity", "deny")], "rules")
+    check("object" not in o, "the object without --show-object")
+    check(doc["capacityChecked"] is True, "capacityChecked")
+
+
+@test
+def check_eks_deployment_gets_toleration_and_selector():
+    rc, out, err = run("check", "-r", EKS, "tests/data/manifests/eks-deployment.yaml")
+    expect(rc, out, err, 0,
+           "note: no --cluster-snapshot: GPU capacity is not checked",
+           "tests/data/manifests/eks-deployment.yaml:3: Deployment ml/inference: patched",
+           "  tolerations      patch  added tolerations for nvidia.com/gpu:NoSchedule",
+           "  node-selector    patch  added nodeSelector nvidia.com/gpu.present=true",
+           "    + /spec/template/spec/tolerations [{key: nvidia.com/gpu, operator: Exists, "
+           "effect: NoSchedule}]",
+           "    + /spec/template/spec/nodeSelector {nvidia.com/gpu.present: \"true\"}",
+           "1 object: 0 allowed, 1 patched, 0 denied, 0 not judged")
+    rc, out, err = run("check", "-r", EKS, "-o", "json", "--show-object",
+                       "tests/data/manifests/eks-deployment.yaml")
+    eq(rc, 0, "exit code")
+    o = json.loads(out)["objects"][0]
+    spec = o["object"]["spec"]["template"]["spec"]
+    eq(spec["tolerations"], [{"key": "nvidia.com/gpu", "operator": "Exists",
+                              "effect": "NoSchedule"}], "patched tolerations")
+    eq(spec["nodeSelector"], {"nvidia.com/gpu.present": "true"}, "patched selector")
+    eq(len(o["patch"]), 3, "patch operations")
+    check("reinvocation" not in o, "the patched object is stable on reinvocation")
+
+
+@test
+def check_clean_manifest_exits_0():
+    rc, out, err = run("check", "--cluster-snapshot", STALL, "tests/data/manifests/clean.yaml")
+    expect(rc, out, err, 0,
+           "tests/data/manifests/clean.yaml:3: Deployment ml/trainer: allowed",
+           "tests/data/manifests/clean.yaml:28: Service ml/trainer: not judged",
+           "2 objects: 1 allowed, 0 patched, 0 denied, 1 not judged")
+    eq(err, "", "stderr")
+
+
+@test
+def check_broken_yaml_exits_2_naming_the_line():
+    rc, out, err = run("check", "tests/data/manifests/broken.yaml")
+    eq(rc, 2, "exit code")
+    eq(err.strip(), "gpuadmit check: tests/data/manifests/broken.yaml:10:6: document 1: YAML: did "
+       "not find expected '-' indicator (while parsing a block collection that starts at 8:5)",
+       "stderr")
+    # the second document of a stream, and an object without a kind
+    rc, out, err = run("check", "-", stdin=b"kind: Pod\napiVersion: v1\n---\na: [1,\n")
+    eq(rc, 2, "exit code")
+    check("<stdin>:5:1: document 2: YAML:" in err, "stderr: %r" % err)
+    rc, out, err = run("check", "-", stdin=b"apiVersion: v1\nkind: Pod\n---\n\nmetadata: {}\n")
+    eq(rc, 2, "exit code")
+    check("<stdin>:5:1: document 2: not a Kubernetes object" in err, "stderr: %r" % err)
+    # usage
+    rc, out, err = run("check")
+    eq(rc, 2, "no files")
+    rc, out, err = run("check", "-o", "yaml", "x")
+    eq(rc, 2, "bad -o")
+    rc, out, err = run("check", "tests/data/manifests/nonexistent.yaml")
+    eq(rc, 2, "missing file")
+
+
+@test
+def test_runs_the_shipped_suites():
+    rc, out, err = run("test", "rules/tests")
+    expect(rc, out, err, 0, "rules/tests/capacity.yaml: capacity",
+           "  ok   8 replicas at low priority are admitted with a warning that only 4 fit now")
+    last = out.splitlines()[-1]
+    check(last.startswith("gpuadmit-test: ") and last.endswith(" passed, 0 failed"), last)
+    check(int(last.split()[1]) >= 20, last)
+
+
+@test
+def test_wrong_expectation_fails_with_a_diff():
+    d = os.path.join(E.work, "suites")
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "wrong.yaml"), "w") as f:
+        f.write("""apiVersion: gpuadmit.io/v1alpha1
+kind: PolicyTest
+metadata:
+  name: wrong
+spec:
+  policy: %s
+  cases:
+    - name: the EKS Deployment is allowed untouched (it is not)
+      file: %s
+      expect:
+        decision: allowed
+        rules: {tolerations: pass}
+        patched:
+          /spec/template/spec/tolerations/0/effect: NoExecute
+""" % (EKS, os.path.join(MANIFESTS, "eks-deployment.yaml")))
+    rc, out, err = run("test", d)
+    expect(rc, out, err, 1,
+           "  FAIL the EKS Deployment is allowed untouched (it is not) (%s:8, Deployment "
+           "ml/inference)" % os.path.join(d, "wrong.yaml"),
+           "       decision: expected allowed, got patched",
+           "       rule tolerations: expected pass, got patch",
+           "         (added tolerations for nvidia.com/gpu:NoSchedule)",
+           "       patched /spec/template/spec/tolerations/0/effect: expected \"NoExecute\", "
+           "got \"NoSchedule\"",
+           "gpuadmit-test: 0 passed, 1 failed")
+    # an unknown key and an unknown rule are input errors, with line and column
+    with open(os.path.join(d, "wrong.yaml"), "w") as f:
+        f.write("""apiVersion: gpuadmit.io/v1alpha1
+kind: PolicyTest
+metadata: {name: bad}
+spec:
+  policy: %s
+  cases:
+    - name: x
+      resource: {apiVersion: v1, kind: Pod, metadata: {name: p}}
+      expct: {}
+      expect:
+        rules: {tolerationz: pass}
+""" % EKS)
+    rc, out, err = run("test", os.path.join(d, "wrong.yaml"))
+    eq(rc, 2, "exit code")
+    check("wrong.yaml:9:14: unknown key \"expct\" in a case" in err, err)
+    check("wrong.yaml:11:30: expect.rules: the policy has no rule \"tolerationz\"" in err, err)
+
+
+@test
+def capacity_reports_nodes_and_fit():
+    rc, out, err = run("capacity", "--cluster-snapshot", "tests/data/snapshots/stall.json", "-f",
+                       "tests/data/manifests/stall-replicaset.yaml")
+    expect(rc, out, err, 0, "tests/data/snapshots/stall.json: 5 nodes",
+           "cpu-0  Ready      (no GPUs)                  -     -     -",
+           "gpu-0  Ready      nvidia.com/gpu             4     3     1",
+           "TOTAL             nvidia.com/gpu            16    12     4",
+           "ReplicaSet ml/stall: 8 replicas: 4 fit now, 16 at most")
+    check("not eligible: 1 node has no nvidia.com/gpu" in out, out)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-o", "json")
+    eq(rc, 0, "exit code")
+    doc = json.loads(out)
+    eq(doc["totals"], {"nvidia.com/gpu": {"allocatable": 16, "used": 12, "free": 4}}, "totals")
+    gpu0 = [n for n in doc["nodes"] if n["name"] == "gpu-0"][0]
+    eq((gpu0["ready"], gpu0["cordoned"], gpu0["taints"]),
+       (True, False, [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
+       "gpu-0")
+    rc, out, err = run("capacity")
+    eq(rc, 2, "no source")
+
+
+@test
+def capacity_lists_a_live_cluster_once():
+    """Through a (simulated) API server: listed once, then the watcher is stopped."""
+    ca, crt, key = make_certs(os.path.join(E.work, "pki"))
+    fake = fake_apiserver.FakeAPIServer(crt, key, token="t0k3n")
+    fake.start()
+    try:
+        with open(STALL) as f:
+            items = json.load(f)["items"]
+        plural = {"Node": "nodes", "Pod": "pods", "PriorityClass": "priorityclasses",
+                  "Deployment": "deployments"}
+        for it in items:
+            fake.put(plural[it["kind"]], it)
+        kcfg = fake.kubeconfig(os.path.join(E.work, "kubeconfig"), ca_file=ca, token="t0k3n")
+        rc, out, err = run("capacity", "--kubeconfig", kcfg, "-o", "json", "--timeout", "20")
+        eq(rc, 0, "exit code (stderr %r)" % err)
+        eq(json.loads(out)["totals"],
+           {"nvidia.com/gpu": {"allocatable": 16, "used": 12, "free": 4}}, "totals")
+    finally:
+        fake.stop()
+
+
+@test
+def help_lists_the_commands():
+    rc, out, err = run("--help")
+    eq(rc, 0, "exit code")
+    for cmd in ("check", "test", "capacity"):
+        check(any(l.startswith("  %s " % cmd) for l in out.splitlines()), "%s: %s" % (cmd, out))
+
+
+def main():
+    passed = failed = 0
+    with tempfile.TemporaryDirectory(prefix="gpuadmit-e2e-cli-") as work:
+        E.work = work
+        for fn in TESTS:
+            try:
+                fn()
+                passed += 1
+                sys.stdout.write("ok - %s\n" % fn.__name__)
+            except Fail as e:
+                failed += 1
+                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
+            except Exception as e:
+                failed += 1
+                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
+                                                               traceback.format_exc()))
+            sys.stdout.flush()
+    sys.stdout.write("e2e-cli: %d passed, %d failed\n" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+/*
+ * check.c: gpuadmit check, the webhook's judgement of manifest files, offline.
+ *
+ * Each object of each file (multi-document YAML or JSON; a List's items one by one) is judged
+ * as a CREATE by offline_admit(), i.e. by the server's own evaluator, and reported in text or
+ * as one JSON document. Exit code: 0 when nothing was denied, 1 when something was, 2 for a
+ * usage or input error (which wins: the report is incomplete then).
+ */
+#include "check.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "log.h"
+#include "offline.h"
+#include "policy.h"
+#include "yamljson.h"
+
+static const char usage_check[] =
+    "usage: gpuadmit check [OPTIONS] FILE...\n"
+    "\n"
+    "Judges every object of the manifest files (multi-document YAML or JSON; - for standard\n"
+    "input) as the webhook would judge its CREATE: the mutating phase, its patch applied, then\n"
+    "the validating phase on the patched object. Prints per object the decision, each rule's\n"
+    "outcome and message, the warnings and the patch.\n"
+    "\n"
+    "  -r, --rules PATH          policy directory or file (default rules)\n"
+    "  --cluster-snapshot FILE   judge capacity against this snapshot (kubectl get nodes,pods,\n"
+    "                            priorityclasses,replicasets,deployments,statefulsets,jobs\n"
+    "                            -A -o json); without it capacity is not checked\n"
+    "  --audit-only              as gpuadmit serve --audit-only: every rule only reports\n"
+    "  -o, --output text|json    the report's format (default text)\n"
+    "  --show-object             include the object as patched (in JSON: \"object\")\n"
+    "\n"
+    "Exit code: 0 nothing denied, 1 something denied, 2 usage or input error.\n";
+
+struct check_opts {
+    const char *rules;
+    const char *snapshot;
+    bool audit_only;
+    bool json;
+    bool show_object;
+};
+
+struct tally {
+    size_t allowed, patched, denied, not_judged, errors;
+};
+
+enum { OPT_SNAPSHOT = 256, OPT_AUDIT_ONLY, OPT_SHOW_OBJECT, OPT_HELP };
+
+static const struct option longopts[] = {
+    {"rules", required_argument, NULL, 'r'},
+    {"cluster-snapshot", required_argument, NULL, OPT_SNAPSHOT},
+    {"audit-only", no_argument, NULL, OPT_AUDIT_ONLY},
+    {"output", required_argument, NULL, 'o'},
+    {"show-object", no_argument, NULL, OPT_SHOW_OBJECT},
+    {"help", no_argument, NULL, OPT_HELP},
+    {NULL, 0, NULL, 0},
+};
+
+/* 0 to go on, 1 when help was printed, -1 on a usage error (reported). */
+static int parse_args(int argc, char **argv, struct check_opts *o)
+{
+    int ch;
+
+    o->rules = "rules";
+    opterr = 0;
+    optind = 1;
+    while ((ch = getopt_long(argc, argv, ":r:o:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 'r': o->rules = optarg; break;
+        case OPT_SNAPSHOT: o->snapshot = optarg; break;
+        case OPT_AUDIT_ONLY: o->audit_only = true; break;
+        case OPT_SHOW_OBJECT: o->show_object = true; break;
+        case 'o':
+            if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
+                fprintf(stderr, "gpuadmit check: -o takes text or json, got \"%s\"\n", optarg);
+                return -1;
+            }
+            o->json = strcmp(optarg, "json") == 0;
+            break;
+        case 'h':
+        case OPT_HELP: fputs(usage_check, stdout); return 1;
+        case ':':
+            fprintf(stderr, "gpuadmit check: %s needs a value\n", argv[optind - 1]);
+            return -1;
+        default:
+            fprintf(stderr, "gpuadmit check: unknown option \"%s\"; see gpuadmit check --help\n",
+                    argv[optind - 1]);
+            return -1;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "gpuadmit check: no manifest files; see gpuadmit check --help\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- text report ---- */
+
+static void print_text(const json_t *res, const char *where, const struct check_opts *o)
+{
+    const char *decision = json_string_value(json_object_get(res, "decision"));
+    const char *ns = json_string_value(json_object_get(res, "namespace"));
+    const char *name = json_string_value(json_object_get(res, "name"));
+    const json_t *warnings = json_object_get(res, "warnings"), *patch, *v, *ru, *m;
+    size_t i, k, n_warn = json_array_size(warnings);
+
+    printf("%s: %s %s/%s: %s", where, json_string_value(json_object_get(res, "kind")), ns,
+           name[0] ? name : "(generated name)", decision);
+    if (n_warn > 0)
+        printf(", with %zu warning%s", n_warn, n_warn == 1 ? "" : "s");
+    putchar('\n');
+    if (strcmp(decision, "not judged") == 0) {
+        printf("  %s\n", json_string_value(json_object_get(res, "reason")));
+        return;
+    }
+    json_array_foreach (json_object_get(res, "rules"), i, ru) {
+        const json_t *msgs = json_object_get(ru, "messages");
+
+        printf("  %-16s %s", json_string_value(json_object_get(ru, "rule")),
+               json_string_value(json_object_get(ru, "outcome")));
+        if (json_array_size(msgs) == 0)
+            putchar('\n');
+        json_array_foreach (msgs, k, m) {
+            printf("%*s%s\n",
+                   k ? 25 : 7 - (int)strlen(json_string_value(json_object_get(ru, "outcome"))), "",
+                   json_string_value(m));
+        }
+    }
+    json_array_foreach (warnings, i, v) {
+        printf("  warning: %s\n", json_string_value(v));
+    }
+    if ((v = json_object_get(res, "message")) != NULL)
+        printf("  denied: %s\n", json_string_value(v));
+    patch = json_object_get(res, "patch");
+    if (json_array_size(patch) > 0) {
+        printf("  patch:\n");
+        json_array_foreach (patch, i, v) {
+            offline_print_op(stdout, "    ", v);
+        }
+    }
+    if ((patch = json_object_get(res, "reinvocation")) != NULL) {
+        printf("  error: the patched object would be patched again on reinvocation:\n");
+        json_array_foreach (patch, i, v) {
+            offline_print_op(stdout, "    ", v);
+        }
+    }
+    if (o->show_object) {
+        char *text = json_dumps(json_object_get(res, "object"), JSON_INDENT(2));
+
+        if (text != NULL)
+            printf("  object:\n%s\n", text);
+        free(text);
+    }
+}
+
+/* ---- the objects ---- */
+
+static void count(struct tally *t, const char *decision)
+{
+    if (strcmp(decision, "allowed") == 0)
+        t->allowed++;
+    else if (strcmp(decision, "patched") == 0)
+        t->patched++;
+    else if (strcmp(decision, "denied") == 0)
+        t->denied++;
+    else
+        t->not_judged++;
+}
+
+static void input_error(const struct diag *d, json_t *errors, struct tally *t)
+{
+    char text[DIAG_MSG_MAX + 300];
+
+    t->errors++;
+    fprintf(stderr, "gpuadmit check: %s\n", diag_format(d, text, sizeof(text)));
+    json_array_append_new(errors,
+                          json_pack("{s:s, s:i, s:i, s:s}", "file", d->file, "line", (int)d->line,
+                                    "column", (int)d->column, "message", d->msg));
+}
+
+/* Judges one object; items of a List one by one. */
+static void judge_object(const struct offline_opts *oo, const struct check_opts *o,
+                         const struct yamljson_doc *doc, const char *file, const char *ptr,
+                         const json_t *obj, json_t *objects, json_t *errors, struct tally *t)
+{
+    unsigned line = doc->line, column = doc->column;
+    const json_t *items = json_object_get(obj, "items"), *it;
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    char where[1200], sub[64];
+    struct diag d;
+    json_t *res;
+    size_t i;
+
+    yamljson_mark(doc, ptr, &line, &column);
+    if (json_is_array(items) && kind != NULL && strlen(kind) >= 4 &&
+        strcmp(kind + strlen(kind) - 4, "List") == 0) {
+        json_array_foreach (items, i, it) {
+            snprintf(sub, sizeof(sub), "/items/%zu", i);
+            judge_object(oo, o, doc, file, sub, it, objects, errors, t);
+        }
+        return;
+    }
+    diag_clear(&d);
+    res = offline_admit(oo, obj, &d);
+    if (res == NULL) {
+        if (d.line == 0) {
+            char msg[DIAG_MSG_MAX];
+
+            snprintf(msg, sizeof(msg), "%s", d.msg);
+            diag_clear(&d);
+            diag_set(&d, file, line, column, "document %u: %s", doc->index, msg);
+        }
+        input_error(&d, errors, t);
+        return;
+    }
+    count(t, json_string_value(json_object_get(res, "decision")));
+    snprintf(where, sizeof(where), "%s:%u", file, line);
+    if (!o->json) {
+        print_text(res, where, o);
+    } else {
+        json_object_set_new(res, "file", json_string(file));
+        json_object_set_new(res, "document", json_integer(doc->index));
+        json_object_set_new(res, "line", json_integer(line));
+        if (!o->show_object)
+            json_object_del(res, "object");
+        json_array_append(objects, res);
+    }
+    json_decref(res);
+}
+
+static void check_file(const struct offline_opts *oo, const struct check_opts *o, const char *path,
+                       json_t *objects, json_t *errors, struct tally *t)
+{
+    struct yamljson y;
+    struct diag d;
+
+    diag_clear(&d);
+    if (yamljson_read_file(path, YAMLJSON_MARKS, &y, &d) < 0) {
+        input_error(&d, errors, t);
+        return;
+    }
+    for (size_t i = 0; i < y.n; i++)
+        judge_object(oo, o, &y.docs[i], strcmp(path, "-") == 0 ? "<stdin>" : path, "",
+                     y.docs[i].value, objects, errors, t);
+    yamljson_free(&y);
+}
+
+int check_main(int argc, char **argv)
+{
+    struct check_opts o = {0};
+    struct offline_opts oo = {0};
+    struct tally t = {0};
+    struct policy *p = NULL;
+    struct cluster *view = NULL;
+    json_t *objects = json_array(), *errors = json_array(), *report;
+    struct diag d;
+    char text[DIAG_MSG_MAX + 300], *dump;
+    int rc = 2;
+
+    switch (parse_args(argc, argv, &o)) {
+    case 1: rc = 0; goto out;
+    case -1: goto out;
+    }
+    log_set_level(LOG_ERROR); /* decisions are the report here, not log lines */
+    if ((p = offline_load_policy("gpuadmit check", o.rules)) == NULL)
+        goto out;
+    diag_clear(&d);
+    if (o.snapshot != NULL && (view = offline_load_snapshot(o.snapshot, &d)) == NULL) {
+        fprintf(stderr, "gpuadmit check: %s\n", diag_format(&d, text, sizeof(text)));
+        goto out;
+    }
+    oo.policy = p;
+    oo.view = view;
+    oo.audit_only = o.audit_only;
+    if (!o.json && view == NULL)
+        printf("note: no --cluster-snapshot: GPU capacity is not checked\n");
+    for (int i = optind; i < argc; i++)
+        check_file(&oo, &o, argv[i], objects, errors, &t);
+    if (o.json) {
+        report = json_pack("{s:b, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I}}", "capacityChecked",
+                           view != NULL, "objects", objects, "errors", errors, "summary", "allowed",
+                           (json_int_t)t.allowed, "patched", (json_int_t)t.patched, "denied",
+                           (json_int_t)t.denied, "notJudged", (json_int_t)t.not_judged, "errors",
+                           (json_int_t)t.errors);
+        dump = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
+        if (dump != NULL)
+            puts(dump);
+        free(dump);
+        json_decref(report);
+    } else {
+        printf("%zu object%s: %zu allowed, %zu patched, %zu denied, %zu not judged",
+               t.allowed + t.patched + t.denied + t.not_judged,
+               t.allowed + t.patched + t.denied + t.not_judged == 1 ? "" : "s", t.allowed,
+               t.patched, t.denied, t.not_judged);
+        if (t.errors > 0)
+            printf("; %zu input error%s", t.errors, t.errors == 1 ? "" : "s");
+        putchar('\n');
+    }
+    rc = t.errors > 0 ? 2 : t.denied > 0 ? 1 : 0;
+out:
+    json_decref(objects);
+    json_decref(errors);
+    cluster_free(view);
+    policy_free(p);
+    return rc;
+}
