@@ -2,8 +2,9 @@
 matchConditions, so that tests/manifests/test_manifests.py can run them on sample objects
 without a CEL engine (there is none in Debian). Not a suite: the test imports it.
 
-The subset: identifiers, field selection (a.b), has(a.b), string, int, bool and null literals,
-!, &&, ||, ==, !=, `in` (a key of a map, an element of a list), x.startsWith(s) and the
+The subset: identifiers, field selection (a.b), indexing (m['k'], l[0]), has(a.b), string, int,
+bool and null literals (null compares with any type), !, &&, ||, ==, !=, `in` (a key of a map,
+an element of a list), x.startsWith(s) and the
 x.exists(v, predicate) macro over lists (elements) and maps (keys). Anything else is a parse
 error, so an expression cannot quietly step outside what is checked here.
 
@@ -28,7 +29,7 @@ _TOKEN = re.compile(r"""\s*(?:
     (?P<str>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<int>\d+)
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<op>&&|\|\||==|!=|[!().,])
+  | (?P<op>&&|\|\||==|!=|[!().,\[\]])
 )""", re.X)
 
 
@@ -110,8 +111,11 @@ class _Parser:
 
     def member(self):
         e = self.primary()
-        while self.peek("op", "."):
-            self.take()
+        while self.peek("op", ".") or self.peek("op", "["):
+            if self.take()[1] == "[":
+                e = ("index", e, self.or_())
+                self.take("op", "]")
+                continue
             name = self.take("id")[1]
             if self.peek("op", "("):
                 e = self.method(e, name)
@@ -197,6 +201,17 @@ def evaluate(ast, env):
         if ast[2] not in v:
             raise CelError("no such key: %s" % ast[2])
         return v[ast[2]]
+    if op == "index":
+        v, k = evaluate(ast[1], env), evaluate(ast[2], env)
+        if isinstance(v, dict) and isinstance(k, str):
+            if k not in v:
+                raise CelError("no such key: %s" % k)
+            return v[k]
+        if isinstance(v, list) and isinstance(k, int) and not isinstance(k, bool):
+            if not 0 <= k < len(v):
+                raise CelError("index out of bounds: %d" % k)
+            return v[k]
+        raise CelError("[]: no matching overload for %s, %s" % (_type(v), _type(k)))
     if op == "not":
         return not _bool(evaluate(ast[1], env), "!")
     if op == "and":
@@ -205,6 +220,8 @@ def evaluate(ast, env):
         return _bool(evaluate(ast[1], env), "||") or _bool(evaluate(ast[2], env), "||")
     if op in ("==", "!="):
         a, b = evaluate(ast[1], env), evaluate(ast[2], env)
+        if a is None or b is None:  # null equals only null, whatever the other side's type
+            return (a is b) == (op == "==")
         if _type(a) != _type(b):
             raise CelError("%s: no matching overload for %s, %s" % (op, _type(a), _type(b)))
         return (a == b) == (op == "==")

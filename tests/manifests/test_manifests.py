@@ -81,6 +81,12 @@ SCHEMAS = {
     ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"): (
         "apis__admissionregistration.k8s.io__v1_openapi.json",
         "io.k8s.api.admissionregistration.v1.ValidatingWebhookConfiguration"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"): (
+        "apis__admissionregistration.k8s.io__v1_openapi.json",
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"): (
+        "apis__admissionregistration.k8s.io__v1_openapi.json",
+        "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding"),
 }
 # cert-manager's CRDs have no schema in shared/: checked by hand (check_cert_manager_object).
 CERT_MANAGER_KINDS = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
@@ -1061,6 +1067,88 @@ def t_servicemonitor(golden_docs):
            "tlsConfig.ca")
 
 
+# ---------------------------------------------------------------------------------------------
+# 5. who may set the opt-out label (components/enforce/exempt-label.yaml)
+
+
+def exempt_verdict(vap, obj, old=None, user="alice", groups=("system:authenticated",)):
+    """What the ValidatingAdmissionPolicy does with a request: "allow" or "deny" (an evaluation
+    error fails the test: under failurePolicy Ignore it would let the label through)."""
+    env = {"object": obj, "oldObject": old,
+           "request": {"userInfo": {"username": user, "groups": list(groups)}
+                       if groups is not None else {"username": user}}}
+    variables = {}
+    env["variables"] = variables
+    for v in vap["spec"]["variables"]:
+        variables[v["name"]] = cel.evaluate(cel.compile_expr(v["expression"]), env)
+    for v in vap["spec"]["validations"]:
+        if cel.evaluate(cel.compile_expr(v["expression"]), env) is not True:
+            return "deny"
+    return "allow"
+
+
+def labelled(value="true"):
+    return {"labels": {OPT_OUT_LABEL: value, "app": "x"}}
+
+
+def t_exempt_label(overlay, docs):
+    vaps = by_kind(docs, "ValidatingAdmissionPolicy")
+    bindings = by_kind(docs, "ValidatingAdmissionPolicyBinding")
+    if MODES.get(overlay) == "audit":
+        eq((len(vaps), len(bindings)), (0, 0), "audit mode refuses nothing: no admission policy")
+        return
+    eq((len(vaps), len(bindings)), (1, 1), "the opt-out label's admission policy and binding")
+    vap, binding = vaps[0], bindings[0]
+    eq(binding["spec"].get("policyName"), vap["metadata"]["name"], "binding policyName")
+    eq(binding["spec"].get("validationActions"), ["Deny"], "binding validationActions")
+    eq(vap["spec"].get("failurePolicy"), "Ignore", "admission policy failurePolicy")
+    exprs = vap["spec"]["matchConstraints"]["namespaceSelector"]["matchExpressions"]
+    eq(sorted(exprs[0]["values"]), sorted(read_policy()["spec"]["exclude"]["namespaces"]),
+       "admission policy excluded namespaces vs rules/default.yaml")
+    covered = {(g, r) for rule in vap["spec"]["matchConstraints"]["resourceRules"]
+               for g in rule["apiGroups"] for r in rule["resources"]}
+    eq(covered, {("", "pods"), ("apps", "deployments"), ("apps", "replicasets"),
+                 ("apps", "statefulsets"), ("batch", "jobs"), ("batch", "cronjobs")},
+       "resources whose labels the admission policy guards")
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [C()]}}
+    pod_l = {"metadata": dict(labelled(), name="p"), "spec": {"containers": [C()]}}
+    dep = {"metadata": {"name": "d"}, "spec": {"template": {"metadata": {}, "spec": {}}}}
+    dep_l = {"metadata": {"name": "d"}, "spec": {"template": {"metadata": labelled()}}}
+    cron_l = {"metadata": {"name": "c"}, "spec": {"jobTemplate": {"spec": {
+        "template": {"metadata": labelled()}}}}}
+    cron_job_l = {"metadata": {"name": "c"}, "spec": {"jobTemplate": {"metadata": labelled(),
+                                                                      "spec": {}}}}
+    cases = [
+        ("a pod without the label", pod, None, {}, "allow"),
+        ("a user labels a pod", pod_l, None, {}, "deny"),
+        ("a user labels a Deployment's template", dep_l, None, {}, "deny"),
+        ("a user adds the label to a template", dep_l, dep, {}, "deny"),
+        ("a user labels a CronJob's pod template", cron_l, None, {}, "deny"),
+        ("a user labels a CronJob's job template", cron_job_l, None, {}, "deny"),
+        ("the label set to false", {"metadata": labelled("false"), "spec": {}}, None, {}, "allow"),
+        ("a user updates an object labelled before", dep_l, dep_l, {}, "allow"),
+        ("the ReplicaSet controller copies the label into a pod", pod_l, None,
+         {"user": "system:serviceaccount:kube-system:replicaset-controller"}, "allow"),
+        ("the controller manager's own identity", pod_l, None,
+         {"user": "system:kube-controller-manager"}, "allow"),
+        ("a member of gpuadmit:exempt", pod_l, None,
+         {"groups": ("system:authenticated", "gpuadmit:exempt")}, "allow"),
+        ("a service account elsewhere", pod_l, None,
+         {"user": "system:serviceaccount:team:builder"}, "deny"),
+        ("a request without groups", pod_l, None, {"groups": None}, "deny"),
+        ("an object without metadata or spec", {}, None, {}, "allow"),
+        ("a template without metadata", {"spec": {"template": {}}}, None, {}, "allow"),
+        ("empty labels", {"metadata": {"labels": {}}, "spec": {"jobTemplate": {"spec": {}}}},
+         {"metadata": {}}, {}, "allow"),
+    ]
+    for what, obj, old, who, want in cases:
+        try:
+            got = exempt_verdict(vap, obj, old, **who)
+        except (cel.CelError, cel.CelSyntaxError) as e:
+            raise Fail("%s: the admission policy fails to evaluate: %s" % (what, e))
+        eq(got, want, what)
+
+
 def main():
     print("# manifests: shared folder %s, routes from %s, %s" % (
         os.path.relpath(SHARED, ROOT) if not os.environ.get("GPUADMIT_SHARED") else SHARED, BIN,
@@ -1128,6 +1216,7 @@ def main():
             run("%s: CEL ephemeral containers" % overlay, t_cel_ephemeral, docs)
             run("%s: CEL null-safety" % overlay, t_cel_null_safe, docs)
             run("%s: CEL on upstream objects" % overlay, t_cel_upstream, docs)
+            run("%s: who may set the opt-out label" % overlay, t_exempt_label, overlay, docs)
         run("no developer-machine paths in the renderings", t_no_local_paths, texts)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
