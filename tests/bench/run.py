@@ -277,7 +277,6 @@ def main():
     try:
         gp = start_gpuadmit(build, tmp, cert, key)
         servers.append(gp)
-        threads = len(os.listdir("/proc/%d/task" % gp.proc.pid))
         answers = {}
         for ep in ENDPOINTS:
             status, payload = post(gp.port, ca, "/" + ep, body)
@@ -366,7 +365,8 @@ def main():
           "%.0f s runs" % (REPS, SECONDS))
     print()
     print("End to end over TLS, keep-alive (wrk, the %d-byte training-pod review; gpuadmit "
-          "%d threads, nginx %d workers, node 1 process)" % (len(body), threads - 1, workers))
+          "%d worker threads (its default: one per CPU), nginx %d workers, node 1 process)"
+          % (len(body), os.cpu_count(), workers))
     print()
     print("| endpoint | conns | gpuadmit req/s | ×nginx | ×node | p50 ×nginx | p99 ×nginx "
           "| CPU µs/req gpuadmit | nginx | node | CPU ×nginx |")
