@@ -135,28 +135,53 @@ valgrind: $(release_UNIT)
 	done
 
 fmt:
-	clang-format -i webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h
+	clang-format -i webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h tests/bench/*.c
 
 fmt-check:
-	clang-format --dry-run --Werror webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h
+	clang-format --dry-run --Werror webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h tests/bench/*.c
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem -Iwebhook webhook tests/unit
 
-# make bench: the cluster view's benchmark (bench/README.md), release flags; not part of check.
-# BENCH_ARGS="--scale 0.1 --reps 3" for a quick run.
-.PHONY: bench
+# make bench (tests/bench/run.py, README "Performance"): gpuadmit against nginx and a Node.js
+# webhook over TLS (wrk), handshakes, decode+evaluate+encode in process and memory; then the
+# cluster view's benchmark (bench/README.md; BENCH_VIEW=0 skips it, BENCH_ARGS="--scale 0.1
+# --reps 3" shrinks it). BENCH_QUICK=1 for a short run. Installs wrk, nginx and node if missing;
+# not part of check.
+.PHONY: bench bench-deps
+BENCH_PACKAGES := wrk nginx-light nodejs
+BENCH_VIEW ?= 1
 build/release/bench/bench_view: bench/bench_view.c $(release_LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  CC+LD [release] $@"
 	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
 		$(PKG_LIBS) $(LDLIBS_EXTRA)
 
--include build/release/bench/bench_view.d
+build/release/tests/bench/bench_codec: tests/bench/bench_codec.c $(release_LIB_OBJ)
+	@mkdir -p $(@D)
+	@echo "  CC+LD [release] $@"
+	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
+		$(PKG_LIBS) $(LDLIBS_EXTRA)
 
-bench: build/release/bench/bench_view
-	@$< $(BENCH_ARGS)
+build/release/tests/bench/handshake: tests/bench/handshake.c
+	@mkdir -p $(@D)
+	@echo "  CC+LD [release] $@"
+	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $$($(PKG_CONFIG) --cflags openssl) $< -o $@ \
+		$$($(PKG_CONFIG) --libs openssl) $(LDLIBS_EXTRA)
+
+-include build/release/bench/bench_view.d build/release/tests/bench/bench_codec.d \
+	build/release/tests/bench/handshake.d
+
+bench-deps:
+	@scripts/install-deps.sh $(BENCH_PACKAGES)
+
+bench: deps bench-deps
+	@$(MAKE) --no-print-directory build/release/gpuadmit build/release/tests/bench/bench_codec \
+		build/release/tests/bench/handshake $(if $(filter 0,$(BENCH_VIEW)),,build/release/bench/bench_view)
+	@$(PYTHON) tests/bench/run.py build/release
+	@if [[ "$(BENCH_VIEW)" != 0 ]]; then echo; echo "Cluster view (bench/README.md):"; \
+		build/release/bench/bench_view $(BENCH_ARGS); fi
 
 clean:
 	rm -rf build

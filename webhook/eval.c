@@ -717,6 +717,7 @@ static int add_at(struct ctx *c, const char *rel, const char *const *tokens, siz
                   json_t *value)
 {
     char path[PATCH_PATH_MAX];
+    int rc;
 
     snprintf(path, sizeof(path), "%s%s", c->t->prefix, rel);
     for (size_t i = 0; i < n; i++) {
@@ -725,7 +726,12 @@ static int add_at(struct ctx *c, const char *rel, const char *const *tokens, siz
             return -1;
         }
     }
-    return patch_add(c->pt, path, value);
+    rc = patch_add(c->pt, path, value);
+    /* the first operation may have made the working copy private (patch.h): from now on the
+     * rule looks at that */
+    c->object = c->pt->doc;
+    c->spec = patch_get(c->object, c->t->prefix);
+    return rc;
 }
 
 /* Adds resources.{limits,requests}[res] = count to the first container. */

@@ -9,7 +9,7 @@
 int patch_init(struct patch *p, const json_t *doc)
 {
     p->ops = json_array();
-    p->doc = json_deep_copy(doc);
+    p->doc = json_incref((json_t *)doc);
     if (p->ops == NULL || p->doc == NULL) {
         patch_release(p);
         return -1;
@@ -103,15 +103,32 @@ json_t *patch_get(json_t *doc, const char *path)
     return node;
 }
 
+/* Makes p->doc private before it is changed: copied when anyone else holds a reference (the
+ * review's root, or another patch that started from this one's working copy). */
+static int own_doc(struct patch *p)
+{
+    json_t *copy;
+
+    if (p->doc->refcount == 1)
+        return 0;
+    copy = json_deep_copy(p->doc);
+    if (copy == NULL)
+        return -1;
+    json_decref(p->doc);
+    p->doc = copy;
+    return 0;
+}
+
 int patch_add(struct patch *p, const char *path, json_t *value)
 {
     char tok[PATCH_PATH_MAX];
     const char *rest = path, *last = strrchr(path, '/');
-    json_t *node = p->doc, *op;
+    json_t *node, *op;
     int rc = -1;
 
-    if (value == NULL || last == NULL)
+    if (value == NULL || last == NULL || own_doc(p) < 0)
         goto out;
+    node = p->doc;
     /* walk to the parent */
     while (node != NULL && rest < last) {
         rest = next_token(rest, tok, sizeof(tok));

@@ -19,10 +19,14 @@
 
 struct patch {
     json_t *ops; /* owned array of operations */
-    json_t *doc; /* owned working copy of the object */
+    json_t *doc; /* the working copy: a reference, shared until the first operation */
 };
 
-/* doc is copied (deep). Returns 0, or -1 on allocation failure. */
+/* Takes a reference to doc; the first patch_add() that finds it shared (anyone else holds a
+ * reference) deep-copies it first, so doc itself is never changed. Most objects need no patch,
+ * and a deep copy of a pod costs about a quarter of parsing it. Pointers into p->doc taken
+ * before a patch_add() may point into the old, unpatched object after it: look again.
+ * Returns 0, or -1 on allocation failure. */
 int patch_init(struct patch *p, const json_t *doc);
 void patch_release(struct patch *p);
 

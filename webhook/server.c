@@ -63,6 +63,10 @@ struct server {
     struct MHD_Daemon *mhd_metrics; /* NULL without --metrics-addr */
     struct listener tls_listener, plain_listener;
     struct creds *creds;
+    /* session ticket key: clients that resume skip the certificate and key exchange work of a
+     * full handshake. Made at start, never leaves the process; GnuTLS derives the keys it
+     * really uses from it and rotates them. Wiped at stop. */
+    gnutls_datum_t ticket_key;
     struct sockaddr_storage addr;
     atomic_int stopping;
     atomic_long in_flight;     /* requests between their first call and completion */
@@ -613,9 +617,14 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         cn->fd = ci->connect_fd;
         atomic_store(&cn->phase_start_ms, now_ms());
         ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-        if (ci != NULL && ci->tls_session != NULL)
+        if (ci != NULL && ci->tls_session != NULL) {
             gnutls_handshake_set_hook_function(ci->tls_session, GNUTLS_HANDSHAKE_ANY,
                                                GNUTLS_HOOK_BOTH, on_handshake_message);
+            /* libmicrohttpd keeps no session cache and sends no tickets: without this every
+             * reconnect is a full handshake. A failure only costs resumption. */
+            if (s->ticket_key.data != NULL)
+                gnutls_session_ticket_enable_server(ci->tls_session, &s->ticket_key);
+        }
         pthread_mutex_lock(&s->conns_lock);
         cn->next = s->conns;
         if (s->conns != NULL)
@@ -786,6 +795,16 @@ static struct MHD_Daemon *start_plain(struct server *s, struct diag *d)
     return mhd;
 }
 
+/* After the daemons stopped: no session uses the key any more. */
+static void drop_ticket_key(struct server *s)
+{
+    if (s->ticket_key.data == NULL)
+        return;
+    gnutls_memset(s->ticket_key.data, 0, s->ticket_key.size);
+    gnutls_free(s->ticket_key.data);
+    s->ticket_key.data = NULL;
+}
+
 struct server *server_start(const struct server_config *cfg, struct creds *creds, struct diag *d)
 {
     struct server *s = calloc(1, sizeof(*s));
@@ -813,6 +832,10 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     if (threads == 0)
         threads = usable_cpus();
     tls_creds = creds;
+    if (gnutls_session_ticket_key_generate(&s->ticket_key) < 0) {
+        s->ticket_key.data = NULL; /* served without resumption */
+        log_event(LOG_WARN, "cannot make a TLS session ticket key; sessions are not resumed", NULL);
+    }
     {
         struct MHD_OptionItem opts[] = {
             /* first, so that libmicrohttpd's own start-up messages come through it */
@@ -845,6 +868,7 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     }
     return s;
 fail:
+    drop_ticket_key(s);
     pthread_mutex_destroy(&s->conns_lock);
     free(s);
     return NULL;
@@ -940,6 +964,7 @@ int server_stop(struct server *s, int abort_fd)
         MHD_stop_daemon(s->mhd_metrics);
     if (fd != MHD_INVALID_SOCKET)
         close(fd);
+    drop_ticket_key(s);
     pthread_mutex_destroy(&s->conns_lock);
     free(s);
     return rc;

@@ -1,0 +1,257 @@
+/*
+ * bench_codec.c: what one review costs in process, against the least any JSON webhook pays.
+ *
+ *   bench_codec RULES_DIR DATA_DIR REVIEW_POD [--reps N] [--ms M]
+ *
+ * For each fixture, times review_decode + eval_review + review_encode + the frees (what the
+ * server does between reading a body and queueing the answer, without the cluster view, as
+ * --no-cluster serves) against json_loadb + json_dumps + json_decref of the same bytes with
+ * the same flags (jansson's bare parse and dump), and against the parse alone. Batches of each
+ * alternate, in an order that rotates every rep; each rep gives a ratio, and the figures
+ * printed are medians over the reps. Times are the thread's CPU time (the machine is shared).
+ * Decision log lines go to /dev/null. Prints one JSON line per fixture for tests/bench/run.py.
+ *
+ * Fixtures: REVIEW_POD (a small GPU pod the default policy patches at /mutate), the bench's
+ * training pod at /validate, and Kubernetes' all-fields roundtrip fixtures (DATA_DIR) wrapped in
+ * a review: a Pod and a Deployment (CREATE) at /validate, a Scale (UPDATE of deployments/scale).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eval.h"
+#include "log.h"
+#include "review.h"
+#include "rules.h"
+
+struct fixture {
+    const char *name;
+    char *body;
+    size_t len;
+    bool mutating;
+};
+
+/* CPU time of this thread: the machine is shared, and time spent descheduled is not ours */
+static double now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    long n;
+
+    if (f == NULL || fseek(f, 0, SEEK_END) != 0 || (n = ftell(f)) < 0 ||
+        fseek(f, 0, SEEK_SET) != 0 || (buf = malloc((size_t)n + 1)) == NULL ||
+        fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "bench_codec: cannot read %s\n", path);
+        exit(2);
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+/* An AdmissionReview around the object in path, as the apiserver would send it (compact). */
+static char *wrap(const char *path, const char *group, const char *kind, const char *rgroup,
+                  const char *resource, const char *sub, const char *op, bool with_old, size_t *len)
+{
+    json_error_t err;
+    json_t *obj = json_load_file(path, 0, &err);
+    json_t *req, *root;
+    char *out;
+
+    if (obj == NULL) {
+        fprintf(stderr, "bench_codec: %s: %s\n", path, err.text);
+        exit(2);
+    }
+    req = json_pack("{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:s,"
+                    " s:{s:s, s:[s]}, s:O, s:b}",
+                    "uid", "2f6c8a1e-4b3d-4e5f-8a7b-9c0d1e2f3a4b", "kind", "group", group,
+                    "version", "v1", "kind", kind, "resource", "group", rgroup, "version", "v1",
+                    "resource", resource, "subResource", sub, "name", "nameValue", "namespace",
+                    "ml-research", "operation", op, "userInfo", "username", "alice", "groups",
+                    "system:authenticated", "object", obj, "dryRun", 0);
+    if (with_old)
+        json_object_set(req, "oldObject", obj);
+    root = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
+                     "AdmissionReview", "request", req);
+    out = json_dumps(root, JSON_COMPACT);
+    *len = strlen(out);
+    json_decref(root);
+    json_decref(obj);
+    return out;
+}
+
+static int review_once(const struct policy *p, const struct fixture *f)
+{
+    struct diag d;
+    struct decision dec;
+    struct review *r;
+    char *out = NULL;
+    size_t len = 0;
+    int rc;
+
+    diag_clear(&d);
+    r = review_decode(f->body, f->len, &d);
+    if (r == NULL) {
+        fprintf(stderr, "bench_codec: %s: %s\n", f->name, d.msg);
+        exit(1);
+    }
+    decision_init(&dec);
+    rc = eval_review(p, r, f->mutating, false, NULL, &dec);
+    if (rc == 0)
+        rc = review_encode(r, &dec, f->mutating, &out, &len);
+    decision_release(&dec);
+    review_free(r);
+    free(out);
+    return rc;
+}
+
+/* jansson's parse and dump of the same bytes; with dump false, the parse alone (the floor of
+ * any review path that parses with jansson) */
+static void bare_once(const struct fixture *f, bool dump)
+{
+    json_error_t err;
+    json_t *root = json_loadb(f->body, f->len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+
+    if (dump)
+        free(json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER));
+    json_decref(root);
+}
+
+static int cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void measure(const struct policy *p, const struct fixture *f, int reps, double ms)
+{
+    double *ours = calloc((size_t)reps, sizeof(double));
+    double *bare = calloc((size_t)reps, sizeof(double));
+    double *ratio = calloc((size_t)reps, sizeof(double));
+    double *parse = calloc((size_t)reps, sizeof(double));
+    double t0, t1;
+    long iters = 1;
+
+    /* batch size: about ms milliseconds of the review path */
+    for (;;) {
+        t0 = now_ns();
+        for (long i = 0; i < iters; i++)
+            review_once(p, f);
+        t1 = now_ns();
+        if (t1 - t0 > ms * 1e6 / 4)
+            break;
+        iters *= 2;
+    }
+    iters *= 4;
+    for (int rep = 0; rep < reps; rep++) {
+        /* review, bare, parse; the order rotates every rep */
+        for (int k = 0; k < 3; k++) {
+            int which = (k + rep) % 3;
+
+            t0 = now_ns();
+            for (long i = 0; i < iters; i++) {
+                if (which == 0)
+                    review_once(p, f);
+                else
+                    bare_once(f, which == 1);
+            }
+            t1 = now_ns();
+            (which == 0 ? ours : which == 1 ? bare : parse)[rep] = (t1 - t0) / (double)iters;
+        }
+        ratio[rep] = ours[rep] / bare[rep];
+    }
+    printf("{\"fixture\":\"%s\",\"bytes\":%zu,\"iters\":%ld,\"reps\":%d,\"review_ns\":%.0f,"
+           "\"bare_ns\":%.0f,\"parse_ns\":%.0f,\"ratio\":%.3f}\n",
+           f->name, f->len, iters, reps, median(ours, reps), median(bare, reps),
+           median(parse, reps), median(ratio, reps));
+    fflush(stdout);
+    free(ours);
+    free(bare);
+    free(ratio);
+    free(parse);
+}
+
+int main(int argc, char **argv)
+{
+    struct rules_errors errs;
+    struct policy *p;
+    struct fixture fx[5];
+    char path[4096], bench_pod[4096];
+    int reps = 7, n = 0;
+    double ms = 200;
+    int devnull;
+
+    if (argc < 4) {
+        fprintf(stderr, "usage: bench_codec RULES_DIR DATA_DIR REVIEW_POD [--reps N] [--ms M]\n");
+        return 2;
+    }
+    for (int i = 4; i + 1 < argc; i += 2) {
+        if (strcmp(argv[i], "--reps") == 0)
+            reps = atoi(argv[i + 1]);
+        else if (strcmp(argv[i], "--ms") == 0)
+            ms = strtod(argv[i + 1], NULL);
+    }
+    if (reps < 1 || ms <= 0) {
+        fprintf(stderr, "bench_codec: bad --reps or --ms\n");
+        return 2;
+    }
+    json_object_seed(1);
+    devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    log_set_fd(devnull);
+    memset(&errs, 0, sizeof(errs));
+    p = rules_load_dir(argv[1], &errs);
+    if (p == NULL) {
+        fprintf(stderr, "bench_codec: cannot load the rules in %s\n", argv[1]);
+        return 2;
+    }
+    fx[n] = (struct fixture){"small pod (/mutate, patched)", NULL, 0, true};
+    fx[n].body = read_file(argv[3], &fx[n].len), n++;
+    snprintf(bench_pod, sizeof(bench_pod), "%s/training-pod-review.json", argv[2]);
+    fx[n] = (struct fixture){"training pod (/validate)", NULL, 0, false};
+    fx[n].body = read_file(bench_pod, &fx[n].len), n++;
+    snprintf(path, sizeof(path), "%s/core.v1.Pod.json", argv[2]);
+    fx[n] = (struct fixture){"all-fields Pod (/validate)", NULL, 0, false};
+    fx[n].body = wrap(path, "", "Pod", "", "pods", "", "CREATE", false, &fx[n].len), n++;
+    snprintf(path, sizeof(path), "%s/apps.v1.Deployment.json", argv[2]);
+    fx[n] = (struct fixture){"all-fields Deployment (/validate)", NULL, 0, false};
+    fx[n].body =
+        wrap(path, "apps", "Deployment", "apps", "deployments", "", "CREATE", false, &fx[n].len),
+    n++;
+    snprintf(path, sizeof(path), "%s/autoscaling.v1.Scale.json", argv[2]);
+    fx[n] = (struct fixture){"Scale, deployments/scale (/validate)", NULL, 0, false};
+    fx[n].body = wrap(path, "autoscaling", "Scale", "apps", "deployments", "scale", "UPDATE", true,
+                      &fx[n].len),
+    n++;
+    for (int i = 0; i < n; i++) {
+        if (review_once(p, &fx[i]) != 0) {
+            fprintf(stderr, "bench_codec: %s: evaluation failed\n", fx[i].name);
+            return 1;
+        }
+        measure(p, &fx[i], reps, ms);
+    }
+    for (int i = 0; i < n; i++)
+        free(fx[i].body);
+    policy_unref(p);
+    close(devnull);
+    return 0;
+}
