@@ -258,39 +258,92 @@ static const json_t *template_of(const json_t *obj, int64_t *replicas)
     return json_is_object(v) ? v : NULL;
 }
 
-/* Each workload of the file, judged: an array. NULL with d filled on an input error. */
-static json_t *workload_report(struct cluster *view, const char *path, const struct strlist *globs,
-                               int64_t headroom, struct diag *d)
+/* One document of the file that is not judged, with why. */
+static json_t *skipped(const json_t *obj, const char *why)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    const char *ns = json_string_value(json_object_get(meta, "namespace"));
+    const char *name = json_string_value(json_object_get(meta, "name"));
+
+    return json_pack("{s:s, s:s, s:s, s:s}", "kind", kind ? kind : "?", "namespace",
+                     ns ? ns : "default", "name", name ? name : "", "skipped", why);
+}
+
+/* Whether some rule of the policy judged the object (offline_admit marks the others "skip"). */
+static bool in_scope(const json_t *admit)
+{
+    const json_t *r;
+    size_t i;
+
+    json_array_foreach (json_object_get(admit, "rules"), i, r) {
+        const char *o = json_string_value(json_object_get(r, "outcome"));
+
+        if (o != NULL && strcmp(o, "skip") != 0)
+            return true;
+    }
+    return false;
+}
+
+/* Each workload of the file, judged as the capacity rule judges it at /validate: after the
+ * policy's patches (a toleration or selector the mutating webhook adds changes which nodes are
+ * eligible). An array; NULL with d filled on an input error. */
+static json_t *workload_report(struct cluster *view, const struct policy *p, const char *path,
+                               const struct strlist *globs, int64_t headroom, struct diag *d)
 {
     struct yamljson y;
+    struct offline_opts oo = {p, NULL, false, NULL};
     json_t *out = NULL;
 
     if (yamljson_read_file(path, 0, &y, d) < 0)
         return NULL;
     out = json_array();
     for (size_t i = 0; i < y.n; i++) {
-        const json_t *obj = y.docs[i].value, *meta = json_object_get(obj, "metadata");
-        const char *ns = json_string_value(json_object_get(meta, "namespace"));
-        const char *name = json_string_value(json_object_get(meta, "name"));
+        const json_t *obj = y.docs[i].value, *meta, *judged;
+        const char *ns, *name, *decision;
         int64_t replicas;
-        const json_t *spec = template_of(obj, &replicas);
-        struct capacity_request rq = {spec, globs, replicas, replicas, headroom};
+        const json_t *spec;
         struct capacity_result res;
         char expl[2 * CAPACITY_TEXT_MAX + 512];
+        json_t *admit = NULL;
+        struct diag ad;
 
-        if (spec == NULL) {
-            diag_set(d, path, y.docs[i].line, y.docs[i].column,
-                     "document %u: not a workload with a pod template (Pod, Deployment, "
-                     "ReplicaSet, StatefulSet, Job, CronJob)",
-                     y.docs[i].index);
-            json_decref(out);
-            out = NULL;
-            break;
+        if (template_of(obj, &replicas) == NULL) {
+            json_array_append_new(out, skipped(obj, "not a workload with a pod template"));
+            continue;
         }
+        diag_clear(&ad);
+        admit = offline_admit(&oo, obj, &ad);
+        decision = json_string_value(json_object_get(admit, "decision"));
+        if (admit == NULL || decision == NULL || strcmp(decision, "not judged") == 0) {
+            json_array_append_new(
+                out, skipped(obj, admit == NULL ? ad.msg
+                                  : json_string_value(json_object_get(admit, "reason"))
+                                      ? json_string_value(json_object_get(admit, "reason"))
+                                      : "not judged by the policy"));
+            json_decref(admit);
+            continue;
+        }
+        if (!in_scope(admit)) {
+            json_array_append_new(out, skipped(obj, "out of the policy's scope (exclude, "
+                                                    "namespaces), so the webhook admits it"));
+            json_decref(admit);
+            continue;
+        }
+        judged = json_object_get(admit, "object");
+        if (!json_is_object(judged))
+            judged = obj;
+        meta = json_object_get(judged, "metadata");
+        ns = json_string_value(json_object_get(meta, "namespace"));
+        name = json_string_value(json_object_get(meta, "name"));
+        spec = template_of(judged, &replicas);
+        struct capacity_request rq = {spec, globs, replicas, replicas, headroom};
+
         memset(&res, 0, sizeof(res));
-        if (capacity_judge(view, &rq, &res) < 0) {
+        if (spec == NULL || capacity_judge(view, &rq, &res) < 0) {
             diag_set(d, path, y.docs[i].line, y.docs[i].column, "document %u: %s", y.docs[i].index,
-                     res.reasons);
+                     spec == NULL ? "the patched object has no pod template" : res.reasons);
+            json_decref(admit);
             json_decref(out);
             out = NULL;
             break;
@@ -299,14 +352,15 @@ static json_t *workload_report(struct cluster *view, const char *path, const str
             capacity_explain(&rq, &res, expl, sizeof(expl));
         else
             snprintf(expl, sizeof(expl), "requests no GPU");
-        json_array_append_new(out,
-                              json_pack("{s:s, s:s, s:s, s:I, s:b, s:I, s:I, s:i, s:s, s:s}",
-                                        "kind", json_string_value(json_object_get(obj, "kind")),
-                                        "namespace", ns ? ns : "default", "name", name ? name : "",
-                                        "replicas", (json_int_t)replicas, "requestsGPUs",
-                                        res.judged, "fitNow", (json_int_t)res.fit_now, "fitEver",
-                                        (json_int_t)res.fit_ever, "eligibleNodes", res.eligible,
-                                        "notEligible", res.reasons, "explanation", expl));
+        json_array_append_new(
+            out, json_pack("{s:s, s:s, s:s, s:I, s:b, s:I, s:I, s:i, s:s, s:s, s:b}", "kind",
+                           json_string_value(json_object_get(judged, "kind")), "namespace",
+                           ns ? ns : "default", "name", name ? name : "", "replicas",
+                           (json_int_t)replicas, "requestsGPUs", res.judged, "fitNow",
+                           (json_int_t)res.fit_now, "fitEver", (json_int_t)res.fit_ever,
+                           "eligibleNodes", res.eligible, "notEligible", res.reasons, "explanation",
+                           expl, "patched", json_array_size(json_object_get(admit, "patch")) > 0));
+        json_decref(admit);
     }
     yamljson_free(&y);
     return out;
@@ -369,6 +423,13 @@ static void print_text(const json_t *report, const char *source)
                (long long)json_integer_value(json_object_get(r, "free")));
     }
     json_array_foreach (json_object_get(report, "workloads"), i, w) {
+        if (json_object_get(w, "skipped") != NULL) {
+            printf("\n%s %s/%s: not judged: %s\n", json_string_value(json_object_get(w, "kind")),
+                   json_string_value(json_object_get(w, "namespace")),
+                   json_string_value(json_object_get(w, "name")),
+                   json_string_value(json_object_get(w, "skipped")));
+            continue;
+        }
         printf("\n%s %s/%s: %lld replica%s", json_string_value(json_object_get(w, "kind")),
                json_string_value(json_object_get(w, "namespace")),
                json_string_value(json_object_get(w, "name")),
@@ -380,6 +441,8 @@ static void print_text(const json_t *report, const char *source)
                    (long long)json_integer_value(json_object_get(w, "fitEver")));
         else
             putchar('\n');
+        if (json_is_true(json_object_get(w, "patched")))
+            printf("  (judged as the policy patches it: see gpuadmit check)\n");
         printf("  %s\n", json_string_value(json_object_get(w, "explanation")));
     }
 }
@@ -413,7 +476,7 @@ int capreport_main(int argc, char **argv)
     }
     report = node_report(view, &doc->gpu_resources);
     if (o.workloads != NULL) {
-        w = workload_report(view, o.workloads, &doc->gpu_resources, headroom, &d);
+        w = workload_report(view, p, o.workloads, &doc->gpu_resources, headroom, &d);
         if (w == NULL) {
             fprintf(stderr, "gpuadmit capacity: %s\n", diag_format(&d, text, sizeof(text)));
             goto out;

@@ -1174,9 +1174,9 @@ static void trace_rule(struct run *rn, const struct rule *ru, enum rule_enforcem
 
 /* The decision log line of one finding, its note for the metrics (counted means the same as
  * logged) and its trace entry. outcome is "denied", "patched", "warned", or under Audit the
- * label "would patch" / "would deny"; metric is what the rule did or would do ("deny",
- * "patch", "warn", "would_deny", "would_patch"). The kind is the review's (Pod, Deployment,
- * Scale, HorizontalPodAutoscaler). */
+ * label "would patch" / "would deny" / "would warn"; metric is what the rule did or would do
+ * ("deny", "patch", "warn", "would_deny", "would_patch", "would_warn"). The kind is the review's
+ * (Pod, Deployment, Scale, HorizontalPodAutoscaler). */
 static void log_decision(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
                          const char *outcome, const char *message, const char *metric)
 {
@@ -1214,13 +1214,16 @@ static void record_deny(struct run *rn, const struct rule *ru, const char *probl
     log_decision(rn, ru, ENFORCE_ENFORCE, "denied", what, "deny");
 }
 
-/* A Warn or Audit finding: label ("would patch" or "would deny") and the problems. */
+/* A Warn or Audit finding: label ("would patch", "would deny", or for capacity under Audit
+ * "would warn") and the problems. */
 static void record_report(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
                           const char *label, const char *problems)
 {
     char what[MSG_MAX + 64], body[MSG_MAX + 96], text[MSG_MAX + 160];
     const char *p = problems, *end;
-    const char *metric = strcmp(label, "would patch") == 0 ? "would_patch" : "would_deny";
+    const char *metric = strcmp(label, "would patch") == 0  ? "would_patch"
+                         : strcmp(label, "would warn") == 0 ? "would_warn"
+                                                            : "would_deny";
 
     join_problems(problems, what, sizeof(what));
     snprintf(body, sizeof(body), "%s: %s", label, what);
@@ -1556,7 +1559,9 @@ static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enf
         log_decision(rn, ru, eff, "warned", what,
                      eff == ENFORCE_WARN && (hard || ru->deny_unavailable) ? "would_deny" : "warn");
     } else {
-        record_report(rn, ru, eff, "would deny", what);
+        /* Audit reports what enforcing would do: deny, or only warn */
+        record_report(rn, ru, eff, hard || ru->deny_unavailable ? "would deny" : "would warn",
+                      what);
     }
 }
 

@@ -82,7 +82,6 @@
 #define METRICS_GPU_RESOURCES_MAX 64u
 /* The plain-HTTP metrics port (--metrics-addr): scrapers and probes only. */
 #define METRICS_CONNECTION_LIMIT 64u
-#define METRICS_THREADS          1u
 
 /* Manifests and test suites read by the CLI (yamljson.c): a broken or hostile file costs at
  * most this much. kubectl get -A -o yaml of a large cluster is tens of MiB; CRD schemas nest

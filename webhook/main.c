@@ -374,6 +374,7 @@ static void reload_rules(struct policy_holder *h, const char *dir, struct metric
     policy_holder_swap(h, p);
     now = policy_holder_get(h);
     metrics_policy_loaded(m, now->generation, time(NULL));
+    metrics_rules_declare(m, now);
     log_policy("policy reloaded", dir, now);
     policy_unref(now);
 }
@@ -591,6 +592,7 @@ static int cmd_serve(int argc, char **argv)
                   json_pack("{s:s}", "error", strerror(errno)));
     policy = policy_holder_get(policies);
     metrics_policy_loaded(metrics, policy->generation, time(NULL));
+    metrics_rules_declare(metrics, policy);
     log_policy("policy loaded", o.rules, policy);
     policy_unref(policy);
     /* before "serving", which tells that everything is up */

@@ -37,8 +37,8 @@ static const char *const enforcement_names[] = {"Enforce", "Warn", "Audit"};
 static const char *const rule_type_names[] = {"gpu-request", "priority-class", "tolerations",
                                               "node-selector", "capacity"};
 #define N_RULE_TYPES (sizeof(rule_type_names) / sizeof(rule_type_names[0]))
-static const char *const rule_outcome_names[] = {"deny", "patch", "warn", "would_deny",
-                                                 "would_patch"};
+static const char *const rule_outcome_names[] = {"deny",       "patch",       "warn",
+                                                 "would_deny", "would_patch", "would_warn"};
 #define N_RULE_OUTCOMES (sizeof(rule_outcome_names) / sizeof(rule_outcome_names[0]))
 
 /* The statuses the server answers with; anything else is code="other". */
@@ -192,7 +192,7 @@ static struct rule_slot *rule_slot(struct metrics *m, const char *rule, enum rul
                 return s;
             /* another thread claimed it first: k now holds its key */
         }
-        if (strcmp(k->name, rule) == 0) {
+        if (strcmp(k->name, rule) == 0 && k->type == type) {
             free(mine);
             return s;
         }
@@ -209,6 +209,13 @@ void metrics_rule_outcome(struct metrics *m, const char *rule, enum rule_type ty
     if (m == NULL || rule == NULL || o >= N_RULE_OUTCOMES || (unsigned)enforcement >= 3)
         return;
     bump(&rule_slot(m, rule, type)->n[enforcement][o], 1);
+}
+
+void metrics_rules_declare(struct metrics *m, const struct policy *p)
+{
+    for (size_t d = 0; m != NULL && p != NULL && d < p->n_docs; d++)
+        for (size_t i = 0; i < p->docs[d].n_rules; i++)
+            (void)rule_slot(m, p->docs[d].rules[i].name, p->docs[d].rules[i].type);
 }
 
 void metrics_tls_failure(struct metrics *m, enum metrics_tls_phase phase)
@@ -275,8 +282,7 @@ static void render_requests(FILE *f, struct metrics *m)
                 for (size_t r = 0; r < METRICS_OUTCOMES; r++) {
                     uint64_t v = get(&m->requests[e][k][o][r]);
 
-                    if (v == 0)
-                        continue;
+                    /* every combination, zeros too (a fixed set): see render_rule_slot */
                     fprintf(f,
                             "gpuadmit_admission_requests_total{endpoint=\"%s\",kind=\"%s\","
                             "operation=\"%s\",outcome=\"%s\"} %llu\n",
@@ -303,14 +309,15 @@ static void render_requests(FILE *f, struct metrics *m)
     }
 }
 
-/* type -1: the overflow slot */
+/* type -1: the overflow slot, whose zero series are left out; a rule's are all shown from
+ * its first load, so that increase() sees its first finding (a series born at 1 is not) */
 static void render_rule_slot(FILE *f, struct rule_slot *s, const char *name, int type)
 {
     for (size_t e = 0; e < N_ENFORCEMENTS; e++)
         for (size_t o = 0; o < N_RULE_OUTCOMES; o++) {
             uint64_t v = get(&s->n[e][o]);
 
-            if (v == 0)
+            if (v == 0 && type < 0)
                 continue;
             fputs("gpuadmit_rule_outcomes_total{rule=\"", f);
             metrics_write_label_value(f, name);
@@ -324,7 +331,7 @@ static void render_rules(FILE *f, struct metrics *m)
 {
     family(f, "gpuadmit_rule_outcomes_total", "counter",
            "Rule findings, one per decision log line: what the rule did (deny, patch, warn) "
-           "or, under Warn and Audit, would have done (would_deny, would_patch).");
+           "or, under Warn and Audit, would have done (would_deny, would_patch, would_warn).");
     for (size_t i = 0; i < METRICS_RULES_MAX; i++) {
         struct rule_key *k = atomic_load(&m->rules[i].key);
 

@@ -63,6 +63,8 @@ void metrics_http_error(struct metrics *m, unsigned status);
  * "would_deny" or "would_patch"; enforcement 0..2 (Enforce, Warn, Audit). */
 void metrics_rule_outcome(struct metrics *m, const char *rule, enum rule_type type,
                           enum rule_enforcement enforcement, const char *outcome);
+/* Shows every rule of p (all its outcome series, at 0) from now on. */
+void metrics_rules_declare(struct metrics *m, const struct policy *p);
 void metrics_tls_failure(struct metrics *m, enum metrics_tls_phase phase);
 /* A policy reload attempt; on success, the generation now in force and when it was loaded. */
 void metrics_policy_reload(struct metrics *m, bool ok);

@@ -45,6 +45,7 @@ struct conn {
     int fd;
     atomic_llong phase_start_ms; /* connection start, or the end of its last request */
     bool cut;                    /* already shut down by the sweep */
+    bool plain;                  /* on the plain-HTTP metrics port */
     /* the TLS handshake, as the connection's own thread sees it (for the metrics) */
     bool hello;             /* a ClientHello was received */
     unsigned finished;      /* Finished messages sent and received: 2 once complete */
@@ -602,12 +603,16 @@ static void count_handshake(struct server *s, const struct conn *cn)
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
                           enum MHD_ConnectionNotificationCode code)
 {
-    struct server *s = ((const struct listener *)cls)->s;
+    const struct listener *l = cls;
+    struct server *s = l->s;
     struct conn *cn = *socket_context;
     const union MHD_ConnectionInfo *ci;
 
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-        atomic_fetch_add(&s->connections, 1);
+        /* the metrics port's connections are swept alike, but are not what a shutdown
+         * drains, and have no handshake to count */
+        if (!l->plain)
+            atomic_fetch_add(&s->connections, 1);
         ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         cn = calloc(1, sizeof(*cn));
         if (cn == NULL || ci == NULL) {
@@ -616,7 +621,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
         cn->fd = ci->connect_fd;
         atomic_store(&cn->phase_start_ms, now_ms());
-        ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        ci = l->plain ? NULL : MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+        cn->plain = l->plain;
         if (ci != NULL && ci->tls_session != NULL) {
             gnutls_handshake_set_hook_function(ci->tls_session, GNUTLS_HANDSHAKE_ANY,
                                                GNUTLS_HOOK_BOTH, on_handshake_message);
@@ -633,10 +639,12 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         pthread_mutex_unlock(&s->conns_lock);
         *socket_context = cn;
     } else if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
-        atomic_fetch_sub(&s->connections, 1);
+        if (!l->plain)
+            atomic_fetch_sub(&s->connections, 1);
         if (cn == NULL)
             return;
-        count_handshake(s, cn);
+        if (!cn->plain)
+            count_handshake(s, cn);
         /* libmicrohttpd closes the socket after this returns, so the sweep, which holds the
          * same lock, never shuts down a descriptor that was reused */
         pthread_mutex_lock(&s->conns_lock);
@@ -776,11 +784,12 @@ static struct MHD_Daemon *start_plain(struct server *s, struct diag *d)
         struct MHD_OptionItem opts[] = {
             {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL},
             {MHD_OPTION_SOCK_ADDR, 0, &addr},
-            {MHD_OPTION_THREAD_POOL_SIZE, METRICS_THREADS, NULL},
             {MHD_OPTION_CONNECTION_LIMIT, METRICS_CONNECTION_LIMIT, NULL},
             {MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.idle_timeout_s, NULL},
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY_BYTES, NULL},
             {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, &s->plain_listener},
+            /* slow clients are cut here too, or 64 tricklers would shut the scrapers out */
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, &s->plain_listener},
             {MHD_OPTION_END, 0, NULL},
         };
 

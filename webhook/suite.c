@@ -28,12 +28,15 @@
 #include "yamljson.h"
 
 #define SUITE_FILES_MAX 1000u
+#define SUITE_DIR_DEPTH 4u /* subdirectory levels gpuadmit test DIR looks into */
 
 static const char usage_test[] =
     "usage: gpuadmit test PATH...\n"
     "\n"
-    "Runs policy test suites: every *.yaml and *.yml file directly in each directory PATH (its\n"
-    "subdirectories hold the suites' resource files and are not read), or the suite file PATH.\n"
+    "Runs policy test suites: the suite file PATH, or every suite file (*.yaml or *.yml whose\n"
+    "kind is PolicyTest) under the directory PATH and its subdirectories, so that both\n"
+    "gpuadmit test rules/ and gpuadmit test rules/tests run the shipped suites; the policies,\n"
+    "resources and snapshots beside them are not suites and are left alone.\n"
     "A suite (kind: PolicyTest) names a policy, an optional cluster snapshot and cases, each a\n"
     "resource and its expected decision, rule outcomes, patched fields, messages and warnings;\n"
     "rules/tests/README.md describes the format.\n"
@@ -42,7 +45,24 @@ static const char usage_test[] =
 
 struct run {
     size_t passed, failed, errors;
+    size_t skipped; /* files of a directory that are not suites */
 };
+
+/* A file a suite names must be a regular file: a FIFO would hang the run. 0, or -1 with d. */
+static int regular_file(const char *path, struct diag *d)
+{
+    struct stat st;
+
+    if (stat(path, &st) < 0) {
+        diag_set(d, path, 0, 0, "cannot read: %s", strerror(errno));
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        diag_set(d, path, 0, 0, "not a regular file");
+        return -1;
+    }
+    return 0;
+}
 
 /* The suite being read: where its errors point. */
 struct sfile {
@@ -228,7 +248,7 @@ static json_t *case_resource(struct sfile *s, const char *ptr, const json_t *c)
     }
     path = relative(s, file);
     diag_clear(&d);
-    if (path == NULL || yamljson_read_file(path, 0, &y, &d) < 0) {
+    if (path == NULL || regular_file(path, &d) < 0 || yamljson_read_file(path, 0, &y, &d) < 0) {
         fprintf(stderr, "gpuadmit test: %s\n", diag_format(&d, text, sizeof(text)));
         s->bad = true;
         free(path);
@@ -414,7 +434,8 @@ static void load_spec(struct sfile *s, const json_t *root, struct loaded *L)
         return;
     path = relative(s, json_string_value(v));
     diag_clear(&d);
-    if (path == NULL || (L->view = offline_load_snapshot(path, &d)) == NULL)
+    if (path == NULL || regular_file(path, &d) < 0 ||
+        (L->view = offline_load_snapshot(path, &d)) == NULL)
         serr(s, "/spec/clusterSnapshot", "%s", diag_format(&d, text, sizeof(text)));
     free(path);
 }
@@ -545,14 +566,57 @@ static bool is_suite_name(const char *n)
                            (len > 4 && strcmp(n + len - 4, ".yml") == 0));
 }
 
-/* The suites at path (a file, or the suite files directly in a directory), run in name order. */
+/* Whether the file's first document says kind: PolicyTest (a directory also holds policies,
+ * resources and snapshots: those are not suites). */
+static bool is_suite_file(const char *path)
+{
+    struct yamljson y;
+    struct diag d;
+    bool yes;
+
+    diag_clear(&d);
+    if (yamljson_read_file(path, 0, &y, &d) < 0)
+        return true; /* let the suite reader report what is wrong with it */
+    yes = y.n > 0 && json_is_string(json_object_get(y.docs[0].value, "kind")) &&
+          strcmp(json_string_value(json_object_get(y.docs[0].value, "kind")), "PolicyTest") == 0;
+    yamljson_free(&y);
+    return yes;
+}
+
+/* The *.yaml and *.yml files under dir (depth levels of subdirectories at most), into names. */
+static void collect(const char *dir, unsigned depth, char ***names, size_t *n)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    struct stat st;
+    char **grown;
+
+    while (d != NULL && (e = readdir(d)) != NULL && *n < SUITE_FILES_MAX) {
+        char *full = NULL;
+
+        if (e->d_name[0] == '.' || asprintf(&full, "%s/%s", dir, e->d_name) < 0)
+            continue;
+        if (stat(full, &st) == 0 && S_ISDIR(st.st_mode) && depth > 0) {
+            collect(full, depth - 1, names, n);
+        } else if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && is_suite_name(e->d_name) &&
+                   (grown = reallocarray(*names, *n + 1, sizeof(**names))) != NULL) {
+            *names = grown;
+            (*names)[(*n)++] = full;
+            full = NULL;
+        }
+        free(full);
+    }
+    if (d != NULL)
+        closedir(d);
+}
+
+/* The suites at path: the file itself, or every suite file (kind: PolicyTest) under the
+ * directory, run in name order. */
 static void run_path(const char *path, struct run *R)
 {
     struct stat st;
-    DIR *dir;
-    struct dirent *e;
-    char **names = NULL, **grown;
-    size_t n = 0;
+    char **names = NULL;
+    size_t n = 0, ran = 0;
 
     if (stat(path, &st) < 0) {
         fprintf(stderr, "gpuadmit test: %s: %s\n", path, strerror(errno));
@@ -563,36 +627,23 @@ static void run_path(const char *path, struct run *R)
         run_suite(path, R);
         return;
     }
-    if ((dir = opendir(path)) == NULL) {
-        fprintf(stderr, "gpuadmit test: %s: %s\n", path, strerror(errno));
-        R->errors++;
-        return;
-    }
-    while ((e = readdir(dir)) != NULL && n < SUITE_FILES_MAX) {
-        char *full = NULL;
-
-        if (!is_suite_name(e->d_name) || asprintf(&full, "%s/%s", path, e->d_name) < 0)
-            continue;
-        if (stat(full, &st) < 0 || !S_ISREG(st.st_mode) ||
-            (grown = reallocarray(names, n + 1, sizeof(*names))) == NULL) {
-            free(full);
-            continue;
-        }
-        names = grown;
-        names[n++] = full;
-    }
-    closedir(dir);
-    if (n == 0) {
-        fprintf(stderr, "gpuadmit test: %s: no *.yaml or *.yml suite files\n", path);
-        R->errors++;
-    }
+    collect(path, SUITE_DIR_DEPTH, &names, &n);
     if (n > 0)
         qsort(names, n, sizeof(*names), by_name);
     for (size_t i = 0; i < n; i++) {
-        run_suite(names[i], R);
+        if (is_suite_file(names[i])) {
+            run_suite(names[i], R);
+            ran++;
+        } else {
+            R->skipped++;
+        }
         free(names[i]);
     }
     free(names);
+    if (ran == 0) {
+        fprintf(stderr, "gpuadmit test: %s: no suite files (kind: PolicyTest)\n", path);
+        R->errors++;
+    }
 }
 
 int suite_main(int argc, char **argv)
@@ -617,6 +668,10 @@ int suite_main(int argc, char **argv)
     log_set_level(LOG_ERROR);
     for (int i = 1; i < argc; i++)
         run_path(argv[i], &R);
+    if (R.skipped > 0)
+        fprintf(stderr,
+                "gpuadmit test: %zu file%s that %s not a suite (kind: PolicyTest) not run\n",
+                R.skipped, R.skipped == 1 ? "" : "s", R.skipped == 1 ? "is" : "are");
     printf("gpuadmit-test: %zu passed, %zu failed", R.passed, R.failed);
     if (R.errors > 0)
         printf(" (%zu suite%s with input errors)", R.errors, R.errors == 1 ? "" : "s");

@@ -175,6 +175,11 @@ def test_runs_the_shipped_suites():
     last = out.splitlines()[-1]
     check(last.startswith("gpuadmit-test: ") and last.endswith(" passed, 0 failed"), last)
     check(int(last.split()[1]) >= 20, last)
+    # the issue's own words: the rules folder, policies and resources beside the suites
+    rc, out2, err = run("test", "rules/")
+    eq(rc, 0, "gpuadmit test rules/: exit code\n" + err)
+    eq(out2.splitlines()[-1], last, "gpuadmit test rules/ runs the same suites")
+    check("not a suite (kind: PolicyTest) not run" in err, err)
 
 
 @test
@@ -247,6 +252,21 @@ def capacity_reports_nodes_and_fit():
        "gpu-0")
     rc, out, err = run("capacity")
     eq(rc, 2, "no source")
+
+
+@test
+def capacity_judges_workloads_as_the_policy_patches_them():
+    """-f judges what /validate sees: the Job after the tolerations and selector the policy
+    adds (16 fit, as gpuadmit check says), and skips what the webhook would not judge."""
+    f = "tests/data/manifests/mixed-workloads.yaml"
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", f)
+    expect(rc, out, err, 0, "Job ml/sweep: 30 replicas: 16 fit now, 16 at most",
+           "  (judged as the policy patches it: see gpuadmit check)",
+           "Service ml/sweep: not judged: not a workload with a pod template",
+           "Pod kube-system/probe: not judged: out of the policy's scope (exclude, namespaces), "
+           "so the webhook admits it")
+    rc, out, err = run("check", "--cluster-snapshot", STALL, f)
+    check("jobs ml/sweep can never fit: 30 pods at once, at most 16" in out, out)
 
 
 @test

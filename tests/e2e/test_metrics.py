@@ -74,16 +74,16 @@ spec:
 class Server(ServerProcess):
     """gpuadmit serve with the policy above, its /metrics also on a plain-HTTP port."""
 
-    def __init__(self, work, certs):
+    def __init__(self, work, certs, *extra, name="server"):
         self.work = work
         self.rules = os.path.join(work, "rules")
         os.makedirs(self.rules, exist_ok=True)
         with open(os.path.join(self.rules, "policy.yaml"), "w") as f:
             f.write(POLICY)
-        self.log_path = os.path.join(work, "server.log")
+        self.log_path = os.path.join(work, name + ".log")
         self.args = [BIN, "serve", "--listen", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",
                      "--tls-cert", certs[1], "--tls-key", certs[2], "--rules", self.rules,
-                     "--max-body-bytes", str(MAX_BODY), "--shutdown-grace", "5"]
+                     "--max-body-bytes", str(MAX_BODY), "--shutdown-grace", "5"] + list(extra)
         self.ca = certs[0]
         self.metrics_port = None
 
@@ -442,6 +442,44 @@ def policy_reloads_are_counted():
 
 
 @test
+def slow_clients_are_cut_on_the_metrics_port():
+    """Tricklers on the plain port are closed like those on the webhook port, so they cannot
+    hold all its connections; they are no failed TLS handshakes."""
+    slow = os.path.join(E.work, "slow")
+    os.makedirs(slow, exist_ok=True)
+    srv = Server(slow, E.certs, "--idle-timeout", "1", "--request-timeout", "1",
+                 name="slow").start()
+    try:
+        before = parse(scrape(srv))
+        socks = []
+        for _ in range(3):
+            sk = socket.create_connection(("127.0.0.1", srv.metrics_port), timeout=t(10))
+            sk.sendall(b"GET /metrics HTTP/1.1\r\n")
+            socks.append(sk)
+        deadline, closed = time.monotonic() + t(12), 0
+        while time.monotonic() < deadline and closed < len(socks):
+            time.sleep(0.4)
+            closed = 0
+            for sk in socks:
+                try:
+                    sk.sendall(b"X")  # one byte at a time: libmicrohttpd's timeout restarts
+                except OSError:
+                    closed += 1
+        for sk in socks:
+            sk.close()
+        eq(closed, 3, "trickling connections closed within %.0f s" % t(12))
+        check(srv.wait_log("closed slow connections", timeout=t(2)) is not None,
+              "no \"closed slow connections\" log line:\n" + srv.log_tail())
+        after = parse(scrape(srv))
+        for phase in ("before_client_hello", "after_client_hello"):
+            eq(delta(before, after, "gpuadmit_tls_handshake_failures_total", phase=phase), 0,
+               "TLS failures counted for plain connections (%s)" % phase)
+        srv.check_clean_exit(srv.stop(t(10)))
+    finally:
+        srv.kill()
+
+
+@test
 def exposition_passes_promtool():
     srv = E.srv
     check(os.access(PROMTOOL, os.X_OK),
@@ -488,7 +526,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="gpuadmit-metrics-") as work:
         try:
             check(os.access(BIN, os.X_OK), "GPUADMIT_BIN=%s is not an executable" % BIN)
-            E.srv = Server(work, make_certs(os.path.join(work, "pki"))).start()
+            E.work, E.certs = work, make_certs(os.path.join(work, "pki"))
+            E.srv = Server(work, E.certs).start()
         except Exception as e:
             sys.stdout.write("not ok - setup: %s\ne2e-metrics: 0 passed, 1 failed\n" % e)
             kill_running()

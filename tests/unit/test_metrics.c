@@ -83,8 +83,12 @@ static void test_requests_and_histogram(void)
     CHECK_CONTAINS(text, "_bucket{endpoint=\"validate\",le=\"10\"} 0\n");
     CHECK_CONTAINS(text, "_bucket{endpoint=\"validate\",le=\"+Inf\"} 1\n");
     CHECK_CONTAINS(text, "_count{endpoint=\"validate\"} 1\n");
-    /* no zero series for label sets that never happened */
-    CHECK(strstr(text, "outcome=\"allowed\"") == NULL);
+    /* the fixed label sets are all there from the start, at 0, so that an alert's increase()
+     * sees the first error or denial (a series born at 1 counts as its own baseline) */
+    CHECK_CONTAINS(text, "gpuadmit_admission_requests_total{endpoint=\"validate\",kind=\"Pod\","
+                         "operation=\"CREATE\",outcome=\"allowed\"} 0\n");
+    CHECK_CONTAINS(text, "gpuadmit_admission_requests_total{endpoint=\"mutate\",kind=\"Pod\","
+                         "operation=\"CREATE\",outcome=\"error\"} 0\n");
     CHECK_CONTAINS(text, "# TYPE gpuadmit_admission_request_duration_seconds histogram\n");
     CHECK_CONTAINS(text, "gpuadmit_build_info{version=\"1.2.3\"} 1\n");
     /* no cluster view, no certificate: their gauges are absent, the counters are not */
@@ -114,6 +118,19 @@ static void test_rules_and_escaped_names(void)
                          "outcome=\"would_patch\"} 1\n");
     CHECK_CONTAINS(text, "gpuadmit_build_info{version=\"v\\\"1\\\\\\n\"} 1\n");
     free(text);
+    /* a rule seen once shows all its series, zeros too; the same name with another type is
+     * another series, not the old type's */
+    text = render(m);
+    CHECK_CONTAINS(text, "{rule=\"cap\",type=\"capacity\",enforcement=\"Audit\","
+                         "outcome=\"would_warn\"} 0\n");
+    metrics_rule_outcome(m, "cap", RULE_GPU_REQUEST, ENFORCE_AUDIT, "would_warn");
+    free(text);
+    text = render(m);
+    CHECK_CONTAINS(text, "{rule=\"cap\",type=\"gpu-request\",enforcement=\"Audit\","
+                         "outcome=\"would_warn\"} 1\n");
+    CHECK_CONTAINS(text, "{rule=\"cap\",type=\"capacity\",enforcement=\"Audit\","
+                         "outcome=\"would_warn\"} 0\n");
+    free(text);
     /* past METRICS_RULES_MAX names, the rest count as rule="other" */
     for (unsigned i = 0; i < METRICS_RULES_MAX + 5; i++) {
         snprintf(name, sizeof(name), "r%u", i);
@@ -121,7 +138,7 @@ static void test_rules_and_escaped_names(void)
     }
     text = render(m);
     CHECK_CONTAINS(text, "{rule=\"other\",type=\"other\",enforcement=\"Enforce\","
-                         "outcome=\"deny\"} 8\n"); /* 3 names were already in the table */
+                         "outcome=\"deny\"} 9\n"); /* 4 slots were already taken */
     free(text);
     metrics_free(m);
 }
