@@ -110,11 +110,11 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	                     "image" "$(MAKE) --no-print-directory image-check-if-root" \
 	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
 
-# make policy-test: the policy's test suites, rules/tests/*.yaml, run by gpuadmit test
-# (rules/tests/README.md). GPUADMIT_BIN picks another build, e.g. build/san/gpuadmit.
+# make policy-test: the policy's test suites under rules/ (rules/tests/*.yaml), run by gpuadmit
+# test (rules/tests/README.md). GPUADMIT_BIN picks another build, e.g. build/san/gpuadmit.
 .PHONY: policy-test
 policy-test: build/release/gpuadmit
-	@$${GPUADMIT_BIN:-build/release/gpuadmit} test rules/tests
+	@$${GPUADMIT_BIN:-build/release/gpuadmit} test rules/
 
 run: deps
 	@$(MAKE) --no-print-directory all
