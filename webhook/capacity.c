@@ -217,10 +217,11 @@ static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
     return false;
 }
 
+/* name is interned (cluster_rname), or NULL for a name no node has. */
 static const struct node_res *node_res_of(const struct node *n, const char *name)
 {
-    for (size_t i = 0; i < n->n_res; i++) {
-        if (strcmp(n->res[i].name, name) == 0)
+    for (size_t i = 0; name != NULL && i < n->n_res; i++) {
+        if (n->res[i].name == name)
             return &n->res[i];
     }
     return NULL;
@@ -232,6 +233,14 @@ static bool offers(const struct node *n, const char *name)
     const struct node_res *r = node_res_of(n, name);
 
     return r != NULL && node_res_offered(r);
+}
+
+/* The template's resource names as the view interns them: records are matched by pointer. */
+static void intern_names(const struct cluster *c, const struct capacity_result *out,
+                         const char **rn)
+{
+    for (size_t r = 0; r < out->n_res; r++)
+        rn[r] = cluster_rname(c, out->res[r].name);
 }
 
 /* The template's priority and whether it may preempt, from its class in the view. */
@@ -297,6 +306,8 @@ static int64_t held_on(const struct held *h, const char *node, const char *res, 
 {
     int64_t sum = 0, left;
 
+    if (h->n == 0) /* the usual case: no names to compare */
+        return 0;
     for (size_t i = 0; i < h->n; i++) {
         if (strcmp(h->r[i].node, node) != 0 || strcmp(h->r[i].name, res) != 0)
             continue;
@@ -321,23 +332,61 @@ static bool node_shares(const struct node *n, char *why, size_t len)
     return shared;
 }
 
-/* Fits of one eligible node, now and ever; appends its free/total to the node list. */
+/* Appends s to the text in buf (len bytes), cut as snprintf would cut it. */
+static void text_add(char *buf, size_t len, size_t *at, const char *s)
+{
+    while (*s != '\0' && *at + 1 < len)
+        buf[(*at)++] = *s++;
+    buf[*at] = '\0';
+}
+
+static void text_add_int(char *buf, size_t len, size_t *at, int64_t v)
+{
+    char digits[24], *p = digits + sizeof(digits);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+    *--p = '\0';
+    do
+        *--p = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        *--p = '-';
+    text_add(buf, len, at, p);
+}
+
+/* "NAME FREE/TOTAL free" of one of the first eligible nodes, as
+ * snprintf("%s%s %lld/%lld free") would write it, without its cost per call. */
+static void list_node(struct capacity_result *out, const char *name, int64_t shown, int64_t alloc)
+{
+    size_t at = strlen(out->nodes);
+
+    text_add(out->nodes, sizeof(out->nodes), &at, out->eligible > 1 ? ", " : "");
+    text_add(out->nodes, sizeof(out->nodes), &at, name);
+    text_add(out->nodes, sizeof(out->nodes), &at, " ");
+    text_add_int(out->nodes, sizeof(out->nodes), &at, shown);
+    text_add(out->nodes, sizeof(out->nodes), &at, "/");
+    text_add_int(out->nodes, sizeof(out->nodes), &at, alloc);
+    text_add(out->nodes, sizeof(out->nodes), &at, " free");
+}
+
+/* Fits of one eligible node, now and ever; appends its free/total to the node list. rn holds
+ * the template's resource names interned (intern_names). */
 static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
-                     struct capacity_result *out, double now, const struct held *h,
-                     int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
+                     struct capacity_result *out, const char *const *rn, double now,
+                     const struct held *h, int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
 {
     const struct binding *b = n->binding;
 
     *now_fit = *ever_fit = INT64_MAX;
     for (size_t r = 0; r < out->n_res; r++) {
-        const struct node_res *nr = node_res_of(n, out->res[r].name);
+        const struct node_res *nr = node_res_of(n, rn[r]);
         int64_t alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
         int64_t used = 0, lower = 0, free_now, free_ever;
 
         for (size_t k = 0; b != NULL && k < b->n_res; k++) {
             const struct bound_res *br = &b->res[k];
 
-            if (strcmp(br->name, out->res[r].name) != 0)
+            if (br->name != rn[r])
                 continue;
             used += br->total;
             for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
@@ -362,12 +411,9 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
         if (free_ever / out->res[r].per_pod < *ever_fit)
             *ever_fit = free_ever / out->res[r].per_pod;
         if (r == 0 && out->eligible <= NODES_LISTED && used_out == NULL) {
-            size_t l = strlen(out->nodes);
             int64_t shown = alloc - used - held_on(h, n->name, out->res[r].name, used);
 
-            snprintf(out->nodes + l, sizeof(out->nodes) - l, "%s%s %lld/%lld free",
-                     out->eligible > 1 ? ", " : "", n->name, (long long)(shown > 0 ? shown : 0),
-                     (long long)alloc);
+            list_node(out, n->name, shown > 0 ? shown : 0, alloc);
         }
     }
 }
@@ -390,30 +436,49 @@ static int read_demand(const struct capacity_request *rq, struct capacity_result
     return 0;
 }
 
-/* The template's constraints on where its pods go and the resources it needs, as one string:
- * the key under which its eligible nodes are remembered. NULL when out of memory. */
-static char *place_key(const json_t *spec, const struct capacity_result *out)
+/* One part of a key: a tag, then the value as compact JSON (self-delimiting, so that the
+ * parts in a fixed order cannot run into each other); nothing when the value is absent. Writes
+ * what fits of len bytes at buf + at and returns the length it needs. */
+static size_t key_part(char *buf, size_t len, size_t at, char tag, const json_t *v)
 {
-    json_t *k = json_object(), *res = json_array();
-    const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
-    char *key = NULL;
+    size_t need;
 
-    if (k != NULL && res != NULL) {
-        for (size_t r = 0; r < out->n_res; r++)
-            json_array_append_new(res, json_string(out->res[r].name));
-        json_object_set(k, "res", res);
-        if (json_object_get(spec, "nodeSelector") != NULL)
-            json_object_set(k, "sel", json_object_get(spec, "nodeSelector"));
-        if (aff != NULL)
-            json_object_set(k, "aff", (json_t *)aff);
-        if (json_object_get(spec, "tolerations") != NULL)
-            json_object_set(k, "tol", json_object_get(spec, "tolerations"));
-        /* unsorted: the reasons name the first missing label in the template's order */
-        key = json_dumps(k, JSON_COMPACT);
+    if (v == NULL)
+        return at;
+    if (at < len)
+        buf[at] = tag;
+    at++;
+    /* unsorted: the reasons name the first missing label in the template's order */
+    need = json_dumpb(v, at < len ? buf + at : NULL, at < len ? len - at : 0,
+                      JSON_COMPACT | JSON_ENCODE_ANY);
+    return at + need;
+}
+
+/* The template's constraints on where its pods go and the resources it needs, as one string
+ * into buf (len bytes): the key under which its eligible nodes are remembered. Returns the
+ * length the key needs; it is whole in buf when that is less than len. */
+static size_t place_key(const json_t *spec, const struct capacity_result *out, char *buf,
+                        size_t len)
+{
+    const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
+    size_t at = 0;
+    char count[24];
+
+    for (size_t r = 0; r < out->n_res; r++) { /* "LENGTH:NAME" each */
+        snprintf(count, sizeof(count), "%zu:", strlen(out->res[r].name));
+        for (const char *p = count; *p; p++, at++)
+            if (at < len)
+                buf[at] = *p;
+        for (const char *p = out->res[r].name; *p; p++, at++)
+            if (at < len)
+                buf[at] = *p;
     }
-    json_decref(res);
-    json_decref(k);
-    return key;
+    at = key_part(buf, len, at, 'S', json_object_get(spec, "nodeSelector"));
+    at = key_part(buf, len, at, 'A', aff);
+    at = key_part(buf, len, at, 'T', json_object_get(spec, "tolerations"));
+    if (at < len)
+        buf[at] = '\0';
+    return at;
 }
 
 static void format_reasons(struct reasons *rs, struct capacity_result *out)
@@ -440,17 +505,19 @@ static void format_reasons(struct reasons *rs, struct capacity_result *out)
 /* Every node, for the nodes where the template's pods can go; the reasons for the others are
  * formatted here, while the read lock keeps the node records they point into alive. */
 static int scan_nodes(const struct cluster *c, const struct capacity_request *rq,
-                      struct capacity_result *out, const struct node ***list, size_t *n)
+                      struct capacity_result *out, const char *const *rn, struct elig_set **set)
 {
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
     struct reasons rs = {.n = 0};
     char share[128];
     bool all_shared = true;
     struct why w;
+    struct elig_set *s;
 
-    *n = 0;
-    if ((*list = malloc((nodes->n + 1) * sizeof(**list))) == NULL)
+    if ((s = malloc(sizeof(*s) + (nodes->n + 1) * sizeof(s->nodes[0]))) == NULL)
         return -1;
+    s->refs = 1;
+    s->n = 0;
     for (size_t i = 0; i < nodes->n_buckets; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
             const struct node *nd = e->value;
@@ -459,7 +526,7 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
             /* it must offer every GPU resource the pod asks for: checked first, as most nodes
              * of a cluster offer none and this is the cheap test */
             for (size_t r = 0; !bad && r < out->n_res; r++) {
-                if (!offers(nd, out->res[r].name)) {
+                if (!offers(nd, rn[r])) {
                     w = (struct why){WHY_NO_RES, out->res[r].name, NULL, NULL};
                     bad = true;
                 }
@@ -468,38 +535,46 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
                 reason_add(&rs, &w);
                 continue;
             }
-            (*list)[(*n)++] = nd;
+            s->nodes[s->n++] = nd;
             if (!node_shares(nd, share, sizeof(share)))
                 all_shared = false;
             else
                 snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
         }
     }
-    out->all_shared = *n > 0 && all_shared;
+    out->all_shared = s->n > 0 && all_shared;
     format_reasons(&rs, out);
+    *set = s;
     return 0;
 }
 
-static void *memdup(const void *p, size_t len)
+/* Drops one reference to a set; under elig_lock when the set is in the cache. */
+static void elig_unref(struct elig_set *s)
 {
-    void *q = malloc(len ? len : 1);
+    if (s != NULL && --s->refs == 0)
+        free(s);
+}
 
-    if (q != NULL && len > 0)
-        memcpy(q, p, len);
-    return q;
+/* A decision is done with the set it read. */
+static void elig_release(struct cluster *c, struct elig_set *s)
+{
+    pthread_mutex_lock(&c->elig_lock);
+    elig_unref(s);
+    pthread_mutex_unlock(&c->elig_lock);
 }
 
 static void elig_clear(struct elig_entry *e)
 {
     free(e->key);
-    free(e->nodes);
+    elig_unref(e->set);
     free(e->reasons);
     free(e->shared_why);
     memset(e, 0, sizeof(*e));
 }
 
-/* Remembers a scan's outcome under key (taken); out of memory, it is simply not remembered. */
-static void elig_store(struct cluster *c, char *key, const struct node **list, size_t n,
+/* Remembers a scan's outcome under key (copied), sharing set; out of memory, it is simply not
+ * remembered. */
+static void elig_store(struct cluster *c, const char *key, struct elig_set *set,
                        const struct capacity_result *out)
 {
     struct elig_entry *slot = &c->elig[0];
@@ -516,23 +591,31 @@ static void elig_store(struct cluster *c, char *key, const struct node **list, s
             slot = e;
     }
     elig_clear(slot);
-    slot->key = key;
+    slot->key = strdup(key);
     slot->gen = c->node_gen;
     slot->used = ++c->elig_tick;
-    slot->n = n;
-    slot->nodes = memdup(list, n * sizeof(*list));
+    slot->set = set;
+    set->refs++;
     slot->reasons = strdup(out->reasons);
     slot->shared_why = strdup(out->shared_why);
     slot->all_shared = out->all_shared;
-    if (slot->nodes == NULL || slot->reasons == NULL || slot->shared_why == NULL)
+    if (slot->key == NULL || slot->reasons == NULL || slot->shared_why == NULL)
         elig_clear(slot);
     pthread_mutex_unlock(&c->elig_lock);
 }
 
-/* A copy of what is remembered under key while no node has changed where pods can go; false
- * when nothing is (or out of memory). */
+/* Copies s into buf (len bytes, as snprintf("%s") would). */
+static void copy_text(char *buf, size_t len, const char *s)
+{
+    size_t at = 0;
+
+    text_add(buf, len, &at, s);
+}
+
+/* What is remembered under key while no node has changed where pods can go, its set shared
+ * (release it with elig_release); false when nothing is. */
 static bool elig_lookup(struct cluster *c, const char *key, struct capacity_result *out,
-                        const struct node ***list, size_t *n)
+                        struct elig_set **set)
 {
     bool hit = false;
 
@@ -542,12 +625,11 @@ static bool elig_lookup(struct cluster *c, const char *key, struct capacity_resu
 
         if (e->key == NULL || e->gen != c->node_gen || strcmp(e->key, key) != 0)
             continue;
-        if ((*list = memdup(e->nodes, e->n * sizeof(*e->nodes))) == NULL)
-            break;
-        *n = e->n;
+        e->set->refs++;
+        *set = e->set;
         e->used = ++c->elig_tick;
-        snprintf(out->reasons, sizeof(out->reasons), "%s", e->reasons);
-        snprintf(out->shared_why, sizeof(out->shared_why), "%s", e->shared_why);
+        copy_text(out->reasons, sizeof(out->reasons), e->reasons);
+        copy_text(out->shared_why, sizeof(out->shared_why), e->shared_why);
         out->all_shared = e->all_shared;
         hit = true;
     }
@@ -555,35 +637,45 @@ static bool elig_lookup(struct cluster *c, const char *key, struct capacity_resu
     return hit;
 }
 
-/* The nodes where the template's pods can go (a malloc'd array, in the order of a scan), with
- * the reasons for the others and whether all of them share their GPUs, into out. Called under
- * the read lock. -1 when out of memory. */
-static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
-                          struct capacity_result *out, const struct node ***list, size_t *n)
-{
-    char *key = place_key(rq->pod_spec, out);
+#define PLACE_KEY_INLINE 2048 /* most keys: a selector, a toleration or two */
 
-    if (key != NULL && elig_lookup(c, key, out, list, n)) {
-        free(key);
-        return 0;
+/* The nodes where the template's pods can go (in the order of a scan; release the set with
+ * elig_release), with the reasons for the others and whether all of them share their GPUs,
+ * into out. Called under the read lock. -1 when out of memory. */
+static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
+                          struct capacity_result *out, const char *const *rn, struct elig_set **set)
+{
+    char inline_key[PLACE_KEY_INLINE], *key = inline_key;
+    size_t need = place_key(rq->pod_spec, out, inline_key, sizeof(inline_key));
+    int rc = -1;
+
+    if (need >= sizeof(inline_key)) { /* a long template: the key on the heap */
+        if ((key = malloc(need + 1)) != NULL)
+            place_key(rq->pod_spec, out, key, need + 1);
     }
-    if (scan_nodes(c, rq, out, list, n) < 0) {
-        free(key);
-        return -1;
+    if (key != NULL && elig_lookup(c, key, out, set)) {
+        rc = 0;
+        goto out;
     }
+    if (scan_nodes(c, rq, out, rn, set) < 0)
+        goto out;
     if (key != NULL)
-        elig_store(c, key, *list, *n, out);
-    return 0;
+        elig_store(c, key, *set, out);
+    rc = 0;
+out:
+    if (key != inline_key)
+        free(key);
+    return rc;
 }
 
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out)
 {
     double now = cluster_now();
-    const struct node **list;
+    const char *rn[CAPACITY_RESOURCES_MAX];
+    struct elig_set *set;
     struct held held;
     int64_t fn, fe;
-    size_t n;
 
     memset(out, 0, sizeof(*out));
     if (read_demand(rq, out) < 0)
@@ -596,20 +688,21 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     }
     pthread_rwlock_rdlock(&c->lock);
     template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
-    if (eligible_nodes(c, rq, out, &list, &n) < 0) {
+    intern_names(c, out, rn);
+    if (eligible_nodes(c, rq, out, rn, &set) < 0) {
         pthread_rwlock_unlock(&c->lock);
         free(held.r);
         snprintf(out->reasons, sizeof(out->reasons), "out of memory listing the eligible nodes");
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < set->n; i++) {
         out->eligible++;
-        node_fit(c, list[i], rq, out, now, &held, &fn, &fe, NULL);
+        node_fit(c, set->nodes[i], rq, out, rn, now, &held, &fn, &fe, NULL);
         out->fit_now += fn;
         out->fit_ever += fe;
     }
     pthread_rwlock_unlock(&c->lock);
-    free(list);
+    elig_release(c, set);
     free(held.r);
     if (out->eligible > NODES_LISTED) {
         size_t l = strlen(out->nodes);
@@ -655,11 +748,12 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
                       double window_s)
 {
     struct capacity_result out;
-    const struct node **list;
+    const char *rn[CAPACITY_RESOURCES_MAX];
+    struct elig_set *set;
     double now = cluster_now();
     int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take;
     struct held held;
-    size_t w, nl;
+    size_t w;
 
     memset(&out, 0, sizeof(out));
     if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
@@ -667,7 +761,8 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     if (held_load(c, &held, now) < 0)
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     pthread_rwlock_rdlock(&c->lock);
-    if (eligible_nodes(c, rq, &out, &list, &nl) < 0) {
+    intern_names(c, &out, rn);
+    if (eligible_nodes(c, rq, &out, rn, &set) < 0) {
         pthread_rwlock_unlock(&c->lock);
         free(held.r);
         return; /* out of memory: nothing is reserved, as if the window were 0 */
@@ -680,10 +775,10 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     c->n_reservations = w;
     template_priority(c, rq->pod_spec, &out.priority, &out.preempts);
     /* where the scheduler would put them, roughly: the eligible nodes with room, in turn */
-    for (size_t i = 0; i < nl && pods > 0; i++) {
-        const struct node *n = list[i];
+    for (size_t i = 0; i < set->n && pods > 0; i++) {
+        const struct node *n = set->nodes[i];
 
-        node_fit(c, n, rq, &out, now, &held, &fn, &fe, used);
+        node_fit(c, n, rq, &out, rn, now, &held, &fn, &fe, used);
         take = fn < pods ? fn : pods;
         for (size_t r = 0; take > 0 && r < out.n_res; r++) {
             struct reservation *rv;
@@ -705,6 +800,6 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     }
     pthread_mutex_unlock(&c->reserve_lock);
     pthread_rwlock_unlock(&c->lock);
-    free(list);
+    elig_release(c, set);
     free(held.r);
 }

@@ -25,12 +25,13 @@ struct table_entry {
 struct table {
     struct table_entry **buckets;
     size_t n_buckets, n;
-    void (*free_value)(void *);
+    void (*free_value)(void *ctx, void *value);
+    void *ctx; /* the view, for records that hold interned names */
 };
 
 /* One extended resource of a node. Amounts are whole units. */
 struct node_res {
-    char *name;
+    const char *name; /* interned (cluster_rname): the same pointer for the same name */
     int64_t capacity;
     int64_t allocatable;
     int64_t last_allocatable; /* the last nonzero allocatable, for the device-plugin grace */
@@ -84,7 +85,7 @@ struct bound_prio {
 };
 
 struct bound_res {
-    char *name;
+    const char *name; /* interned (cluster_rname) */
     int64_t total;
     struct bound_prio *prio; /* slots with n > 0 */
     size_t n_prio, cap_prio;
@@ -129,11 +130,16 @@ struct reservation {
  * its labels, taints, readiness, cordon and offered resources alone (a heartbeat, a new
  * allocatable) changes the record in place. */
 #define ELIG_CACHE_MAX 16
+struct elig_set {
+    unsigned refs; /* the entry's, and one per decision reading it; changed under elig_lock */
+    size_t n;
+    const struct node *nodes[];
+};
+
 struct elig_entry {
     char *key; /* NULL: unused */
     unsigned long gen, used;
-    const struct node **nodes;
-    size_t n;
+    struct elig_set *set; /* shared with the decisions that found it, not copied */
     char *reasons, *shared_why;
     bool all_shared;
 };
@@ -150,6 +156,8 @@ struct cluster {
     pthread_rwlock_t lock;
     struct table kinds[CLUSTER_KINDS]; /* nodes, pods, classes, then the workload kinds */
     struct table bindings;             /* node name -> struct binding */
+    struct table rnames; /* interned resource names: the key is the name every node_res and
+                            bound_res points to, the value counts them; gone at 0 */
     unsigned list_gen[CLUSTER_KINDS];
     bool listed[CLUSTER_KINDS];
     double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */
@@ -163,5 +171,8 @@ double cluster_now(void);
 int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r,
                                       double now);
 const struct binding *cluster_binding(const struct cluster *c, const char *node);
+/* The interned copy of resource name, or NULL when no node offers it and no bound pod uses it
+ * (then no node_res or bound_res can have it): records compare names by pointer. */
+const char *cluster_rname(const struct cluster *c, const char *name);
 
 #endif
