@@ -369,8 +369,37 @@ static void list_node(struct capacity_result *out, const char *name, int64_t sho
     text_add(out->nodes, sizeof(out->nodes), &at, " free");
 }
 
-/* Fits of one eligible node, now and ever; appends its free/total to the node list. rn holds
- * the template's resource names interned (intern_names). */
+/* One resource r of one eligible node into the fits of the node (now_fit, ever_fit, started at
+ * INT64_MAX) and the totals: alloc is its allocatable, used what bound pods use, lower what
+ * those of lower priority use when the template may preempt, held what reservations hold. */
+static void fit_one(const struct capacity_request *rq, struct capacity_result *out, size_t r,
+                    const char *node, int64_t alloc, int64_t used, int64_t lower, int64_t held,
+                    bool listed, int64_t *now_fit, int64_t *ever_fit)
+{
+    int64_t free_ever = alloc - rq->headroom;
+    int64_t free_now = alloc - used - rq->headroom + lower - held;
+
+    if (free_now > free_ever)
+        free_now = free_ever;
+    if (free_now < 0)
+        free_now = 0;
+    if (free_ever < 0)
+        free_ever = 0;
+    out->total_gpus[r] += alloc;
+    if (free_now / out->res[r].per_pod < *now_fit)
+        *now_fit = free_now / out->res[r].per_pod;
+    if (free_ever / out->res[r].per_pod < *ever_fit)
+        *ever_fit = free_ever / out->res[r].per_pod;
+    if (r == 0 && listed && out->eligible <= NODES_LISTED) {
+        int64_t shown = alloc - used - held;
+
+        list_node(out, node, shown > 0 ? shown : 0, alloc);
+    }
+}
+
+/* Fits of one eligible node, now and ever, from its records; appends its free/total to the
+ * node list (unless used_out is wanted). rn holds the template's resource names interned
+ * (intern_names). */
 static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
                      struct capacity_result *out, const char *const *rn, double now,
                      const struct held *h, int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
@@ -381,7 +410,7 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
     for (size_t r = 0; r < out->n_res; r++) {
         const struct node_res *nr = node_res_of(n, rn[r]);
         int64_t alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
-        int64_t used = 0, lower = 0, free_now, free_ever;
+        int64_t used = 0, lower = 0;
 
         for (size_t k = 0; b != NULL && k < b->n_res; k++) {
             const struct bound_res *br = &b->res[k];
@@ -396,26 +425,38 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
         }
         if (used_out != NULL)
             used_out[r] = used;
-        free_ever = alloc - rq->headroom;
-        free_now =
-            alloc - used - rq->headroom + lower - held_on(h, n->name, out->res[r].name, used);
-        if (free_now > free_ever)
-            free_now = free_ever;
-        if (free_now < 0)
-            free_now = 0;
-        if (free_ever < 0)
-            free_ever = 0;
-        out->total_gpus[r] += alloc;
-        if (free_now / out->res[r].per_pod < *now_fit)
-            *now_fit = free_now / out->res[r].per_pod;
-        if (free_ever / out->res[r].per_pod < *ever_fit)
-            *ever_fit = free_ever / out->res[r].per_pod;
-        if (r == 0 && out->eligible <= NODES_LISTED && used_out == NULL) {
-            int64_t shown = alloc - used - held_on(h, n->name, out->res[r].name, used);
-
-            list_node(out, n->name, shown > 0 ? shown : 0, alloc);
-        }
+        fit_one(rq, out, r, n->name, alloc, used, lower,
+                held_on(h, n->name, out->res[r].name, used), used_out == NULL, now_fit, ever_fit);
     }
+}
+
+/* node_fit for node i of set from its res_sum lines alone (one cache line per resource, no
+ * pointers to chase); false, with nothing done, when a line cannot stand for the records. */
+static bool node_fit_sum(const struct cluster *c, const struct elig_set *set, size_t i,
+                         const struct capacity_request *rq, struct capacity_result *out,
+                         const struct held *h, int64_t *now_fit, int64_t *ever_fit)
+{
+    const uint32_t *idx = set->sums + i * set->n_res;
+
+    for (size_t r = 0; r < out->n_res; r++) {
+        if (idx[r] == 0 || !c->sums[idx[r]].exact)
+            return false;
+    }
+    *now_fit = *ever_fit = INT64_MAX;
+    for (size_t r = 0; r < out->n_res; r++) {
+        const struct res_sum *s = &c->sums[idx[r]];
+        int64_t lower = 0, held = 0;
+
+        for (size_t p = 0; out->preempts && p < s->n_prio; p++) {
+            if (s->prio[p] < out->priority)
+                lower += s->prio_n[p];
+        }
+        if (h->n > 0)
+            held = held_on(h, set->nodes[i]->name, out->res[r].name, s->used);
+        fit_one(rq, out, r, set->nodes[i]->name, s->allocatable, s->used, lower, held, true,
+                now_fit, ever_fit);
+    }
+    return true;
 }
 
 static int read_demand(const struct capacity_request *rq, struct capacity_result *out)
@@ -514,10 +555,13 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
     struct why w;
     struct elig_set *s;
 
-    if ((s = malloc(sizeof(*s) + (nodes->n + 1) * sizeof(s->nodes[0]))) == NULL)
+    s = malloc(sizeof(*s) + (nodes->n + 1) * (sizeof(s->nodes[0]) + out->n_res * sizeof(*s->sums)));
+    if (s == NULL)
         return -1;
     s->refs = 1;
     s->n = 0;
+    s->n_res = out->n_res;
+    s->sums = (uint32_t *)&s->nodes[nodes->n + 1];
     for (size_t i = 0; i < nodes->n_buckets; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
             const struct node *nd = e->value;
@@ -535,6 +579,8 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
                 reason_add(&rs, &w);
                 continue;
             }
+            for (size_t r = 0; r < out->n_res; r++) /* it offers each: node_res_of finds it */
+                s->sums[s->n * s->n_res + r] = node_res_of(nd, rn[r])->sum;
             s->nodes[s->n++] = nd;
             if (!node_shares(nd, share, sizeof(share)))
                 all_shared = false;
@@ -697,7 +743,8 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     }
     for (size_t i = 0; i < set->n; i++) {
         out->eligible++;
-        node_fit(c, set->nodes[i], rq, out, rn, now, &held, &fn, &fe, NULL);
+        if (!node_fit_sum(c, set, i, rq, out, &held, &fn, &fe))
+            node_fit(c, set->nodes[i], rq, out, rn, now, &held, &fn, &fe, NULL);
         out->fit_now += fn;
         out->fit_ever += fe;
     }

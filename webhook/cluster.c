@@ -241,6 +241,92 @@ const char *cluster_rname(const struct cluster *c, const char *name)
     return e != NULL ? e->key : NULL;
 }
 
+/* ---- what decisions read of a node's resource (struct res_sum) ---- */
+
+/* A cleared slot of c->sums, or 0 when out of memory (the decisions then read the records). */
+static uint32_t sum_new(struct cluster *c)
+{
+    uint32_t i;
+
+    if (c->free_sum != 0) {
+        i = c->free_sum;
+        c->free_sum = (uint32_t)c->sums[i].used;
+    } else {
+        if (c->n_sums == 0)
+            c->n_sums = 1; /* slot 0 means none */
+        if (c->n_sums >= c->cap_sums) {
+            uint32_t cap = c->cap_sums ? c->cap_sums * 2 : 64;
+            struct res_sum *grown =
+                cap > c->cap_sums ? aligned_alloc(64, (size_t)cap * sizeof(*grown)) : NULL;
+
+            if (grown == NULL)
+                return 0;
+            if (c->sums != NULL)
+                memcpy(grown, c->sums, (size_t)c->n_sums * sizeof(*grown));
+            free(c->sums);
+            c->sums = grown;
+            c->cap_sums = cap;
+        }
+        i = c->n_sums++;
+    }
+    memset(&c->sums[i], 0, sizeof(c->sums[i]));
+    return i;
+}
+
+static void sum_free(struct cluster *c, uint32_t i)
+{
+    if (i == 0)
+        return;
+    memset(&c->sums[i], 0, sizeof(c->sums[i]));
+    c->sums[i].used = c->free_sum;
+    c->free_sum = i;
+}
+
+static bool fits_i32(int64_t v)
+{
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* Copies what decisions read of r, a resource of node n, into its res_sum. */
+static void sum_refresh(struct cluster *c, const struct node *n, const struct node_res *r)
+{
+    struct res_sum *s = r->sum != 0 ? &c->sums[r->sum] : NULL;
+    const struct bound_res *br = NULL;
+
+    if (s == NULL)
+        return;
+    s->name = r->name;
+    s->allocatable = r->allocatable;
+    s->used = 0;
+    s->n_prio = 0;
+    /* cluster_effective_allocatable would depend on the time */
+    s->exact = !(r->allocatable == 0 && r->zero_since > 0 && r->last_allocatable > 0);
+    for (size_t k = 0; n->binding != NULL && k < n->binding->n_res; k++) {
+        if (n->binding->res[k].name == r->name)
+            br = &n->binding->res[k];
+    }
+    if (br == NULL)
+        return;
+    s->used = br->total;
+    if (br->n_prio > RES_SUM_PRIO) {
+        s->exact = false;
+        return;
+    }
+    for (size_t p = 0; p < br->n_prio; p++) {
+        if (!fits_i32(br->prio[p].priority) || !fits_i32(br->prio[p].n))
+            s->exact = false;
+        s->prio[p] = (int32_t)br->prio[p].priority;
+        s->prio_n[p] = (int32_t)br->prio[p].n;
+    }
+    s->n_prio = (uint8_t)br->n_prio;
+}
+
+static void node_sums_refresh(struct cluster *c, const struct node *n)
+{
+    for (size_t i = 0; i < n->n_res; i++)
+        sum_refresh(c, n, &n->res[i]);
+}
+
 /* ---- records ---- */
 
 static void node_free(void *ctx, void *p)
@@ -257,8 +343,10 @@ static void node_free(void *ctx, void *p)
         free(n->taints[i].effect);
     }
     free(n->taints);
-    for (size_t i = 0; i < n->n_res; i++)
+    for (size_t i = 0; i < n->n_res; i++) {
+        sum_free(ctx, n->res[i].sum);
         rname_drop(ctx, n->res[i].name);
+    }
     free(n->res);
     free(n);
 }
@@ -688,8 +776,19 @@ static void binding_link(struct cluster *c, const char *node, struct binding *b)
 {
     struct node *n = table_get(&c->kinds[CLUSTER_NODES], node);
 
-    if (n != NULL)
+    if (n != NULL) {
         n->binding = b;
+        node_sums_refresh(c, n);
+    }
+}
+
+/* The bound totals of node changed: its res_sum copies follow. */
+static void binding_changed(struct cluster *c, const char *node)
+{
+    const struct node *n = table_get(&c->kinds[CLUSTER_NODES], node);
+
+    if (n != NULL)
+        node_sums_refresh(c, n);
 }
 
 static void binding_drop(struct cluster *c, const char *node)
@@ -722,6 +821,7 @@ static int bind_pod(struct cluster *c, struct vpod *v)
     if (binding_count(c, b, v, 1) < 0)
         goto fail;
     b->pods[b->n++] = v;
+    binding_changed(c, v->node);
     return 0;
 fail:
     if (b->n == 0)
@@ -739,6 +839,7 @@ static void unbind_pod(struct cluster *c, const struct vpod *v)
         if (b->pods[i] == v) {
             b->pods[i] = b->pods[--b->n];
             binding_count(c, b, v, -1);
+            binding_changed(c, v->node);
             break;
         }
     }
@@ -810,6 +911,7 @@ void cluster_free(struct cluster *c)
         table_free(&c->kinds[k]);
     table_free(&c->bindings);
     table_free(&c->rnames); /* empty by now: every user is gone */
+    free(c->sums);
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
         free(c->elig[i].key);
         free(c->elig[i].set); /* no decision runs any more: the entry's is the only ref */
@@ -833,6 +935,31 @@ static void remove_pod(struct cluster *c, const char *key)
     vpod_free(old);
 }
 
+/* The amounts of n into old, a record that decides where pods go as n does: each resource
+ * keeps its res_sum slot (remembered eligible sets point at it), those n adds get one, and
+ * old's former resources go with n. */
+static void node_take_amounts(struct cluster *c, struct node *old, struct node *n)
+{
+    struct node_res *r = old->res;
+    size_t nr = old->n_res;
+
+    for (size_t i = 0; i < n->n_res; i++) {
+        for (size_t k = 0; n->res[i].sum == 0 && k < old->n_res; k++) {
+            if (old->res[k].name == n->res[i].name) {
+                n->res[i].sum = old->res[k].sum;
+                old->res[k].sum = 0;
+            }
+        }
+        if (n->res[i].sum == 0)
+            n->res[i].sum = sum_new(c);
+    }
+    old->res = n->res;
+    old->n_res = n->n_res;
+    n->res = r;
+    n->n_res = nr;
+    node_sums_refresh(c, old);
+}
+
 /* Inserts or replaces the record of obj; a record for an object the view does not keep is
  * removed. Called with the write lock held. */
 static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, struct diag *d)
@@ -854,19 +981,17 @@ static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, str
             node_carry_grace(n, old, cluster_now());
         if (n != NULL && old != NULL && node_same_place(old, n)) {
             /* only amounts changed: the record stays, and with it what decisions remember */
-            struct node_res *r = old->res;
-            size_t nr = old->n_res;
-
-            old->res = n->res;
-            old->n_res = n->n_res;
-            n->res = r;
-            n->n_res = nr;
+            node_take_amounts(c, old, n);
             node_free(c, n);
             return table_put(t, key, old, c->list_gen[k]); /* an update: cannot fail */
         }
         c->node_gen++;
-        if (n != NULL)
+        if (n != NULL) {
             n->binding = table_get(&c->bindings, key);
+            for (size_t i = 0; i < n->n_res; i++)
+                n->res[i].sum = sum_new(c);
+            node_sums_refresh(c, n);
+        }
         rec = n;
         break;
     }

@@ -136,6 +136,8 @@ static void test_device_plugin_grace(void)
     dump = cluster_dump(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4); /* within the grace */
     json_decref(dump);
+    CHECK(!c->sums[((const struct node *)table_get(&c->kinds[CLUSTER_NODES], "a"))->res[0].sum]
+               .exact); /* the grace depends on the time: decisions read the records */
     apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", "")); /* still 0: still in grace */
     dump = cluster_dump(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4);
@@ -451,6 +453,94 @@ static bool links_ok(const struct cluster *c)
     return true;
 }
 
+/* Interned names: every record's name is the view's one copy, counted once per record that
+ * holds it, and a name no record holds is gone. */
+static bool names_ok(const struct cluster *c)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES], *bs = &c->bindings;
+    size_t users = 0, counted = 0;
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (const struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+
+            for (size_t k = 0; k < n->n_res; k++, users++) {
+                if (n->res[k].name != cluster_rname(c, n->res[k].name))
+                    return false;
+            }
+        }
+    }
+    for (size_t i = 0; i < bs->n_buckets; i++) {
+        for (const struct table_entry *e = bs->buckets[i]; e; e = e->next) {
+            const struct binding *b = e->value;
+
+            for (size_t k = 0; k < b->n_res; k++, users++) {
+                if (b->res[k].name != cluster_rname(c, b->res[k].name))
+                    return false;
+            }
+        }
+    }
+    for (size_t i = 0; i < c->rnames.n_buckets; i++) {
+        for (const struct table_entry *e = c->rnames.buckets[i]; e; e = e->next) {
+            if ((uintptr_t)e->value == 0)
+                return false;
+            counted += (uintptr_t)e->value;
+        }
+    }
+    return users == counted;
+}
+
+/* Every node resource has its own res_sum slot, holding what its records say (or marked
+ * inexact when it cannot), and the free slots are free. */
+static bool sums_ok(const struct cluster *c)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+    size_t live = 0, free_slots = 0;
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (const struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+
+            for (size_t k = 0; k < n->n_res; k++) {
+                const struct node_res *r = &n->res[k];
+                const struct res_sum *s = &c->sums[r->sum];
+                const struct bound_res *br = NULL;
+                bool grace = r->allocatable == 0 && r->zero_since > 0 && r->last_allocatable > 0;
+                int64_t lower_all = 0, lower_sum = 0;
+
+                if (r->sum == 0 || r->sum >= c->n_sums || s->name != r->name ||
+                    s->allocatable != r->allocatable)
+                    return false;
+                live++;
+                for (size_t b = 0; n->binding != NULL && b < n->binding->n_res; b++)
+                    if (n->binding->res[b].name == r->name)
+                        br = &n->binding->res[b];
+                if (s->used != (br ? br->total : 0))
+                    return false;
+                if (grace || (br != NULL && br->n_prio > RES_SUM_PRIO)) {
+                    if (s->exact)
+                        return false;
+                    continue;
+                }
+                if (!s->exact || s->n_prio != (br ? br->n_prio : 0))
+                    return false;
+                for (size_t p = 0; br != NULL && p < br->n_prio; p++) /* one cut, both ways */
+                    lower_all += br->prio[p].priority < 100 ? br->prio[p].n : 0;
+                for (size_t p = 0; p < s->n_prio; p++)
+                    lower_sum += s->prio[p] < 100 ? s->prio_n[p] : 0;
+                if (lower_all != lower_sum)
+                    return false;
+            }
+        }
+    }
+    for (uint32_t i = c->free_sum; i != 0; i = (uint32_t)c->sums[i].used, free_slots++) {
+        if (c->sums[i].name != NULL || free_slots > c->n_sums)
+            return false;
+    }
+    /* slot 0 is never used: live and free ones account for the rest, so none is shared */
+    return c->n_sums == 0 || live + free_slots == c->n_sums - 1;
+}
+
 #define PRIO150                                                                                    \
     "{'priority':150,'tolerations':[{'operator':'Exists'}],'containers':[{'name':'t',"             \
     "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
@@ -498,7 +588,7 @@ static void test_priority_churn(void)
     b = cluster_binding(c, "n1");
     CHECK(b != NULL && b->res[0].total == 2 && b->res[0].n_prio == 2);
     CHECK(judge(c, PRIO150, 20, 0).fit_now == 19); /* 18 free, x preemptible */
-    CHECK(links_ok(c));
+    CHECK(links_ok(c) && names_ok(c) && sums_ok(c) && sums_ok(ref));
     cluster_free(c);
     cluster_free(ref);
 }
@@ -539,6 +629,7 @@ static void test_long_resource_names(void)
     CHECK(cluster_binding(c, "n1") != NULL && cluster_binding(c, "n1")->n_res == 2);
     CHECK(cluster_binding(c, "n1")->res[0].n_prio == 1 &&
           cluster_binding(c, "n1")->res[1].n_prio == 1);
+    CHECK(names_ok(c) && sums_ok(c));
     cluster_free(c);
 }
 
@@ -668,6 +759,76 @@ static void test_node_binding_links(void)
     cluster_list_end(c, CLUSTER_PODS);
     CHECK(cluster_binding(c, "n9") == NULL && links_ok(c));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 4);
+    CHECK(names_ok(c) && sums_ok(c));
+    cluster_free(c);
+}
+
+/* A resource name first seen after startup, on a pod before any node offers it; amounts
+ * changed in place keep the node's res_sum slot (remembered eligible sets point at it); the
+ * copies follow pods, nodes and relists; a name nothing holds any more is gone. */
+#define MIG "nvidia.com/mig-1g.10gb"
+#define MIG_NODE(name, alloc, extra)                                                               \
+    "{'kind':'Node','metadata':{'name':'" name "','labels':{" PRESENT "}},'status':{"              \
+    "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'" MIG "':'7'" extra "},"         \
+    "'allocatable':{'" MIG "':'" alloc "'" extra "}}}"
+#define ON_MIG                                                                                     \
+    "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':'t',"   \
+    "'resources':{'limits':{'" MIG "':'1'}}}]}"
+static void test_interned_names_and_sums(void)
+{
+    struct cluster *c = empty_view();
+    const struct node *n;
+    uint32_t slot;
+    char name[32];
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("g1", PRESENT, "4", ""));
+    CHECK(cluster_rname(c, MIG) == NULL && names_ok(c) && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).eligible == 0);
+    pod_at(c, "ADDED", "early", "m1", 10, MIG, 2); /* the name, first on a pod */
+    CHECK(cluster_rname(c, MIG) != NULL && names_ok(c) && sums_ok(c));
+    apply(c, CLUSTER_NODES, "ADDED", MIG_NODE("m1", "7", ""));
+    CHECK(names_ok(c) && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 7); /* 5 free, 2 below priority 50 */
+    n = table_get(&c->kinds[CLUSTER_NODES], "m1");
+    slot = n->res[0].sum;
+    CHECK(slot != 0 && c->sums[slot].exact && c->sums[slot].used == 2);
+
+    /* amounts alone, and a resource added at 0 (not offered): in place, same slot */
+    apply(c, CLUSTER_NODES, "MODIFIED", MIG_NODE("m1", "5", ",'example.com/fpga':'0'"));
+    CHECK(table_get(&c->kinds[CLUSTER_NODES], "m1") == n && n->res[0].sum == slot);
+    CHECK(n->n_res == 2 && names_ok(c) && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 5);
+    pod_at(c, "ADDED", "high", "m1", 100, MIG, 3);
+    CHECK(sums_ok(c) && c->sums[slot].used == 5 && c->sums[slot].n_prio == 2);
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 2); /* 0 free, 2 below 50; 3 above are not */
+
+    /* more priorities than a slot holds: the records are read, with the same answer */
+    for (int i = 0; i < RES_SUM_PRIO + 1; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        pod_at(c, "ADDED", name, "m1", i, MIG, 1);
+    }
+    CHECK(!c->sums[slot].exact && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 2); /* 10 used of 5: 0 free, 7 below 50 */
+    for (int i = 0; i < RES_SUM_PRIO + 1; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        pod_at(c, "DELETED", name, "m1", i, MIG, 1);
+    }
+    CHECK(c->sums[slot].exact && sums_ok(c) && judge(c, ON_MIG, 1, 0).fit_now == 2);
+
+    /* a new record (a label change): new slots, the old ones free */
+    apply(c, CLUSTER_NODES, "MODIFIED",
+          "{'kind':'Node','metadata':{'name':'m1','labels':{" PRESENT ",'x':'y'}},'status':{"
+          "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'" MIG "':'7'},"
+          "'allocatable':{'" MIG "':'5'}}}");
+    CHECK(names_ok(c) && sums_ok(c) && judge(c, ON_MIG, 1, 0).fit_now == 2);
+    apply(c, CLUSTER_NODES, "DELETED", MIG_NODE("m1", "5", ""));
+    CHECK(names_ok(c) && sums_ok(c) && cluster_rname(c, MIG) != NULL); /* pods still hold it */
+    cluster_list_begin(c, CLUSTER_PODS);
+    cluster_list_end(c, CLUSTER_PODS);
+    CHECK(names_ok(c) && sums_ok(c) && cluster_rname(c, MIG) == NULL);
+    CHECK(cluster_rname(c, "nvidia.com/gpu") != NULL);
+    apply(c, CLUSTER_NODES, "DELETED", GPU_NODE("g1", PRESENT, "4", ""));
+    CHECK(names_ok(c) && sums_ok(c) && cluster_rname(c, "nvidia.com/gpu") == NULL);
     cluster_free(c);
 }
 
@@ -684,5 +845,6 @@ int main(void)
     RUN(test_long_resource_names);
     RUN(test_eligible_nodes_follow_the_view);
     RUN(test_node_binding_links);
+    RUN(test_interned_names_and_sums);
     TEST_MAIN_END("test_cluster");
 }
