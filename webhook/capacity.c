@@ -354,13 +354,14 @@ static void text_add_int(char *buf, size_t len, size_t *at, int64_t v)
     text_add(buf, len, at, p);
 }
 
-/* "NAME FREE/TOTAL free" of one of the first eligible nodes, as
+/* "NAME FREE/TOTAL free" of the eligible node listed at position i, as
  * snprintf("%s%s %lld/%lld free") would write it, without its cost per call. */
-static void list_node(struct capacity_result *out, const char *name, int64_t shown, int64_t alloc)
+static void list_node(struct capacity_result *out, size_t i, const char *name, int64_t shown,
+                      int64_t alloc)
 {
     size_t at = strlen(out->nodes);
 
-    text_add(out->nodes, sizeof(out->nodes), &at, out->eligible > 1 ? ", " : "");
+    text_add(out->nodes, sizeof(out->nodes), &at, i > 0 ? ", " : "");
     text_add(out->nodes, sizeof(out->nodes), &at, name);
     text_add(out->nodes, sizeof(out->nodes), &at, " ");
     text_add_int(out->nodes, sizeof(out->nodes), &at, shown);
@@ -369,15 +370,68 @@ static void list_node(struct capacity_result *out, const char *name, int64_t sho
     text_add(out->nodes, sizeof(out->nodes), &at, " free");
 }
 
-/* One resource r of one eligible node into the fits of the node (now_fit, ever_fit, started at
- * INT64_MAX) and the totals: alloc is its allocatable, used what bound pods use, lower what
- * those of lower priority use when the template may preempt, held what reservations hold. */
-static void fit_one(const struct capacity_request *rq, struct capacity_result *out, size_t r,
-                    const char *node, int64_t alloc, int64_t used, int64_t lower, int64_t held,
-                    bool listed, int64_t *now_fit, int64_t *ever_fit)
+/* What a decision needs of one resource of one eligible node. */
+struct amounts {
+    int64_t alloc; /* effective allocatable */
+    int64_t used;  /* by bound pods */
+    int64_t lower; /* by bound pods of lower priority, when the template may preempt */
+};
+
+/* The amounts of resource rn (interned) on node n, from its records. */
+static void amounts_of_records(const struct cluster *c, const struct node *n, const char *rn,
+                               const struct capacity_result *out, double now, struct amounts *a)
 {
-    int64_t free_ever = alloc - rq->headroom;
-    int64_t free_now = alloc - used - rq->headroom + lower - held;
+    const struct node_res *nr = node_res_of(n, rn);
+    const struct binding *b = n->binding;
+
+    a->alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
+    a->used = a->lower = 0;
+    for (size_t k = 0; b != NULL && k < b->n_res; k++) {
+        const struct bound_res *br = &b->res[k];
+
+        if (br->name != rn)
+            continue;
+        a->used += br->total;
+        for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
+            if (br->prio[p].priority < out->priority)
+                a->lower += br->prio[p].n;
+        }
+    }
+}
+
+/* The amounts from a res_sum line; false when it cannot stand for the records. */
+static bool amounts_of_sum(const struct cluster *c, uint32_t slot,
+                           const struct capacity_result *out, struct amounts *a)
+{
+    const struct res_sum *s = &c->sums[slot];
+
+    if (slot == 0 || !s->exact)
+        return false;
+    a->alloc = s->allocatable;
+    a->used = s->used;
+    a->lower = 0;
+    for (size_t p = 0; out->preempts && p < s->n_prio; p++) {
+        if (s->prio[p] < out->priority)
+            a->lower += s->prio_n[p];
+    }
+    return true;
+}
+
+/* The amounts of the template's resource r on node i of an eligible set. */
+static void amounts_at(const struct cluster *c, const struct elig_set *set, size_t i, size_t r,
+                       const char *const *rn, const struct capacity_result *out, double now,
+                       struct amounts *a)
+{
+    if (!amounts_of_sum(c, set->sums[i * set->n_res + r], out, a))
+        amounts_of_records(c, set->nodes[i], rn[r], out, now, a);
+}
+
+/* Pods that fit now and ever in free GPUs, per_pod each (whole pods only). */
+static void fit_free(const struct capacity_request *rq, const struct amounts *a, int64_t held,
+                     int64_t per_pod, int64_t *now_fit, int64_t *ever_fit)
+{
+    int64_t free_ever = a->alloc - rq->headroom;
+    int64_t free_now = a->alloc - a->used - rq->headroom + a->lower - held;
 
     if (free_now > free_ever)
         free_now = free_ever;
@@ -385,78 +439,102 @@ static void fit_one(const struct capacity_request *rq, struct capacity_result *o
         free_now = 0;
     if (free_ever < 0)
         free_ever = 0;
-    out->total_gpus[r] += alloc;
-    if (free_now / out->res[r].per_pod < *now_fit)
-        *now_fit = free_now / out->res[r].per_pod;
-    if (free_ever / out->res[r].per_pod < *ever_fit)
-        *ever_fit = free_ever / out->res[r].per_pod;
-    if (r == 0 && listed && out->eligible <= NODES_LISTED) {
-        int64_t shown = alloc - used - held;
+    *now_fit = per_pod == 1 ? free_now : free_now / per_pod;
+    *ever_fit = per_pod == 1 ? free_ever : free_ever / per_pod;
+}
 
-        list_node(out, node, shown > 0 ? shown : 0, alloc);
+/* Fits of one eligible node, now and ever: the fewest over the template's resources, whose
+ * allocatable adds to the totals. amounts(r, a) reads resource r of the node. */
+static void node_fit_with(const struct capacity_request *rq, struct capacity_result *out,
+                          const struct held *h, const char *node, const struct amounts *per_res,
+                          int64_t *now_fit, int64_t *ever_fit)
+{
+    *now_fit = *ever_fit = INT64_MAX;
+    for (size_t r = 0; r < out->n_res; r++) {
+        const struct amounts *a = &per_res[r];
+        int64_t fn, fe;
+
+        fit_free(rq, a, held_on(h, node, out->res[r].name, a->used), out->res[r].per_pod, &fn, &fe);
+        out->total_gpus[r] += a->alloc;
+        if (fn < *now_fit)
+            *now_fit = fn;
+        if (fe < *ever_fit)
+            *ever_fit = fe;
     }
 }
 
-/* Fits of one eligible node, now and ever, from its records; appends its free/total to the
- * node list (unless used_out is wanted). rn holds the template's resource names interned
- * (intern_names). */
+/* Fits of one eligible node from its records, and what it uses of each resource (used_out),
+ * for the reservations. */
 static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
                      struct capacity_result *out, const char *const *rn, double now,
                      const struct held *h, int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
 {
-    const struct binding *b = n->binding;
+    struct amounts a[CAPACITY_RESOURCES_MAX];
 
-    *now_fit = *ever_fit = INT64_MAX;
     for (size_t r = 0; r < out->n_res; r++) {
-        const struct node_res *nr = node_res_of(n, rn[r]);
-        int64_t alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
-        int64_t used = 0, lower = 0;
+        amounts_of_records(c, n, rn[r], out, now, &a[r]);
+        used_out[r] = a[r].used;
+    }
+    node_fit_with(rq, out, h, n->name, a, now_fit, ever_fit);
+}
 
-        for (size_t k = 0; b != NULL && k < b->n_res; k++) {
-            const struct bound_res *br = &b->res[k];
+/* Every node of the set into out's fits and totals, in any template's case. */
+static void fit_all(const struct cluster *c, const struct elig_set *set,
+                    const struct capacity_request *rq, struct capacity_result *out,
+                    const char *const *rn, double now, const struct held *h)
+{
+    struct amounts a[CAPACITY_RESOURCES_MAX];
+    int64_t fn, fe;
 
-            if (br->name != rn[r])
-                continue;
-            used += br->total;
-            for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
-                if (br->prio[p].priority < out->priority)
-                    lower += br->prio[p].n;
-            }
-        }
-        if (used_out != NULL)
-            used_out[r] = used;
-        fit_one(rq, out, r, n->name, alloc, used, lower,
-                held_on(h, n->name, out->res[r].name, used), used_out == NULL, now_fit, ever_fit);
+    for (size_t i = 0; i < set->n; i++) {
+        for (size_t r = 0; r < out->n_res; r++)
+            amounts_at(c, set, i, r, rn, out, now, &a[r]);
+        node_fit_with(rq, out, h, set->nodes[i]->name, a, &fn, &fe);
+        out->fit_now += fn;
+        out->fit_ever += fe;
     }
 }
 
-/* node_fit for node i of set from its res_sum lines alone (one cache line per resource, no
- * pointers to chase); false, with nothing done, when a line cannot stand for the records. */
-static bool node_fit_sum(const struct cluster *c, const struct elig_set *set, size_t i,
-                         const struct capacity_request *rq, struct capacity_result *out,
-                         const struct held *h, int64_t *now_fit, int64_t *ever_fit)
+/* fit_all for the usual template (one resource) while nothing is reserved: one tight pass
+ * over the res_sum lines in the order they lie in memory (set->by_slot), the totals kept in
+ * registers; a node whose line is inexact is read from its records. */
+static void fit_all_one(const struct cluster *c, const struct elig_set *set,
+                        const struct capacity_request *rq, struct capacity_result *out,
+                        const char *const *rn, double now)
 {
-    const uint32_t *idx = set->sums + i * set->n_res;
+    const int64_t per_pod = out->res[0].per_pod;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe;
+    struct amounts a;
 
-    for (size_t r = 0; r < out->n_res; r++) {
-        if (idx[r] == 0 || !c->sums[idx[r]].exact)
-            return false;
+    for (size_t k = 0; k < set->n; k++) {
+        if (!amounts_of_sum(c, set->by_slot[k].slot, out, &a))
+            amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
+        fit_free(rq, &a, 0, per_pod, &fn, &fe);
+        total += a.alloc;
+        fit_now += fn;
+        fit_ever += fe;
     }
-    *now_fit = *ever_fit = INT64_MAX;
-    for (size_t r = 0; r < out->n_res; r++) {
-        const struct res_sum *s = &c->sums[idx[r]];
-        int64_t lower = 0, held = 0;
+    out->total_gpus[0] += total;
+    out->fit_now += fit_now;
+    out->fit_ever += fit_ever;
+}
 
-        for (size_t p = 0; out->preempts && p < s->n_prio; p++) {
-            if (s->prio[p] < out->priority)
-                lower += s->prio_n[p];
-        }
-        if (h->n > 0)
-            held = held_on(h, set->nodes[i]->name, out->res[r].name, s->used);
-        fit_one(rq, out, r, set->nodes[i]->name, s->allocatable, s->used, lower, held, true,
-                now_fit, ever_fit);
+/* The first eligible nodes in the order of the scan, with their free/total GPUs of the first
+ * resource. */
+static void list_nodes(const struct cluster *c, const struct elig_set *set,
+                       struct capacity_result *out, const char *const *rn, double now,
+                       const struct held *h)
+{
+    struct amounts a;
+
+    for (size_t i = 0; i < set->n && i < NODES_LISTED; i++) {
+        const char *name = set->nodes[i]->name;
+        int64_t shown;
+
+        amounts_at(c, set, i, 0, rn, out, now, &a);
+        shown = a.alloc - a.used - held_on(h, name, out->res[0].name, a.used);
+        list_node(out, i, name, shown > 0 ? shown : 0, a.alloc);
     }
-    return true;
 }
 
 static int read_demand(const struct capacity_request *rq, struct capacity_result *out)
@@ -543,6 +621,13 @@ static void format_reasons(struct reasons *rs, struct capacity_result *out)
     }
 }
 
+static int by_slot_cmp(const void *a, const void *b)
+{
+    const struct elig_slot *x = a, *y = b;
+
+    return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
 /* Every node, for the nodes where the template's pods can go; the reasons for the others are
  * formatted here, while the read lock keeps the node records they point into alive. */
 static int scan_nodes(const struct cluster *c, const struct capacity_request *rq,
@@ -555,13 +640,15 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
     struct why w;
     struct elig_set *s;
 
-    s = malloc(sizeof(*s) + (nodes->n + 1) * (sizeof(s->nodes[0]) + out->n_res * sizeof(*s->sums)));
+    s = malloc(sizeof(*s) + (nodes->n + 1) * (sizeof(s->nodes[0]) + sizeof(*s->by_slot) +
+                                              out->n_res * sizeof(*s->sums)));
     if (s == NULL)
         return -1;
     s->refs = 1;
     s->n = 0;
     s->n_res = out->n_res;
-    s->sums = (uint32_t *)&s->nodes[nodes->n + 1];
+    s->by_slot = (struct elig_slot *)&s->nodes[nodes->n + 1];
+    s->sums = (uint32_t *)&s->by_slot[nodes->n + 1];
     for (size_t i = 0; i < nodes->n_buckets; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
             const struct node *nd = e->value;
@@ -581,6 +668,7 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
             }
             for (size_t r = 0; r < out->n_res; r++) /* it offers each: node_res_of finds it */
                 s->sums[s->n * s->n_res + r] = node_res_of(nd, rn[r])->sum;
+            s->by_slot[s->n] = (struct elig_slot){s->sums[s->n * s->n_res], (uint32_t)s->n};
             s->nodes[s->n++] = nd;
             if (!node_shares(nd, share, sizeof(share)))
                 all_shared = false;
@@ -590,6 +678,7 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
     }
     out->all_shared = s->n > 0 && all_shared;
     format_reasons(&rs, out);
+    qsort(s->by_slot, s->n, sizeof(*s->by_slot), by_slot_cmp);
     *set = s;
     return 0;
 }
@@ -721,7 +810,6 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     const char *rn[CAPACITY_RESOURCES_MAX];
     struct elig_set *set;
     struct held held;
-    int64_t fn, fe;
 
     memset(out, 0, sizeof(*out));
     if (read_demand(rq, out) < 0)
@@ -741,13 +829,12 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         snprintf(out->reasons, sizeof(out->reasons), "out of memory listing the eligible nodes");
         return -1;
     }
-    for (size_t i = 0; i < set->n; i++) {
-        out->eligible++;
-        if (!node_fit_sum(c, set, i, rq, out, &held, &fn, &fe))
-            node_fit(c, set->nodes[i], rq, out, rn, now, &held, &fn, &fe, NULL);
-        out->fit_now += fn;
-        out->fit_ever += fe;
-    }
+    out->eligible = (int)set->n;
+    if (out->n_res == 1 && held.n == 0)
+        fit_all_one(c, set, rq, out, rn, now);
+    else
+        fit_all(c, set, rq, out, rn, now, &held);
+    list_nodes(c, set, out, rn, now, &held);
     pthread_rwlock_unlock(&c->lock);
     elig_release(c, set);
     free(held.r);

@@ -148,11 +148,17 @@ struct reservation {
  * its labels, taints, readiness, cordon and offered resources alone (a heartbeat, a new
  * allocatable) changes the record in place. */
 #define ELIG_CACHE_MAX 16
+struct elig_slot {
+    uint32_t slot; /* of the template's first resource */
+    uint32_t i;    /* the node's place in the scan */
+};
+
 struct elig_set {
     unsigned refs; /* the entry's, and one per decision reading it; changed under elig_lock */
     size_t n, n_res;
     uint32_t *sums; /* n * n_res: node i's res_sum of the template's resource r at i*n_res+r;
                        stable, like the node pointers, while node_gen is unchanged */
+    struct elig_slot *by_slot; /* n, sorted by slot: the order the lines lie in memory */
     const struct node *nodes[];
 };
 

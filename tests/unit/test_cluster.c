@@ -832,6 +832,71 @@ static void test_interned_names_and_sums(void)
     cluster_free(c);
 }
 
+/* A decision sums the eligible nodes one of two ways: a tight pass over the res_sum lines for
+ * a one-resource template while nothing is reserved, or node by node otherwise (several
+ * resources, reservations). Both must say the same, with the headroom, per-pod amounts and
+ * inexact lines (more priorities than a line holds) in play; a two-resource template fits
+ * the fewer pods of its two resources. */
+static void test_fit_paths_agree(void)
+{
+    struct cluster *c = empty_view();
+    struct capacity_result one[2], all[2], both;
+    const char *tmpl[2] = {
+        "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':"
+        "'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
+        "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':"
+        "'t','resources':{'limits':{'nvidia.com/gpu':'3'}}}]}"};
+    json_t *mig = js(ON_MIG);
+    struct capacity_request rq_mig = {mig, &gpus, 1, 1, 0};
+    char name[32], node[32];
+
+    for (int n = 0; n < 8; n++) {
+        char buf[1024];
+
+        snprintf(buf, sizeof(buf),
+                 "{'kind':'Node','metadata':{'name':'g%d','labels':{" PRESENT "}},'status':{"
+                 "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'nvidia.com/gpu':"
+                 "'%d'},'allocatable':{'nvidia.com/gpu':'%d'}}}",
+                 n, 4 + n, 4 + n);
+        apply(c, CLUSTER_NODES, "ADDED", buf);
+        snprintf(node, sizeof(node), "g%d", n);
+        for (int p = 0; p < n; p++) { /* node gn: n pods of n priorities, around 50 */
+            snprintf(name, sizeof(name), "g%d-%d", n, p);
+            pod_at(c, "ADDED", name, node, 20 * p, "nvidia.com/gpu", 1);
+        }
+    }
+    apply(c, CLUSTER_NODES, "ADDED", MIG_NODE("m1", "7", ",'nvidia.com/gpu':'8'"));
+    pod_at(c, "ADDED", "m1-a", "m1", 10, "nvidia.com/gpu", 3);
+    pod_at(c, "ADDED", "m1-b", "m1", 10, MIG, 5);
+    CHECK(sums_ok(c));
+    for (int t = 0; t < 2; t++)
+        one[t] = judge(c, tmpl[t], 1, 1);
+    capacity_reserve(c, &rq_mig, 1, 60); /* held elsewhere: the node-by-node way */
+    for (int t = 0; t < 2; t++) {
+        all[t] = judge(c, tmpl[t], 1, 1);
+        CHECK(one[t].eligible == 9 && all[t].eligible == 9);
+        CHECK(one[t].fit_now == all[t].fit_now && one[t].fit_ever == all[t].fit_ever);
+        CHECK(one[t].total_gpus[0] == all[t].total_gpus[0] && one[t].total_gpus[0] == 68);
+        CHECK_STR(one[t].nodes, all[t].nodes);
+    }
+    /* 1 GPU each, headroom 1: ever = sum(3..10) + 7 = 59; now subtracts the pods at or
+     * above 50 (priorities 60..120 on g4..g7: 1+2+3+4 = 10); m1's are below, preemptible */
+    CHECK(one[0].fit_ever == 59 && one[0].fit_now == 49);
+    /* 3 GPUs each: ever 1+1+1+2+2+2+3+3 + 2 = 17; now per node 3+min(n,3) -> 1,1,1,2,2,2,2,2,
+     * and m1 7 -> 2 */
+    CHECK(one[1].fit_ever == 17 && one[1].fit_now == 15);
+    both = judge(c,
+                 "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t',"
+                 "'resources':{'limits':{'nvidia.com/gpu':'1','" MIG "':'1'}}}]}",
+                 1, 0);
+    /* only m1 offers both; priority 0, so nothing to preempt: MIG 7 - 5 used - 1 reserved = 1,
+     * GPU 8 - 3 = 5: the fewer */
+    CHECK(both.eligible == 1 && both.fit_ever == 7 && both.fit_now == 1);
+    CHECK(sums_ok(c) && names_ok(c));
+    json_decref(mig);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -846,5 +911,6 @@ int main(void)
     RUN(test_eligible_nodes_follow_the_view);
     RUN(test_node_binding_links);
     RUN(test_interned_names_and_sums);
+    RUN(test_fit_paths_agree);
     TEST_MAIN_END("test_cluster");
 }
