@@ -399,21 +399,21 @@ static void amounts_of_records(const struct cluster *c, const struct node *n, co
     }
 }
 
-/* The amounts from a res_sum line; false when it cannot stand for the records. */
-static bool amounts_of_sum(const struct cluster *c, uint32_t slot,
-                           const struct capacity_result *out, struct amounts *a)
+/* The amounts from a res_sum line; false when it cannot stand for the records. Inline: it is
+ * the body of the loop over ~1,000 eligible nodes. */
+static inline bool amounts_of_sum(const struct cluster *c, uint32_t slot, bool preempts,
+                                  int64_t priority, struct amounts *a)
 {
     const struct res_sum *s = &c->sums[slot];
+    int64_t lower = 0;
 
     if (slot == 0 || !s->exact)
         return false;
     a->alloc = s->allocatable;
     a->used = s->used;
-    a->lower = 0;
-    for (size_t p = 0; out->preempts && p < s->n_prio; p++) {
-        if (s->prio[p] < out->priority)
-            a->lower += s->prio_n[p];
-    }
+    for (size_t p = 0; preempts && p < s->n_prio; p++)
+        lower += s->prio[p] < priority ? s->prio_n[p] : 0;
+    a->lower = lower;
     return true;
 }
 
@@ -422,7 +422,7 @@ static void amounts_at(const struct cluster *c, const struct elig_set *set, size
                        const char *const *rn, const struct capacity_result *out, double now,
                        struct amounts *a)
 {
-    if (!amounts_of_sum(c, set->sums[i * set->n_res + r], out, a))
+    if (!amounts_of_sum(c, set->sums[i * set->n_res + r], out->preempts, out->priority, a))
         amounts_of_records(c, set->nodes[i], rn[r], out, now, a);
 }
 
@@ -502,12 +502,13 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
                         const struct capacity_request *rq, struct capacity_result *out,
                         const char *const *rn, double now)
 {
-    const int64_t per_pod = out->res[0].per_pod;
+    const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
+    const bool preempts = out->preempts;
     int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe;
     struct amounts a;
 
     for (size_t k = 0; k < set->n; k++) {
-        if (!amounts_of_sum(c, set->by_slot[k].slot, out, &a))
+        if (!amounts_of_sum(c, set->by_slot[k].slot, preempts, priority, &a))
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
@@ -555,49 +556,103 @@ static int read_demand(const struct capacity_request *rq, struct capacity_result
     return 0;
 }
 
-/* One part of a key: a tag, then the value as compact JSON (self-delimiting, so that the
- * parts in a fixed order cannot run into each other); nothing when the value is absent. Writes
- * what fits of len bytes at buf + at and returns the length it needs. */
-static size_t key_part(char *buf, size_t len, size_t at, char tag, const json_t *v)
-{
-    size_t need;
+/* A key being written: what fits of len bytes at p, and the length it needs in all. */
+struct key {
+    char *p;
+    size_t len, at;
+    bool too_deep;
+};
 
-    if (v == NULL)
-        return at;
-    if (at < len)
-        buf[at] = tag;
-    at++;
-    /* unsorted: the reasons name the first missing label in the template's order */
-    need = json_dumpb(v, at < len ? buf + at : NULL, at < len ? len - at : 0,
-                      JSON_COMPACT | JSON_ENCODE_ANY);
-    return at + need;
+static void key_put(struct key *k, const char *s, size_t n)
+{
+    if (k->at < k->len)
+        memcpy(k->p + k->at, s, n < k->len - k->at ? n : k->len - k->at);
+    k->at += n;
 }
 
-/* The template's constraints on where its pods go and the resources it needs, as one string
- * into buf (len bytes): the key under which its eligible nodes are remembered. Returns the
- * length the key needs; it is whole in buf when that is less than len. */
+/* A tag, then bytes whose length is written first: no escaping, and no two different values
+ * write the same bytes. */
+static void key_bytes(struct key *k, char tag, const char *s, size_t n)
+{
+    char head[32], *h = head + sizeof(head);
+    size_t v = n;
+
+    *--h = ':';
+    do
+        *--h = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    *--h = tag;
+    key_put(k, h, (size_t)(head + sizeof(head) - h));
+    key_put(k, s, n);
+}
+
+/* A JSON value, in the order its objects keep their keys (the reasons name the first missing
+ * label in the template's order, so the same selector in another order is another key). Not
+ * json_dumps: that costs ~12k instructions and five mallocs for a selector and a toleration. */
+static void key_json(struct key *k, const json_t *v, unsigned depth)
+{
+    char num[40];
+    const char *key;
+    size_t key_len, i;
+    const json_t *x;
+
+    if (depth > PLACE_KEY_DEPTH_MAX) {
+        k->too_deep = true;
+        return;
+    }
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        key_put(k, "{", 1);
+        json_object_keylen_foreach((json_t *)v, key, key_len, x)
+        {
+            key_bytes(k, 'k', key, key_len);
+            key_json(k, x, depth + 1);
+        }
+        key_put(k, "}", 1);
+        break;
+    case JSON_ARRAY:
+        key_put(k, "[", 1);
+        json_array_foreach (v, i, x)
+            key_json(k, x, depth + 1);
+        key_put(k, "]", 1);
+        break;
+    case JSON_STRING: key_bytes(k, 's', json_string_value(v), json_string_length(v)); break;
+    case JSON_INTEGER:
+        key_bytes(
+            k, 'i', num,
+            (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)));
+        break;
+    case JSON_REAL:
+        key_bytes(k, 'r', num, (size_t)snprintf(num, sizeof(num), "%.17g", json_real_value(v)));
+        break;
+    case JSON_TRUE: key_put(k, "t", 1); break;
+    case JSON_FALSE: key_put(k, "f", 1); break;
+    case JSON_NULL: key_put(k, "n", 1); break;
+    }
+}
+
+/* The template's constraints on where its pods go and the resources it needs, as one key into
+ * buf (len bytes): what its eligible nodes are remembered under. Returns the length the key
+ * needs (whole in buf when less than len), or 0 for a template too deep to remember. */
 static size_t place_key(const json_t *spec, const struct capacity_result *out, char *buf,
                         size_t len)
 {
     const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
-    size_t at = 0;
-    char count[24];
+    const char *const part[3] = {"nodeSelector", NULL, "tolerations"};
+    struct key k = {buf, len, 0, false};
 
-    for (size_t r = 0; r < out->n_res; r++) { /* "LENGTH:NAME" each */
-        snprintf(count, sizeof(count), "%zu:", strlen(out->res[r].name));
-        for (const char *p = count; *p; p++, at++)
-            if (at < len)
-                buf[at] = *p;
-        for (const char *p = out->res[r].name; *p; p++, at++)
-            if (at < len)
-                buf[at] = *p;
+    for (size_t r = 0; r < out->n_res; r++)
+        key_bytes(&k, 'R', out->res[r].name, strlen(out->res[r].name));
+    for (int i = 0; i < 3; i++) { /* each part tagged by where it is, absent ones left out */
+        const json_t *v = part[i] ? json_object_get(spec, part[i]) : aff;
+
+        if (v != NULL) {
+            key_put(&k, i == 0 ? "S" : i == 1 ? "A" : "T", 1);
+            key_json(&k, v, 0);
+        }
     }
-    at = key_part(buf, len, at, 'S', json_object_get(spec, "nodeSelector"));
-    at = key_part(buf, len, at, 'A', aff);
-    at = key_part(buf, len, at, 'T', json_object_get(spec, "tolerations"));
-    if (at < len)
-        buf[at] = '\0';
-    return at;
+    key_put(&k, "", 1); /* the terminating NUL, counted */
+    return k.too_deep ? 0 : k.at;
 }
 
 static void format_reasons(struct reasons *rs, struct capacity_result *out)
@@ -707,9 +762,14 @@ static void elig_clear(struct elig_entry *e)
     memset(e, 0, sizeof(*e));
 }
 
-/* Remembers a scan's outcome under key (copied), sharing set; out of memory, it is simply not
- * remembered. */
-static void elig_store(struct cluster *c, const char *key, struct elig_set *set,
+static bool key_is(const struct elig_entry *e, const char *key, size_t len)
+{
+    return e->key != NULL && e->key_len == len && memcmp(e->key, key, len) == 0;
+}
+
+/* Remembers a scan's outcome under key (len bytes, copied), sharing set; out of memory, it is
+ * simply not remembered. */
+static void elig_store(struct cluster *c, const char *key, size_t len, struct elig_set *set,
                        const struct capacity_result *out)
 {
     struct elig_entry *slot = &c->elig[0];
@@ -718,7 +778,7 @@ static void elig_store(struct cluster *c, const char *key, struct elig_set *set,
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
         struct elig_entry *e = &c->elig[i];
 
-        if (e->key == NULL || strcmp(e->key, key) == 0 || e->gen != c->node_gen) {
+        if (e->key == NULL || key_is(e, key, len) || e->gen != c->node_gen) {
             slot = e;
             break;
         }
@@ -726,7 +786,9 @@ static void elig_store(struct cluster *c, const char *key, struct elig_set *set,
             slot = e;
     }
     elig_clear(slot);
-    slot->key = strdup(key);
+    if ((slot->key = malloc(len)) != NULL)
+        memcpy(slot->key, key, len);
+    slot->key_len = len;
     slot->gen = c->node_gen;
     slot->used = ++c->elig_tick;
     slot->set = set;
@@ -749,7 +811,7 @@ static void copy_text(char *buf, size_t len, const char *s)
 
 /* What is remembered under key while no node has changed where pods can go, its set shared
  * (release it with elig_release); false when nothing is. */
-static bool elig_lookup(struct cluster *c, const char *key, struct capacity_result *out,
+static bool elig_lookup(struct cluster *c, const char *key, size_t len, struct capacity_result *out,
                         struct elig_set **set)
 {
     bool hit = false;
@@ -758,7 +820,7 @@ static bool elig_lookup(struct cluster *c, const char *key, struct capacity_resu
     for (int i = 0; !hit && i < ELIG_CACHE_MAX; i++) {
         struct elig_entry *e = &c->elig[i];
 
-        if (e->key == NULL || e->gen != c->node_gen || strcmp(e->key, key) != 0)
+        if (e->gen != c->node_gen || !key_is(e, key, len))
             continue;
         e->set->refs++;
         *set = e->set;
@@ -772,30 +834,28 @@ static bool elig_lookup(struct cluster *c, const char *key, struct capacity_resu
     return hit;
 }
 
-#define PLACE_KEY_INLINE 2048 /* most keys: a selector, a toleration or two */
-
 /* The nodes where the template's pods can go (in the order of a scan; release the set with
  * elig_release), with the reasons for the others and whether all of them share their GPUs,
  * into out. Called under the read lock. -1 when out of memory. */
 static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
                           struct capacity_result *out, const char *const *rn, struct elig_set **set)
 {
-    char inline_key[PLACE_KEY_INLINE], *key = inline_key;
+    char inline_key[PLACE_KEY_INLINE_BYTES], *key = inline_key;
     size_t need = place_key(rq->pod_spec, out, inline_key, sizeof(inline_key));
     int rc = -1;
 
-    if (need >= sizeof(inline_key)) { /* a long template: the key on the heap */
-        if ((key = malloc(need + 1)) != NULL)
-            place_key(rq->pod_spec, out, key, need + 1);
-    }
-    if (key != NULL && elig_lookup(c, key, out, set)) {
+    if (need == 0) /* too deep to remember */
+        key = NULL;
+    else if (need > sizeof(inline_key) && (key = malloc(need)) != NULL)
+        place_key(rq->pod_spec, out, key, need); /* a long template: the key on the heap */
+    if (key != NULL && elig_lookup(c, key, need, out, set)) {
         rc = 0;
         goto out;
     }
     if (scan_nodes(c, rq, out, rn, set) < 0)
         goto out;
     if (key != NULL)
-        elig_store(c, key, *set, out);
+        elig_store(c, key, need, *set, out);
     rc = 0;
 out:
     if (key != inline_key)

@@ -295,10 +295,9 @@ static void sum_refresh(struct cluster *c, const struct node *n, const struct no
 
     if (s == NULL)
         return;
+    memset(s, 0, sizeof(*s)); /* prio_n past n_prio stays 0: decisions sum all slots */
     s->name = r->name;
     s->allocatable = r->allocatable;
-    s->used = 0;
-    s->n_prio = 0;
     /* cluster_effective_allocatable would depend on the time */
     s->exact = !(r->allocatable == 0 && r->zero_since > 0 && r->last_allocatable > 0);
     for (size_t k = 0; n->binding != NULL && k < n->binding->n_res; k++) {

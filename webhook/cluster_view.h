@@ -53,8 +53,8 @@ struct res_sum {
     int64_t used; /* by the bound pods, all priorities; a free slot: the next free slot */
     uint8_t n_prio;
     bool exact;
-    int32_t prio[RES_SUM_PRIO]; /* the priorities of bound pods using it */
-    int32_t prio_n[RES_SUM_PRIO];
+    int32_t prio[RES_SUM_PRIO];   /* the priorities of bound pods using it */
+    int32_t prio_n[RES_SUM_PRIO]; /* how much each uses; 0 past n_prio */
 };
 
 /* The node advertises the resource (a key at 0 after a rename is not an offer). */
@@ -163,7 +163,8 @@ struct elig_set {
 };
 
 struct elig_entry {
-    char *key; /* NULL: unused */
+    char *key; /* NULL: unused; key_len bytes, NULs among them */
+    size_t key_len;
     unsigned long gen, used;
     struct elig_set *set; /* shared with the decisions that found it, not copied */
     char *reasons, *shared_why;

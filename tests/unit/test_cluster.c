@@ -897,6 +897,79 @@ static void test_fit_paths_agree(void)
     cluster_free(c);
 }
 
+static int remembered(const struct cluster *c, size_t *longest)
+{
+    int n = 0;
+
+    *longest = 0;
+    for (int i = 0; i < ELIG_CACHE_MAX; i++) {
+        if (c->elig[i].key != NULL && c->elig[i].gen == c->node_gen) {
+            n++;
+            if (c->elig[i].key_len > *longest)
+                *longest = c->elig[i].key_len;
+        }
+    }
+    return n;
+}
+
+/* The key a template's eligible nodes are remembered under: values that would run into each
+ * other written plainly stay apart, a key past the stack buffer lives on the heap, and a
+ * template nested deeper than the key goes is judged by a scan, every time. */
+static void test_place_keys(void)
+{
+    struct cluster *c = empty_view();
+    char tmpl[8192], deep[2048] = "";
+    size_t longest, at = 0;
+    int before;
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    CHECK_STR(judge(c,
+                    "{'nodeSelector':{'ab':'c'},'containers':[{'name':'t','resources':{"
+                    "'limits':{'nvidia.com/gpu':'1'}}}]}",
+                    1, 0)
+                  .reasons,
+              "1 node lacks ab=c");
+    CHECK_STR(judge(c,
+                    "{'nodeSelector':{'a':'bc'},'containers':[{'name':'t','resources':{"
+                    "'limits':{'nvidia.com/gpu':'1'}}}]}",
+                    1, 0)
+                  .reasons,
+              "1 node lacks a=bc");
+    CHECK(remembered(c, &longest) == 2);
+
+    /* a selector of 40 long labels, all on the node: a key of more than 2 KiB */
+    at = (size_t)snprintf(tmpl, sizeof(tmpl), "{'nodeSelector':{" PRESENT);
+    for (int i = 0; i < 40; i++)
+        at += (size_t)snprintf(tmpl + at, sizeof(tmpl) - at,
+                               ",'example.com/a-rather-long-label-name-%02d':'present'", i);
+    snprintf(tmpl + at, sizeof(tmpl) - at,
+             "},'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}");
+    CHECK_STR(judge(c, tmpl, 1, 0).reasons,
+              "1 node lacks example.com/a-rather-long-label-name-00=present");
+    CHECK(remembered(c, &longest) == 3 && longest > PLACE_KEY_INLINE_BYTES);
+    CHECK_STR(judge(c, tmpl, 1, 0).reasons, /* found again, from the heap key */
+              "1 node lacks example.com/a-rather-long-label-name-00=present");
+    CHECK(remembered(c, &longest) == 3);
+
+    /* an affinity term nested past PLACE_KEY_DEPTH_MAX (in a value the view ignores) */
+    at = 0;
+    for (unsigned i = 0; i < PLACE_KEY_DEPTH_MAX + 2; i++)
+        deep[at++] = '[';
+    for (unsigned i = 0; i < PLACE_KEY_DEPTH_MAX + 2; i++)
+        deep[at++] = ']';
+    deep[at] = '\0';
+    snprintf(tmpl, sizeof(tmpl),
+             "{'affinity':{'nodeAffinity':{'preferredDuringSchedulingIgnoredDuringExecution':%s}},"
+             "'nodeSelector':{" PRESENT "},'tolerations':[{'operator':'Exists'}],'containers':[{"
+             "'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
+             deep);
+    before = remembered(c, &longest);
+    CHECK(judge(c, tmpl, 1, 0).eligible == 1);
+    CHECK(judge(c, tmpl, 1, 0).fit_now == 4);
+    CHECK(remembered(c, &longest) == before); /* not remembered */
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -912,5 +985,6 @@ int main(void)
     RUN(test_node_binding_links);
     RUN(test_interned_names_and_sums);
     RUN(test_fit_paths_agree);
+    RUN(test_place_keys);
     TEST_MAIN_END("test_cluster");
 }
