@@ -24,6 +24,19 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_START_INSTRUMENTATION /* no valgrind headers: --callgrind counts nothing */
+#define CALLGRIND_START_INSTRUMENTATION
+#define CALLGRIND_STOP_INSTRUMENTATION
+#define CALLGRIND_ZERO_STATS
+#define CALLGRIND_DUMP_STATS_AT(what) ((void)(what))
+#define RUNNING_ON_VALGRIND 0
+#endif
+
 #include "capacity.h"
 #include "cluster.h"
 #include "diag.h"
@@ -1022,6 +1035,7 @@ static void make_events(struct spans *lines, struct model *m, size_t count)
 struct bench {
     double scale;
     int reps, calls;
+    bool callgrind; /* --callgrind: count instructions of the decisions, measure nothing else */
     struct model m;
     struct spans pages, events;
     size_t page_bytes;
@@ -1290,21 +1304,23 @@ static json_t **node_labels(const struct bench *B, size_t *n, size_t *bytes)
     return out;
 }
 
+/* The template of (d), a typical GPU workload: nodeSelector, GPU toleration, 1 GPU. */
+static const char judge_tmpl[] =
+    "{\"nodeSelector\":{\"nvidia.com/gpu.present\":\"true\"},\"tolerations\":[{\"key\":"
+    "\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
+    "\"priorityClassName\":\"gpu-inference\",\"containers\":[{\"name\":\"server\","
+    "\"image\":\"nvcr.io/nvidia/tritonserver:24.03-py3\",\"resources\":{\"limits\":{"
+    "\"nvidia.com/gpu\":\"1\",\"cpu\":\"8\",\"memory\":\"64Gi\"},\"requests\":{\"cpu\":\"4\","
+    "\"memory\":\"48Gi\"}}}]}";
+
 /* (d) One decision for a typical GPU workload; the baseline reads one label of every node (the
  * least any scan of the nodes does), timed next to it in alternating order. */
 static void measure_judge(const struct bench *B, struct cluster *c, struct judge_result *out)
 {
-    static const char tmpl[] =
-        "{\"nodeSelector\":{\"nvidia.com/gpu.present\":\"true\"},\"tolerations\":[{\"key\":"
-        "\"nvidia.com/gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],"
-        "\"priorityClassName\":\"gpu-inference\",\"containers\":[{\"name\":\"server\","
-        "\"image\":\"nvcr.io/nvidia/tritonserver:24.03-py3\",\"resources\":{\"limits\":{"
-        "\"nvidia.com/gpu\":\"1\",\"cpu\":\"8\",\"memory\":\"64Gi\"},\"requests\":{\"cpu\":\"4\","
-        "\"memory\":\"48Gi\"}}}]}";
     char glob[] = "nvidia.com/gpu";
     char *globs_v[] = {glob};
     struct strlist globs = {globs_v, 1};
-    json_t *spec = json_loads(tmpl, 0, NULL), **labels;
+    json_t *spec = json_loads(judge_tmpl, 0, NULL), **labels;
     struct capacity_request rq = {spec, &globs, 8, 16, 0};
     double *tj = calloc((size_t)B->calls, sizeof(double));
     double *tb = calloc((size_t)B->calls, sizeof(double));
@@ -1348,6 +1364,66 @@ static void measure_judge(const struct bench *B, struct cluster *c, struct judge
     free(tj);
     free(tb);
     json_decref(spec);
+}
+
+/* --callgrind: the view as (d) sees it (one list, the watch lines applied once), then --calls
+ * decisions with callgrind's instrumentation on around them alone, dumped as "decisions", and
+ * as many baseline scans, dumped as "baseline". Instruction counts repeat where wall time does
+ * not; bench/callgrind.sh runs it and divides. */
+static void count_judge(const struct bench *B)
+{
+    char glob[] = "nvidia.com/gpu";
+    char *globs_v[] = {glob};
+    struct strlist globs = {globs_v, 1};
+    json_t *spec = json_loads(judge_tmpl, 0, NULL), **labels;
+    struct capacity_request rq = {spec, &globs, 8, 16, 0};
+    struct capacity_result res;
+    struct cluster *c = cluster_new(&B->cfg);
+    volatile size_t sink = 0;
+    size_t n_labels, labels_bytes = 0;
+
+    if (spec == NULL || c == NULL)
+        die("out of memory");
+    fprintf(stderr, "bench_view: listing the view once, applying the watch lines once...\n");
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        cluster_list_begin(c, (enum cluster_kind)k);
+    for (size_t i = 0; i < B->pages.n; i++)
+        time_list_page(c, &B->pages, i);
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        cluster_list_end(c, (enum cluster_kind)k);
+    for (size_t i = 0; i < B->events.n; i++)
+        time_event(c, &B->events, i);
+    labels = node_labels(B, &n_labels, &labels_bytes);
+    for (int i = 0; i < WARMUP_CALLS; i++)
+        capacity_judge(c, &rq, &res);
+    fprintf(stderr, "bench_view: %d decisions under callgrind%s...\n", B->calls,
+            RUNNING_ON_VALGRIND ? "" : " (not running under valgrind: nothing is counted)");
+    CALLGRIND_START_INSTRUMENTATION;
+    CALLGRIND_ZERO_STATS;
+    for (int i = 0; i < B->calls; i++) {
+        if (capacity_judge(c, &rq, &res) < 0)
+            die("capacity_judge failed");
+    }
+    CALLGRIND_DUMP_STATS_AT("decisions");
+    for (int i = 0; i < B->calls; i++) {
+        size_t hits = 0;
+
+        for (size_t k = 0; k < n_labels; k++)
+            hits += json_object_get(labels[k], "nvidia.com/gpu.present") != NULL;
+        sink += hits;
+    }
+    CALLGRIND_DUMP_STATS_AT("baseline");
+    CALLGRIND_STOP_INSTRUMENTATION;
+    (void)sink;
+    printf("callgrind: %d decisions, %d baseline scans of %zu nodes; decision: %d eligible nodes, "
+           "%lld fit now, %lld fit ever, %lld GPUs\n",
+           B->calls, B->calls, n_labels, res.eligible, (long long)res.fit_now,
+           (long long)res.fit_ever, (long long)res.total_gpus[0]);
+    for (size_t k = 0; k < n_labels; k++)
+        json_decref(labels[k]);
+    free(labels);
+    json_decref(spec);
+    cluster_free(c);
 }
 
 /* ---- report ---- */
@@ -1467,6 +1543,10 @@ static int parse_args(struct bench *B, int argc, char **argv)
         char *end = NULL;
         const char *opt = argv[i];
 
+        if (strcmp(opt, "--callgrind") == 0) {
+            B->callgrind = true;
+            continue;
+        }
         if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0 || i + 1 >= argc)
             return -1;
         if (strcmp(opt, "--scale") == 0) {
@@ -1500,7 +1580,7 @@ int main(int argc, char **argv)
     if (parse_args(&B, argc, argv) < 0) {
         fprintf(stderr,
                 "usage: bench_view [--scale F (0-4, default 1)] [--reps N (default %d)] "
-                "[--calls N (default %d)]\n",
+                "[--calls N (default %d)] [--callgrind]\n",
                 DEFAULT_REPS, DEFAULT_CALLS);
         return 2;
     }
@@ -1513,6 +1593,15 @@ int main(int argc, char **argv)
     make_pages(&B.pages, &B.m);
     describe_input(&B, now_s() - t0);
 
+    if (B.callgrind) {
+        n_events = (size_t)(FULL_WATCH_EVENTS * B.scale + 0.5);
+        make_events(&B.events, &B.m, n_events < 200 ? 200 : n_events);
+        count_judge(&B);
+        spans_free(&B.pages);
+        spans_free(&B.events);
+        model_free(&B.m);
+        return 0;
+    }
     if ((view = cluster_new(&B.cfg)) == NULL)
         die("cluster_new failed");
     fprintf(stderr, "bench_view: (a, c) initial list, view vs bare parse, %d reps...\n", B.reps);

@@ -217,10 +217,11 @@ static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
     return false;
 }
 
+/* name is interned (cluster_rname), or NULL for a name no node has. */
 static const struct node_res *node_res_of(const struct node *n, const char *name)
 {
-    for (size_t i = 0; i < n->n_res; i++) {
-        if (strcmp(n->res[i].name, name) == 0)
+    for (size_t i = 0; name != NULL && i < n->n_res; i++) {
+        if (n->res[i].name == name)
             return &n->res[i];
     }
     return NULL;
@@ -232,6 +233,14 @@ static bool offers(const struct node *n, const char *name)
     const struct node_res *r = node_res_of(n, name);
 
     return r != NULL && node_res_offered(r);
+}
+
+/* The template's resource names as the view interns them: records are matched by pointer. */
+static void intern_names(const struct cluster *c, const struct capacity_result *out,
+                         const char **rn)
+{
+    for (size_t r = 0; r < out->n_res; r++)
+        rn[r] = cluster_rname(c, out->res[r].name);
 }
 
 /* The template's priority and whether it may preempt, from its class in the view. */
@@ -297,6 +306,8 @@ static int64_t held_on(const struct held *h, const char *node, const char *res, 
 {
     int64_t sum = 0, left;
 
+    if (h->n == 0) /* the usual case: no names to compare */
+        return 0;
     for (size_t i = 0; i < h->n; i++) {
         if (strcmp(h->r[i].node, node) != 0 || strcmp(h->r[i].name, res) != 0)
             continue;
@@ -321,54 +332,209 @@ static bool node_shares(const struct node *n, char *why, size_t len)
     return shared;
 }
 
-/* Fits of one eligible node, now and ever; appends its free/total to the node list. */
-static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
-                     struct capacity_result *out, double now, const struct held *h,
-                     int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
+/* Appends s to the text in buf (len bytes), cut as snprintf would cut it. */
+static void text_add(char *buf, size_t len, size_t *at, const char *s)
 {
+    while (*s != '\0' && *at + 1 < len)
+        buf[(*at)++] = *s++;
+    buf[*at] = '\0';
+}
+
+static void text_add_int(char *buf, size_t len, size_t *at, int64_t v)
+{
+    char digits[24], *p = digits + sizeof(digits);
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+
+    *--p = '\0';
+    do
+        *--p = (char)('0' + u % 10);
+    while ((u /= 10) != 0);
+    if (v < 0)
+        *--p = '-';
+    text_add(buf, len, at, p);
+}
+
+/* "NAME FREE/TOTAL free" of the eligible node listed at position i, as
+ * snprintf("%s%s %lld/%lld free") would write it, without its cost per call. */
+static void list_node(struct capacity_result *out, size_t i, const char *name, int64_t shown,
+                      int64_t alloc)
+{
+    size_t at = strlen(out->nodes);
+
+    text_add(out->nodes, sizeof(out->nodes), &at, i > 0 ? ", " : "");
+    text_add(out->nodes, sizeof(out->nodes), &at, name);
+    text_add(out->nodes, sizeof(out->nodes), &at, " ");
+    text_add_int(out->nodes, sizeof(out->nodes), &at, shown);
+    text_add(out->nodes, sizeof(out->nodes), &at, "/");
+    text_add_int(out->nodes, sizeof(out->nodes), &at, alloc);
+    text_add(out->nodes, sizeof(out->nodes), &at, " free");
+}
+
+/* What a decision needs of one resource of one eligible node. */
+struct amounts {
+    int64_t alloc; /* effective allocatable */
+    int64_t used;  /* by bound pods */
+    int64_t lower; /* by bound pods of lower priority, when the template may preempt */
+};
+
+/* The amounts of resource rn (interned) on node n, from its records. */
+static void amounts_of_records(const struct cluster *c, const struct node *n, const char *rn,
+                               const struct capacity_result *out, double now, struct amounts *a)
+{
+    const struct node_res *nr = node_res_of(n, rn);
     const struct binding *b = n->binding;
 
+    a->alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
+    a->used = a->lower = 0;
+    for (size_t k = 0; b != NULL && k < b->n_res; k++) {
+        const struct bound_res *br = &b->res[k];
+
+        if (br->name != rn)
+            continue;
+        a->used += br->total;
+        for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
+            if (br->prio[p].priority < out->priority)
+                a->lower += br->prio[p].n;
+        }
+    }
+}
+
+/* The amounts from a res_sum line; false when it cannot stand for the records. Inline: it is
+ * the body of the loop over ~1,000 eligible nodes. */
+static inline bool amounts_of_sum(const struct cluster *c, uint32_t slot, bool preempts,
+                                  int64_t priority, struct amounts *a)
+{
+    const struct res_sum *s = &c->sums[slot];
+    int64_t lower = 0;
+
+    if (slot == 0 || !s->exact)
+        return false;
+    a->alloc = s->allocatable;
+    a->used = s->used;
+    for (size_t p = 0; preempts && p < s->n_prio; p++)
+        lower += s->prio[p] < priority ? s->prio_n[p] : 0;
+    a->lower = lower;
+    return true;
+}
+
+/* The amounts of the template's resource r on node i of an eligible set. */
+static void amounts_at(const struct cluster *c, const struct elig_set *set, size_t i, size_t r,
+                       const char *const *rn, const struct capacity_result *out, double now,
+                       struct amounts *a)
+{
+    if (!amounts_of_sum(c, set->sums[i * set->n_res + r], out->preempts, out->priority, a))
+        amounts_of_records(c, set->nodes[i], rn[r], out, now, a);
+}
+
+/* Pods that fit now and ever in free GPUs, per_pod each (whole pods only). */
+static void fit_free(const struct capacity_request *rq, const struct amounts *a, int64_t held,
+                     int64_t per_pod, int64_t *now_fit, int64_t *ever_fit)
+{
+    int64_t free_ever = a->alloc - rq->headroom;
+    int64_t free_now = a->alloc - a->used - rq->headroom + a->lower - held;
+
+    if (free_now > free_ever)
+        free_now = free_ever;
+    if (free_now < 0)
+        free_now = 0;
+    if (free_ever < 0)
+        free_ever = 0;
+    *now_fit = per_pod == 1 ? free_now : free_now / per_pod;
+    *ever_fit = per_pod == 1 ? free_ever : free_ever / per_pod;
+}
+
+/* Fits of one eligible node, now and ever: the fewest over the template's resources, whose
+ * allocatable adds to the totals. amounts(r, a) reads resource r of the node. */
+static void node_fit_with(const struct capacity_request *rq, struct capacity_result *out,
+                          const struct held *h, const char *node, const struct amounts *per_res,
+                          int64_t *now_fit, int64_t *ever_fit)
+{
     *now_fit = *ever_fit = INT64_MAX;
     for (size_t r = 0; r < out->n_res; r++) {
-        const struct node_res *nr = node_res_of(n, out->res[r].name);
-        int64_t alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
-        int64_t used = 0, lower = 0, free_now, free_ever;
+        const struct amounts *a = &per_res[r];
+        int64_t fn, fe;
 
-        for (size_t k = 0; b != NULL && k < b->n_res; k++) {
-            const struct bound_res *br = &b->res[k];
+        fit_free(rq, a, held_on(h, node, out->res[r].name, a->used), out->res[r].per_pod, &fn, &fe);
+        out->total_gpus[r] += a->alloc;
+        if (fn < *now_fit)
+            *now_fit = fn;
+        if (fe < *ever_fit)
+            *ever_fit = fe;
+    }
+}
 
-            if (strcmp(br->name, out->res[r].name) != 0)
-                continue;
-            used += br->total;
-            for (size_t p = 0; out->preempts && p < br->n_prio; p++) {
-                if (br->prio[p].priority < out->priority)
-                    lower += br->prio[p].n;
-            }
-        }
-        if (used_out != NULL)
-            used_out[r] = used;
-        free_ever = alloc - rq->headroom;
-        free_now =
-            alloc - used - rq->headroom + lower - held_on(h, n->name, out->res[r].name, used);
-        if (free_now > free_ever)
-            free_now = free_ever;
-        if (free_now < 0)
-            free_now = 0;
-        if (free_ever < 0)
-            free_ever = 0;
-        out->total_gpus[r] += alloc;
-        if (free_now / out->res[r].per_pod < *now_fit)
-            *now_fit = free_now / out->res[r].per_pod;
-        if (free_ever / out->res[r].per_pod < *ever_fit)
-            *ever_fit = free_ever / out->res[r].per_pod;
-        if (r == 0 && out->eligible <= NODES_LISTED && used_out == NULL) {
-            size_t l = strlen(out->nodes);
-            int64_t shown = alloc - used - held_on(h, n->name, out->res[r].name, used);
+/* Fits of one eligible node from its records, and what it uses of each resource (used_out),
+ * for the reservations. */
+static void node_fit(struct cluster *c, const struct node *n, const struct capacity_request *rq,
+                     struct capacity_result *out, const char *const *rn, double now,
+                     const struct held *h, int64_t *now_fit, int64_t *ever_fit, int64_t *used_out)
+{
+    struct amounts a[CAPACITY_RESOURCES_MAX];
 
-            snprintf(out->nodes + l, sizeof(out->nodes) - l, "%s%s %lld/%lld free",
-                     out->eligible > 1 ? ", " : "", n->name, (long long)(shown > 0 ? shown : 0),
-                     (long long)alloc);
-        }
+    for (size_t r = 0; r < out->n_res; r++) {
+        amounts_of_records(c, n, rn[r], out, now, &a[r]);
+        used_out[r] = a[r].used;
+    }
+    node_fit_with(rq, out, h, n->name, a, now_fit, ever_fit);
+}
+
+/* Every node of the set into out's fits and totals, in any template's case. */
+static void fit_all(const struct cluster *c, const struct elig_set *set,
+                    const struct capacity_request *rq, struct capacity_result *out,
+                    const char *const *rn, double now, const struct held *h)
+{
+    struct amounts a[CAPACITY_RESOURCES_MAX];
+    int64_t fn, fe;
+
+    for (size_t i = 0; i < set->n; i++) {
+        for (size_t r = 0; r < out->n_res; r++)
+            amounts_at(c, set, i, r, rn, out, now, &a[r]);
+        node_fit_with(rq, out, h, set->nodes[i]->name, a, &fn, &fe);
+        out->fit_now += fn;
+        out->fit_ever += fe;
+    }
+}
+
+/* fit_all for the usual template (one resource) while nothing is reserved: one tight pass
+ * over the res_sum lines in the order they lie in memory (set->by_slot), the totals kept in
+ * registers; a node whose line is inexact is read from its records. */
+static void fit_all_one(const struct cluster *c, const struct elig_set *set,
+                        const struct capacity_request *rq, struct capacity_result *out,
+                        const char *const *rn, double now)
+{
+    const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
+    const bool preempts = out->preempts;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe;
+    struct amounts a;
+
+    for (size_t k = 0; k < set->n; k++) {
+        if (!amounts_of_sum(c, set->by_slot[k].slot, preempts, priority, &a))
+            amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
+        fit_free(rq, &a, 0, per_pod, &fn, &fe);
+        total += a.alloc;
+        fit_now += fn;
+        fit_ever += fe;
+    }
+    out->total_gpus[0] += total;
+    out->fit_now += fit_now;
+    out->fit_ever += fit_ever;
+}
+
+/* The first eligible nodes in the order of the scan, with their free/total GPUs of the first
+ * resource. */
+static void list_nodes(const struct cluster *c, const struct elig_set *set,
+                       struct capacity_result *out, const char *const *rn, double now,
+                       const struct held *h)
+{
+    struct amounts a;
+
+    for (size_t i = 0; i < set->n && i < NODES_LISTED; i++) {
+        const char *name = set->nodes[i]->name;
+        int64_t shown;
+
+        amounts_at(c, set, i, 0, rn, out, now, &a);
+        shown = a.alloc - a.used - held_on(h, name, out->res[0].name, a.used);
+        list_node(out, i, name, shown > 0 ? shown : 0, a.alloc);
     }
 }
 
@@ -390,30 +556,103 @@ static int read_demand(const struct capacity_request *rq, struct capacity_result
     return 0;
 }
 
-/* The template's constraints on where its pods go and the resources it needs, as one string:
- * the key under which its eligible nodes are remembered. NULL when out of memory. */
-static char *place_key(const json_t *spec, const struct capacity_result *out)
-{
-    json_t *k = json_object(), *res = json_array();
-    const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
-    char *key = NULL;
+/* A key being written: what fits of len bytes at p, and the length it needs in all. */
+struct key {
+    char *p;
+    size_t len, at;
+    bool too_deep;
+};
 
-    if (k != NULL && res != NULL) {
-        for (size_t r = 0; r < out->n_res; r++)
-            json_array_append_new(res, json_string(out->res[r].name));
-        json_object_set(k, "res", res);
-        if (json_object_get(spec, "nodeSelector") != NULL)
-            json_object_set(k, "sel", json_object_get(spec, "nodeSelector"));
-        if (aff != NULL)
-            json_object_set(k, "aff", (json_t *)aff);
-        if (json_object_get(spec, "tolerations") != NULL)
-            json_object_set(k, "tol", json_object_get(spec, "tolerations"));
-        /* unsorted: the reasons name the first missing label in the template's order */
-        key = json_dumps(k, JSON_COMPACT);
+static void key_put(struct key *k, const char *s, size_t n)
+{
+    if (k->at < k->len)
+        memcpy(k->p + k->at, s, n < k->len - k->at ? n : k->len - k->at);
+    k->at += n;
+}
+
+/* A tag, then bytes whose length is written first: no escaping, and no two different values
+ * write the same bytes. */
+static void key_bytes(struct key *k, char tag, const char *s, size_t n)
+{
+    char head[32], *h = head + sizeof(head);
+    size_t v = n;
+
+    *--h = ':';
+    do
+        *--h = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    *--h = tag;
+    key_put(k, h, (size_t)(head + sizeof(head) - h));
+    key_put(k, s, n);
+}
+
+/* A JSON value, in the order its objects keep their keys (the reasons name the first missing
+ * label in the template's order, so the same selector in another order is another key). Not
+ * json_dumps: that costs ~12k instructions and five mallocs for a selector and a toleration. */
+static void key_json(struct key *k, const json_t *v, unsigned depth)
+{
+    char num[40];
+    const char *key;
+    size_t key_len, i;
+    const json_t *x;
+
+    if (depth > PLACE_KEY_DEPTH_MAX) {
+        k->too_deep = true;
+        return;
     }
-    json_decref(res);
-    json_decref(k);
-    return key;
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        key_put(k, "{", 1);
+        json_object_keylen_foreach((json_t *)v, key, key_len, x)
+        {
+            key_bytes(k, 'k', key, key_len);
+            key_json(k, x, depth + 1);
+        }
+        key_put(k, "}", 1);
+        break;
+    case JSON_ARRAY:
+        key_put(k, "[", 1);
+        json_array_foreach (v, i, x)
+            key_json(k, x, depth + 1);
+        key_put(k, "]", 1);
+        break;
+    case JSON_STRING: key_bytes(k, 's', json_string_value(v), json_string_length(v)); break;
+    case JSON_INTEGER:
+        key_bytes(
+            k, 'i', num,
+            (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)));
+        break;
+    case JSON_REAL:
+        key_bytes(k, 'r', num, (size_t)snprintf(num, sizeof(num), "%.17g", json_real_value(v)));
+        break;
+    case JSON_TRUE: key_put(k, "t", 1); break;
+    case JSON_FALSE: key_put(k, "f", 1); break;
+    case JSON_NULL: key_put(k, "n", 1); break;
+    }
+}
+
+/* The template's constraints on where its pods go and the resources it needs, as one key into
+ * buf (len bytes): what its eligible nodes are remembered under. Returns the length the key
+ * needs (whole in buf when less than len), or 0 for a template too deep to remember. */
+static size_t place_key(const json_t *spec, const struct capacity_result *out, char *buf,
+                        size_t len)
+{
+    const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
+    const char *const part[3] = {"nodeSelector", NULL, "tolerations"};
+    struct key k = {buf, len, 0, false};
+
+    for (size_t r = 0; r < out->n_res; r++)
+        key_bytes(&k, 'R', out->res[r].name, strlen(out->res[r].name));
+    for (int i = 0; i < 3; i++) { /* each part tagged by where it is, absent ones left out */
+        const json_t *v = part[i] ? json_object_get(spec, part[i]) : aff;
+
+        if (v != NULL) {
+            key_put(&k, i == 0 ? "S" : i == 1 ? "A" : "T", 1);
+            key_json(&k, v, 0);
+        }
+    }
+    key_put(&k, "", 1); /* the terminating NUL, counted */
+    return k.too_deep ? 0 : k.at;
 }
 
 static void format_reasons(struct reasons *rs, struct capacity_result *out)
@@ -437,20 +676,34 @@ static void format_reasons(struct reasons *rs, struct capacity_result *out)
     }
 }
 
+static int by_slot_cmp(const void *a, const void *b)
+{
+    const struct elig_slot *x = a, *y = b;
+
+    return (x->slot > y->slot) - (x->slot < y->slot);
+}
+
 /* Every node, for the nodes where the template's pods can go; the reasons for the others are
  * formatted here, while the read lock keeps the node records they point into alive. */
 static int scan_nodes(const struct cluster *c, const struct capacity_request *rq,
-                      struct capacity_result *out, const struct node ***list, size_t *n)
+                      struct capacity_result *out, const char *const *rn, struct elig_set **set)
 {
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
     struct reasons rs = {.n = 0};
     char share[128];
     bool all_shared = true;
     struct why w;
+    struct elig_set *s;
 
-    *n = 0;
-    if ((*list = malloc((nodes->n + 1) * sizeof(**list))) == NULL)
+    s = malloc(sizeof(*s) + (nodes->n + 1) * (sizeof(s->nodes[0]) + sizeof(*s->by_slot) +
+                                              out->n_res * sizeof(*s->sums)));
+    if (s == NULL)
         return -1;
+    s->refs = 1;
+    s->n = 0;
+    s->n_res = out->n_res;
+    s->by_slot = (struct elig_slot *)&s->nodes[nodes->n + 1];
+    s->sums = (uint32_t *)&s->by_slot[nodes->n + 1];
     for (size_t i = 0; i < nodes->n_buckets; i++) {
         for (struct table_entry *e = nodes->buckets[i]; e; e = e->next) {
             const struct node *nd = e->value;
@@ -459,7 +712,7 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
             /* it must offer every GPU resource the pod asks for: checked first, as most nodes
              * of a cluster offer none and this is the cheap test */
             for (size_t r = 0; !bad && r < out->n_res; r++) {
-                if (!offers(nd, out->res[r].name)) {
+                if (!offers(nd, rn[r])) {
                     w = (struct why){WHY_NO_RES, out->res[r].name, NULL, NULL};
                     bad = true;
                 }
@@ -468,38 +721,55 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
                 reason_add(&rs, &w);
                 continue;
             }
-            (*list)[(*n)++] = nd;
+            for (size_t r = 0; r < out->n_res; r++) /* it offers each: node_res_of finds it */
+                s->sums[s->n * s->n_res + r] = node_res_of(nd, rn[r])->sum;
+            s->by_slot[s->n] = (struct elig_slot){s->sums[s->n * s->n_res], (uint32_t)s->n};
+            s->nodes[s->n++] = nd;
             if (!node_shares(nd, share, sizeof(share)))
                 all_shared = false;
             else
                 snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
         }
     }
-    out->all_shared = *n > 0 && all_shared;
+    out->all_shared = s->n > 0 && all_shared;
     format_reasons(&rs, out);
+    qsort(s->by_slot, s->n, sizeof(*s->by_slot), by_slot_cmp);
+    *set = s;
     return 0;
 }
 
-static void *memdup(const void *p, size_t len)
+/* Drops one reference to a set; under elig_lock when the set is in the cache. */
+static void elig_unref(struct elig_set *s)
 {
-    void *q = malloc(len ? len : 1);
+    if (s != NULL && --s->refs == 0)
+        free(s);
+}
 
-    if (q != NULL && len > 0)
-        memcpy(q, p, len);
-    return q;
+/* A decision is done with the set it read. */
+static void elig_release(struct cluster *c, struct elig_set *s)
+{
+    pthread_mutex_lock(&c->elig_lock);
+    elig_unref(s);
+    pthread_mutex_unlock(&c->elig_lock);
 }
 
 static void elig_clear(struct elig_entry *e)
 {
     free(e->key);
-    free(e->nodes);
+    elig_unref(e->set);
     free(e->reasons);
     free(e->shared_why);
     memset(e, 0, sizeof(*e));
 }
 
-/* Remembers a scan's outcome under key (taken); out of memory, it is simply not remembered. */
-static void elig_store(struct cluster *c, char *key, const struct node **list, size_t n,
+static bool key_is(const struct elig_entry *e, const char *key, size_t len)
+{
+    return e->key != NULL && e->key_len == len && memcmp(e->key, key, len) == 0;
+}
+
+/* Remembers a scan's outcome under key (len bytes, copied), sharing set; out of memory, it is
+ * simply not remembered. */
+static void elig_store(struct cluster *c, const char *key, size_t len, struct elig_set *set,
                        const struct capacity_result *out)
 {
     struct elig_entry *slot = &c->elig[0];
@@ -508,7 +778,7 @@ static void elig_store(struct cluster *c, char *key, const struct node **list, s
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
         struct elig_entry *e = &c->elig[i];
 
-        if (e->key == NULL || strcmp(e->key, key) == 0 || e->gen != c->node_gen) {
+        if (e->key == NULL || key_is(e, key, len) || e->gen != c->node_gen) {
             slot = e;
             break;
         }
@@ -516,23 +786,33 @@ static void elig_store(struct cluster *c, char *key, const struct node **list, s
             slot = e;
     }
     elig_clear(slot);
-    slot->key = key;
+    if ((slot->key = malloc(len)) != NULL)
+        memcpy(slot->key, key, len);
+    slot->key_len = len;
     slot->gen = c->node_gen;
     slot->used = ++c->elig_tick;
-    slot->n = n;
-    slot->nodes = memdup(list, n * sizeof(*list));
+    slot->set = set;
+    set->refs++;
     slot->reasons = strdup(out->reasons);
     slot->shared_why = strdup(out->shared_why);
     slot->all_shared = out->all_shared;
-    if (slot->nodes == NULL || slot->reasons == NULL || slot->shared_why == NULL)
+    if (slot->key == NULL || slot->reasons == NULL || slot->shared_why == NULL)
         elig_clear(slot);
     pthread_mutex_unlock(&c->elig_lock);
 }
 
-/* A copy of what is remembered under key while no node has changed where pods can go; false
- * when nothing is (or out of memory). */
-static bool elig_lookup(struct cluster *c, const char *key, struct capacity_result *out,
-                        const struct node ***list, size_t *n)
+/* Copies s into buf (len bytes, as snprintf("%s") would). */
+static void copy_text(char *buf, size_t len, const char *s)
+{
+    size_t at = 0;
+
+    text_add(buf, len, &at, s);
+}
+
+/* What is remembered under key while no node has changed where pods can go, its set shared
+ * (release it with elig_release); false when nothing is. */
+static bool elig_lookup(struct cluster *c, const char *key, size_t len, struct capacity_result *out,
+                        struct elig_set **set)
 {
     bool hit = false;
 
@@ -540,14 +820,13 @@ static bool elig_lookup(struct cluster *c, const char *key, struct capacity_resu
     for (int i = 0; !hit && i < ELIG_CACHE_MAX; i++) {
         struct elig_entry *e = &c->elig[i];
 
-        if (e->key == NULL || e->gen != c->node_gen || strcmp(e->key, key) != 0)
+        if (e->gen != c->node_gen || !key_is(e, key, len))
             continue;
-        if ((*list = memdup(e->nodes, e->n * sizeof(*e->nodes))) == NULL)
-            break;
-        *n = e->n;
+        e->set->refs++;
+        *set = e->set;
         e->used = ++c->elig_tick;
-        snprintf(out->reasons, sizeof(out->reasons), "%s", e->reasons);
-        snprintf(out->shared_why, sizeof(out->shared_why), "%s", e->shared_why);
+        copy_text(out->reasons, sizeof(out->reasons), e->reasons);
+        copy_text(out->shared_why, sizeof(out->shared_why), e->shared_why);
         out->all_shared = e->all_shared;
         hit = true;
     }
@@ -555,35 +834,42 @@ static bool elig_lookup(struct cluster *c, const char *key, struct capacity_resu
     return hit;
 }
 
-/* The nodes where the template's pods can go (a malloc'd array, in the order of a scan), with
- * the reasons for the others and whether all of them share their GPUs, into out. Called under
- * the read lock. -1 when out of memory. */
+/* The nodes where the template's pods can go (in the order of a scan; release the set with
+ * elig_release), with the reasons for the others and whether all of them share their GPUs,
+ * into out. Called under the read lock. -1 when out of memory. */
 static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
-                          struct capacity_result *out, const struct node ***list, size_t *n)
+                          struct capacity_result *out, const char *const *rn, struct elig_set **set)
 {
-    char *key = place_key(rq->pod_spec, out);
+    char inline_key[PLACE_KEY_INLINE_BYTES], *key = inline_key;
+    size_t need = place_key(rq->pod_spec, out, inline_key, sizeof(inline_key));
+    int rc = -1;
 
-    if (key != NULL && elig_lookup(c, key, out, list, n)) {
-        free(key);
-        return 0;
+    if (need == 0) /* too deep to remember */
+        key = NULL;
+    else if (need > sizeof(inline_key) && (key = malloc(need)) != NULL)
+        place_key(rq->pod_spec, out, key, need); /* a long template: the key on the heap */
+    if (key != NULL && elig_lookup(c, key, need, out, set)) {
+        rc = 0;
+        goto out;
     }
-    if (scan_nodes(c, rq, out, list, n) < 0) {
-        free(key);
-        return -1;
-    }
+    if (scan_nodes(c, rq, out, rn, set) < 0)
+        goto out;
     if (key != NULL)
-        elig_store(c, key, *list, *n, out);
-    return 0;
+        elig_store(c, key, need, *set, out);
+    rc = 0;
+out:
+    if (key != inline_key)
+        free(key);
+    return rc;
 }
 
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out)
 {
     double now = cluster_now();
-    const struct node **list;
+    const char *rn[CAPACITY_RESOURCES_MAX];
+    struct elig_set *set;
     struct held held;
-    int64_t fn, fe;
-    size_t n;
 
     memset(out, 0, sizeof(*out));
     if (read_demand(rq, out) < 0)
@@ -596,20 +882,21 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     }
     pthread_rwlock_rdlock(&c->lock);
     template_priority(c, rq->pod_spec, &out->priority, &out->preempts);
-    if (eligible_nodes(c, rq, out, &list, &n) < 0) {
+    intern_names(c, out, rn);
+    if (eligible_nodes(c, rq, out, rn, &set) < 0) {
         pthread_rwlock_unlock(&c->lock);
         free(held.r);
         snprintf(out->reasons, sizeof(out->reasons), "out of memory listing the eligible nodes");
         return -1;
     }
-    for (size_t i = 0; i < n; i++) {
-        out->eligible++;
-        node_fit(c, list[i], rq, out, now, &held, &fn, &fe, NULL);
-        out->fit_now += fn;
-        out->fit_ever += fe;
-    }
+    out->eligible = (int)set->n;
+    if (out->n_res == 1 && held.n == 0)
+        fit_all_one(c, set, rq, out, rn, now);
+    else
+        fit_all(c, set, rq, out, rn, now, &held);
+    list_nodes(c, set, out, rn, now, &held);
     pthread_rwlock_unlock(&c->lock);
-    free(list);
+    elig_release(c, set);
     free(held.r);
     if (out->eligible > NODES_LISTED) {
         size_t l = strlen(out->nodes);
@@ -655,11 +942,12 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
                       double window_s)
 {
     struct capacity_result out;
-    const struct node **list;
+    const char *rn[CAPACITY_RESOURCES_MAX];
+    struct elig_set *set;
     double now = cluster_now();
     int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take;
     struct held held;
-    size_t w, nl;
+    size_t w;
 
     memset(&out, 0, sizeof(out));
     if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
@@ -667,7 +955,8 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     if (held_load(c, &held, now) < 0)
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     pthread_rwlock_rdlock(&c->lock);
-    if (eligible_nodes(c, rq, &out, &list, &nl) < 0) {
+    intern_names(c, &out, rn);
+    if (eligible_nodes(c, rq, &out, rn, &set) < 0) {
         pthread_rwlock_unlock(&c->lock);
         free(held.r);
         return; /* out of memory: nothing is reserved, as if the window were 0 */
@@ -680,10 +969,10 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     c->n_reservations = w;
     template_priority(c, rq->pod_spec, &out.priority, &out.preempts);
     /* where the scheduler would put them, roughly: the eligible nodes with room, in turn */
-    for (size_t i = 0; i < nl && pods > 0; i++) {
-        const struct node *n = list[i];
+    for (size_t i = 0; i < set->n && pods > 0; i++) {
+        const struct node *n = set->nodes[i];
 
-        node_fit(c, n, rq, &out, now, &held, &fn, &fe, used);
+        node_fit(c, n, rq, &out, rn, now, &held, &fn, &fe, used);
         take = fn < pods ? fn : pods;
         for (size_t r = 0; take > 0 && r < out.n_res; r++) {
             struct reservation *rv;
@@ -705,6 +994,6 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     }
     pthread_mutex_unlock(&c->reserve_lock);
     pthread_rwlock_unlock(&c->lock);
-    free(list);
+    elig_release(c, set);
     free(held.r);
 }

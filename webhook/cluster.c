@@ -79,11 +79,12 @@ static size_t hash(const char *s)
     return h;
 }
 
-static int table_init(struct table *t, void (*free_value)(void *))
+static int table_init(struct table *t, void (*free_value)(void *, void *), void *ctx)
 {
     t->n_buckets = 64;
     t->n = 0;
     t->free_value = free_value;
+    t->ctx = ctx;
     t->buckets = calloc(t->n_buckets, sizeof(*t->buckets));
     return t->buckets ? 0 : -1;
 }
@@ -133,7 +134,7 @@ static int table_put(struct table *t, const char *key, void *value, unsigned gen
 
     if (e != NULL) {
         if (e->value != value)
-            t->free_value(e->value);
+            t->free_value(t->ctx, e->value);
         e->value = value;
         e->gen = gen;
         return 0;
@@ -141,7 +142,7 @@ static int table_put(struct table *t, const char *key, void *value, unsigned gen
     e = calloc(1, sizeof(*e));
     if (e == NULL || (e->key = strdup(key)) == NULL) {
         free(e);
-        t->free_value(value);
+        t->free_value(t->ctx, value);
         return -1;
     }
     e->value = value;
@@ -166,7 +167,7 @@ static void table_sweep(struct table *t, bool (*drop)(const struct table_entry *
         while ((e = *pp) != NULL) {
             if (drop == NULL || drop(e, gen)) {
                 *pp = e->next;
-                t->free_value(e->value);
+                t->free_value(t->ctx, e->value);
                 free(e->key);
                 free(e);
                 t->n--;
@@ -198,7 +199,7 @@ static bool table_del(struct table *t, const char *key)
     for (; (e = *pp) != NULL; pp = &e->next) {
         if (strcmp(e->key, key) == 0) {
             *pp = e->next;
-            t->free_value(e->value);
+            t->free_value(t->ctx, e->value);
             free(e->key);
             free(e);
             t->n--;
@@ -208,9 +209,126 @@ static bool table_del(struct table *t, const char *key)
     return false;
 }
 
+/* ---- interned resource names ---- */
+
+/* The interned copy of name, with one more user; NULL when out of memory. */
+static const char *rname_take(struct cluster *c, const char *name)
+{
+    struct table_entry *e = table_entry_of(&c->rnames, name);
+
+    if (e == NULL) {
+        if (table_put(&c->rnames, name, NULL, 0) < 0)
+            return NULL;
+        e = table_entry_of(&c->rnames, name);
+    }
+    e->value = (void *)((uintptr_t)e->value + 1);
+    return e->key;
+}
+
+/* One user less of an interned name (NULL: none); the last one frees it. */
+static void rname_drop(struct cluster *c, const char *name)
+{
+    struct table_entry *e = name != NULL ? table_entry_of(&c->rnames, name) : NULL;
+
+    if (e != NULL && (e->value = (void *)((uintptr_t)e->value - 1)) == NULL)
+        table_del(&c->rnames, e->key);
+}
+
+const char *cluster_rname(const struct cluster *c, const char *name)
+{
+    const struct table_entry *e = table_entry_of(&c->rnames, name);
+
+    return e != NULL ? e->key : NULL;
+}
+
+/* ---- what decisions read of a node's resource (struct res_sum) ---- */
+
+/* A cleared slot of c->sums, or 0 when out of memory (the decisions then read the records). */
+static uint32_t sum_new(struct cluster *c)
+{
+    uint32_t i;
+
+    if (c->free_sum != 0) {
+        i = c->free_sum;
+        c->free_sum = (uint32_t)c->sums[i].used;
+    } else {
+        if (c->n_sums == 0)
+            c->n_sums = 1; /* slot 0 means none */
+        if (c->n_sums >= c->cap_sums) {
+            uint32_t cap = c->cap_sums ? c->cap_sums * 2 : 64;
+            struct res_sum *grown =
+                cap > c->cap_sums ? aligned_alloc(64, (size_t)cap * sizeof(*grown)) : NULL;
+
+            if (grown == NULL)
+                return 0;
+            if (c->sums != NULL)
+                memcpy(grown, c->sums, (size_t)c->n_sums * sizeof(*grown));
+            free(c->sums);
+            c->sums = grown;
+            c->cap_sums = cap;
+        }
+        i = c->n_sums++;
+    }
+    memset(&c->sums[i], 0, sizeof(c->sums[i]));
+    return i;
+}
+
+static void sum_free(struct cluster *c, uint32_t i)
+{
+    if (i == 0)
+        return;
+    memset(&c->sums[i], 0, sizeof(c->sums[i]));
+    c->sums[i].used = c->free_sum;
+    c->free_sum = i;
+}
+
+static bool fits_i32(int64_t v)
+{
+    return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* Copies what decisions read of r, a resource of node n, into its res_sum. */
+static void sum_refresh(struct cluster *c, const struct node *n, const struct node_res *r)
+{
+    struct res_sum *s = r->sum != 0 ? &c->sums[r->sum] : NULL;
+    const struct bound_res *br = NULL;
+
+    if (s == NULL)
+        return;
+    memset(s, 0, sizeof(*s)); /* prio_n past n_prio stays 0: decisions sum all slots */
+    s->name = r->name;
+    s->allocatable = r->allocatable;
+    /* cluster_effective_allocatable would depend on the time */
+    s->exact = !(r->allocatable == 0 && r->zero_since > 0 && r->last_allocatable > 0);
+    for (size_t k = 0; n->binding != NULL && k < n->binding->n_res; k++) {
+        if (n->binding->res[k].name == r->name)
+            br = &n->binding->res[k];
+    }
+    if (br == NULL)
+        return;
+    s->used = br->total;
+    if (br->n_prio > RES_SUM_PRIO) {
+        s->exact = false;
+        return;
+    }
+    for (size_t p = 0; p < br->n_prio; p++) {
+        if (!fits_i32(br->prio[p].priority) || !fits_i32(br->prio[p].n))
+            s->exact = false;
+        s->prio[p] = (int32_t)br->prio[p].priority;
+        s->prio_n[p] = (int32_t)br->prio[p].n;
+    }
+    s->n_prio = (uint8_t)br->n_prio;
+}
+
+static void node_sums_refresh(struct cluster *c, const struct node *n)
+{
+    for (size_t i = 0; i < n->n_res; i++)
+        sum_refresh(c, n, &n->res[i]);
+}
+
 /* ---- records ---- */
 
-static void node_free(void *p)
+static void node_free(void *ctx, void *p)
 {
     struct node *n = p;
 
@@ -224,8 +342,10 @@ static void node_free(void *p)
         free(n->taints[i].effect);
     }
     free(n->taints);
-    for (size_t i = 0; i < n->n_res; i++)
-        free(n->res[i].name);
+    for (size_t i = 0; i < n->n_res; i++) {
+        sum_free(ctx, n->res[i].sum);
+        rname_drop(ctx, n->res[i].name);
+    }
     free(n->res);
     free(n);
 }
@@ -243,13 +363,13 @@ static void vpod_free(void *p)
     free(v);
 }
 
-static void binding_free(void *p)
+static void binding_free(void *ctx, void *p)
 {
     struct binding *b = p;
 
     if (b != NULL) {
         for (size_t i = 0; i < b->n_res; i++) {
-            free(b->res[i].name);
+            rname_drop(ctx, b->res[i].name);
             free(b->res[i].prio);
         }
         free(b->pods);
@@ -258,10 +378,11 @@ static void binding_free(void *p)
     free(b);
 }
 
-static void workload_free(void *p)
+static void workload_free(void *ctx, void *p)
 {
     struct workload *w = p;
 
+    (void)ctx;
     if (w == NULL)
         return;
     json_decref(w->spec);
@@ -290,7 +411,7 @@ static int object_key(const json_t *obj, bool namespaced, char *buf, size_t len)
     return 0;
 }
 
-static struct node_res *node_res_slot(struct node *n, const char *name)
+static struct node_res *node_res_slot(struct cluster *c, struct node *n, const char *name)
 {
     struct node_res *grown;
 
@@ -303,14 +424,14 @@ static struct node_res *node_res_slot(struct node *n, const char *name)
         return NULL;
     n->res = grown;
     memset(&n->res[n->n_res], 0, sizeof(*n->res));
-    n->res[n->n_res].name = strdup(name);
+    n->res[n->n_res].name = rname_take(c, name);
     if (n->res[n->n_res].name == NULL)
         return NULL;
     return &n->res[n->n_res++];
 }
 
 /* capacity/allocatable maps into the node's resources, whole units. */
-static int node_read_amounts(struct node *n, const json_t *map, bool alloc)
+static int node_read_amounts(struct cluster *c, struct node *n, const json_t *map, bool alloc)
 {
     const char *name;
     const json_t *v;
@@ -320,7 +441,7 @@ static int node_read_amounts(struct node *n, const json_t *map, bool alloc)
     json_object_foreach ((json_t *)map, name, v) {
         if (!pod_is_extended(name) || quantity_json_milli(v, &milli) < 0 || milli < 0)
             continue;
-        if ((r = node_res_slot(n, name)) == NULL)
+        if ((r = node_res_slot(c, n, name)) == NULL)
             return -1;
         if (alloc)
             r->allocatable = milli / 1000;
@@ -342,7 +463,7 @@ static bool node_ready(const json_t *status)
     return false;
 }
 
-static struct node *node_from_json(const json_t *obj)
+static struct node *node_from_json(struct cluster *c, const json_t *obj)
 {
     const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
     const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
@@ -368,12 +489,12 @@ static struct node *node_from_json(const json_t *obj)
         if (nt->key == NULL || nt->value == NULL || nt->effect == NULL)
             goto fail;
     }
-    if (node_read_amounts(n, json_object_get(status, "capacity"), false) < 0 ||
-        node_read_amounts(n, json_object_get(status, "allocatable"), true) < 0)
+    if (node_read_amounts(c, n, json_object_get(status, "capacity"), false) < 0 ||
+        node_read_amounts(c, n, json_object_get(status, "allocatable"), true) < 0)
         goto fail;
     return n;
 fail:
-    node_free(n);
+    node_free(c, n);
     return NULL;
 }
 
@@ -407,7 +528,7 @@ static bool node_same_place(const struct node *a, const struct node *b)
         if (!node_res_offered(&b->res[i]))
             continue;
         for (size_t k = 0; !found && k < a->n_res; k++)
-            found = node_res_offered(&a->res[k]) && strcmp(a->res[k].name, b->res[i].name) == 0;
+            found = node_res_offered(&a->res[k]) && a->res[k].name == b->res[i].name;
         if (!found)
             return false;
     }
@@ -421,7 +542,7 @@ static void node_carry_grace(struct node *n, const struct node *old, double now)
         const struct node_res *o = NULL;
 
         for (size_t k = 0; old != NULL && k < old->n_res; k++) {
-            if (strcmp(old->res[k].name, r->name) == 0)
+            if (old->res[k].name == r->name)
                 o = &old->res[k];
         }
         if (r->allocatable > 0) {
@@ -569,7 +690,7 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
     if (owner != NULL)
         w->owner_deployment = strdup(owner);
     if (w->spec == NULL || (owner != NULL && w->owner_deployment == NULL)) {
-        workload_free(w);
+        workload_free(NULL, w);
         return NULL;
     }
     return w;
@@ -579,19 +700,20 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
 
 /* The totals of resource name on b, created when create is set (NULL when absent or out of
  * memory). */
-static struct bound_res *bound_res_of(struct binding *b, const char *name, bool create)
+static struct bound_res *bound_res_of(struct cluster *c, struct binding *b, const char *name,
+                                      bool create)
 {
     struct bound_res *grown;
-    char *copy;
+    const char *copy;
 
     for (size_t k = 0; k < b->n_res; k++)
         if (strcmp(b->res[k].name, name) == 0)
             return &b->res[k];
-    if (!create || (copy = strdup(name)) == NULL)
+    if (!create || (copy = rname_take(c, name)) == NULL)
         return NULL;
     grown = realloc(b->res, (b->n_res + 1) * sizeof(*b->res));
     if (grown == NULL) {
-        free(copy);
+        rname_drop(c, copy);
         return NULL;
     }
     b->res = grown;
@@ -625,18 +747,18 @@ static struct bound_prio *bound_prio_of(struct bound_res *r, int64_t priority, b
 
 /* Adds (sign 1) or removes (sign -1) a pod's demand to its node's totals. Adding first makes
  * room for every resource and priority, so that a failure leaves the totals as they were. */
-static int binding_count(struct binding *b, const struct vpod *v, int sign)
+static int binding_count(struct cluster *c, struct binding *b, const struct vpod *v, int sign)
 {
     struct bound_res *r;
     struct bound_prio *p;
 
     for (size_t d = 0; sign > 0 && d < v->n_demand; d++) {
-        if ((r = bound_res_of(b, v->demand[d].name, true)) == NULL ||
+        if ((r = bound_res_of(c, b, v->demand[d].name, true)) == NULL ||
             bound_prio_of(r, v->priority, true) == NULL)
             return -1;
     }
     for (size_t d = 0; d < v->n_demand; d++) {
-        if ((r = bound_res_of(b, v->demand[d].name, false)) == NULL ||
+        if ((r = bound_res_of(c, b, v->demand[d].name, false)) == NULL ||
             (p = bound_prio_of(r, v->priority, false)) == NULL)
             continue; /* removing what was never added */
         r->total += sign * v->demand[d].n;
@@ -653,8 +775,19 @@ static void binding_link(struct cluster *c, const char *node, struct binding *b)
 {
     struct node *n = table_get(&c->kinds[CLUSTER_NODES], node);
 
-    if (n != NULL)
+    if (n != NULL) {
         n->binding = b;
+        node_sums_refresh(c, n);
+    }
+}
+
+/* The bound totals of node changed: its res_sum copies follow. */
+static void binding_changed(struct cluster *c, const char *node)
+{
+    const struct node *n = table_get(&c->kinds[CLUSTER_NODES], node);
+
+    if (n != NULL)
+        node_sums_refresh(c, n);
 }
 
 static void binding_drop(struct cluster *c, const char *node)
@@ -684,9 +817,10 @@ static int bind_pod(struct cluster *c, struct vpod *v)
         b->pods = grown;
         b->cap = b->cap ? b->cap * 2 : 4;
     }
-    if (binding_count(b, v, 1) < 0)
+    if (binding_count(c, b, v, 1) < 0)
         goto fail;
     b->pods[b->n++] = v;
+    binding_changed(c, v->node);
     return 0;
 fail:
     if (b->n == 0)
@@ -703,7 +837,8 @@ static void unbind_pod(struct cluster *c, const struct vpod *v)
     for (size_t i = 0; i < b->n; i++) {
         if (b->pods[i] == v) {
             b->pods[i] = b->pods[--b->n];
-            binding_count(b, v, -1);
+            binding_count(c, b, v, -1);
+            binding_changed(c, v->node);
             break;
         }
     }
@@ -718,9 +853,16 @@ const struct binding *cluster_binding(const struct cluster *c, const char *node)
 
 /* ---- the view ---- */
 
-static void noop_free(void *p)
+static void noop_free(void *ctx, void *p)
 {
+    (void)ctx;
     (void)p;
+}
+
+static void plain_free(void *ctx, void *p)
+{
+    (void)ctx;
+    free(p);
 }
 
 struct cluster *cluster_new(const struct cluster_config *cfg)
@@ -734,13 +876,15 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     pthread_rwlock_init(&c->lock, NULL);
     pthread_mutex_init(&c->reserve_lock, NULL);
     pthread_mutex_init(&c->elig_lock, NULL);
-    rc |= table_init(&c->kinds[CLUSTER_NODES], node_free);
+    /* the names first: node and binding records drop theirs when freed */
+    rc |= table_init(&c->rnames, noop_free, c);
+    rc |= table_init(&c->kinds[CLUSTER_NODES], node_free, c);
     /* pods are freed by remove_pod, which unbinds them first */
-    rc |= table_init(&c->kinds[CLUSTER_PODS], noop_free);
-    rc |= table_init(&c->kinds[CLUSTER_PRIORITYCLASSES], free);
+    rc |= table_init(&c->kinds[CLUSTER_PODS], noop_free, c);
+    rc |= table_init(&c->kinds[CLUSTER_PRIORITYCLASSES], plain_free, c);
     for (int k = CLUSTER_REPLICASETS; k < CLUSTER_KINDS; k++)
-        rc |= table_init(&c->kinds[k], workload_free);
-    rc |= table_init(&c->bindings, binding_free);
+        rc |= table_init(&c->kinds[k], workload_free, c);
+    rc |= table_init(&c->bindings, binding_free, c);
     if (rc != 0) {
         cluster_free(c);
         return NULL;
@@ -765,9 +909,11 @@ void cluster_free(struct cluster *c)
     for (int k = 0; k < CLUSTER_KINDS; k++)
         table_free(&c->kinds[k]);
     table_free(&c->bindings);
+    table_free(&c->rnames); /* empty by now: every user is gone */
+    free(c->sums);
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
         free(c->elig[i].key);
-        free(c->elig[i].nodes);
+        free(c->elig[i].set); /* no decision runs any more: the entry's is the only ref */
         free(c->elig[i].reasons);
         free(c->elig[i].shared_why);
     }
@@ -788,6 +934,31 @@ static void remove_pod(struct cluster *c, const char *key)
     vpod_free(old);
 }
 
+/* The amounts of n into old, a record that decides where pods go as n does: each resource
+ * keeps its res_sum slot (remembered eligible sets point at it), those n adds get one, and
+ * old's former resources go with n. */
+static void node_take_amounts(struct cluster *c, struct node *old, struct node *n)
+{
+    struct node_res *r = old->res;
+    size_t nr = old->n_res;
+
+    for (size_t i = 0; i < n->n_res; i++) {
+        for (size_t k = 0; n->res[i].sum == 0 && k < old->n_res; k++) {
+            if (old->res[k].name == n->res[i].name) {
+                n->res[i].sum = old->res[k].sum;
+                old->res[k].sum = 0;
+            }
+        }
+        if (n->res[i].sum == 0)
+            n->res[i].sum = sum_new(c);
+    }
+    old->res = n->res;
+    old->n_res = n->n_res;
+    n->res = r;
+    n->n_res = nr;
+    node_sums_refresh(c, old);
+}
+
 /* Inserts or replaces the record of obj; a record for an object the view does not keep is
  * removed. Called with the write lock held. */
 static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, struct diag *d)
@@ -803,25 +974,23 @@ static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, str
     }
     switch (k) {
     case CLUSTER_NODES: {
-        struct node *n = node_from_json(obj), *old = table_get(t, key);
+        struct node *n = node_from_json(c, obj), *old = table_get(t, key);
 
         if (n != NULL)
             node_carry_grace(n, old, cluster_now());
         if (n != NULL && old != NULL && node_same_place(old, n)) {
             /* only amounts changed: the record stays, and with it what decisions remember */
-            struct node_res *r = old->res;
-            size_t nr = old->n_res;
-
-            old->res = n->res;
-            old->n_res = n->n_res;
-            n->res = r;
-            n->n_res = nr;
-            node_free(n);
+            node_take_amounts(c, old, n);
+            node_free(c, n);
             return table_put(t, key, old, c->list_gen[k]); /* an update: cannot fail */
         }
         c->node_gen++;
-        if (n != NULL)
+        if (n != NULL) {
             n->binding = table_get(&c->bindings, key);
+            for (size_t i = 0; i < n->n_res; i++)
+                n->res[i].sum = sum_new(c);
+            node_sums_refresh(c, n);
+        }
         rec = n;
         break;
     }

@@ -25,17 +25,36 @@ struct table_entry {
 struct table {
     struct table_entry **buckets;
     size_t n_buckets, n;
-    void (*free_value)(void *);
+    void (*free_value)(void *ctx, void *value);
+    void *ctx; /* the view, for records that hold interned names */
 };
 
 /* One extended resource of a node. Amounts are whole units. */
 struct node_res {
-    char *name;
+    const char *name; /* interned (cluster_rname): the same pointer for the same name */
     int64_t capacity;
     int64_t allocatable;
     int64_t last_allocatable; /* the last nonzero allocatable, for the device-plugin grace */
     double zero_since;        /* monotonic seconds when allocatable fell to 0 while capacity
                                  did not; 0 when it has not */
+    uint32_t sum;             /* its res_sum in cluster.sums; 0 when it has none */
+};
+
+/* What a decision reads of one resource of one node, in one cache line of one array
+ * (cluster.sums), so that summing ~1,000 eligible nodes reads ~1,000 lines and chases no
+ * pointers: a copy, derived from the node_res and its node's binding, refreshed by cluster.c
+ * whenever either changes. exact is false when the copy cannot stand for them (a
+ * device-plugin grace running, more priorities than fit, amounts past 32 bits): the decision
+ * reads the records then. Slot 0 is never used; a free slot has name NULL. */
+#define RES_SUM_PRIO 4
+struct res_sum {
+    _Alignas(64) const char *name; /* interned; NULL: free */
+    int64_t allocatable;
+    int64_t used; /* by the bound pods, all priorities; a free slot: the next free slot */
+    uint8_t n_prio;
+    bool exact;
+    int32_t prio[RES_SUM_PRIO];   /* the priorities of bound pods using it */
+    int32_t prio_n[RES_SUM_PRIO]; /* how much each uses; 0 past n_prio */
 };
 
 /* The node advertises the resource (a key at 0 after a rename is not an offer). */
@@ -84,7 +103,7 @@ struct bound_prio {
 };
 
 struct bound_res {
-    char *name;
+    const char *name; /* interned (cluster_rname) */
     int64_t total;
     struct bound_prio *prio; /* slots with n > 0 */
     size_t n_prio, cap_prio;
@@ -129,11 +148,25 @@ struct reservation {
  * its labels, taints, readiness, cordon and offered resources alone (a heartbeat, a new
  * allocatable) changes the record in place. */
 #define ELIG_CACHE_MAX 16
+struct elig_slot {
+    uint32_t slot; /* of the template's first resource */
+    uint32_t i;    /* the node's place in the scan */
+};
+
+struct elig_set {
+    unsigned refs; /* the entry's, and one per decision reading it; changed under elig_lock */
+    size_t n, n_res;
+    uint32_t *sums; /* n * n_res: node i's res_sum of the template's resource r at i*n_res+r;
+                       stable, like the node pointers, while node_gen is unchanged */
+    struct elig_slot *by_slot; /* n, sorted by slot: the order the lines lie in memory */
+    const struct node *nodes[];
+};
+
 struct elig_entry {
-    char *key; /* NULL: unused */
+    char *key; /* NULL: unused; key_len bytes, NULs among them */
+    size_t key_len;
     unsigned long gen, used;
-    const struct node **nodes;
-    size_t n;
+    struct elig_set *set; /* shared with the decisions that found it, not copied */
     char *reasons, *shared_why;
     bool all_shared;
 };
@@ -150,6 +183,10 @@ struct cluster {
     pthread_rwlock_t lock;
     struct table kinds[CLUSTER_KINDS]; /* nodes, pods, classes, then the workload kinds */
     struct table bindings;             /* node name -> struct binding */
+    struct res_sum *sums;              /* 64-byte aligned; grows under the write lock */
+    uint32_t n_sums, cap_sums, free_sum;
+    struct table rnames; /* interned resource names: the key is the name every node_res and
+                            bound_res points to, the value counts them; gone at 0 */
     unsigned list_gen[CLUSTER_KINDS];
     bool listed[CLUSTER_KINDS];
     double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */
@@ -163,5 +200,8 @@ double cluster_now(void);
 int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r,
                                       double now);
 const struct binding *cluster_binding(const struct cluster *c, const char *node);
+/* The interned copy of resource name, or NULL when no node offers it and no bound pod uses it
+ * (then no node_res or bound_res can have it): records compare names by pointer. */
+const char *cluster_rname(const struct cluster *c, const char *name);
 
 #endif

@@ -24,6 +24,12 @@
  * this small; a larger one is refused at once and the connection closed. */
 #define DEFER_ERROR_BODY_MAX (64u * 1024u)
 
+/* Capacity decisions remember a pod template's eligible nodes under a key written from its
+ * constraints: on the stack up to this size (on the heap past it), from JSON nested at most
+ * this deep (a deeper template is judged by a scan every time, not remembered). */
+#define PLACE_KEY_INLINE_BYTES 2048u
+#define PLACE_KEY_DEPTH_MAX    32u
+
 /* Connections. */
 #define DEFAULT_CONNECTION_LIMIT  1024u
 #define DEFAULT_IDLE_TIMEOUT_S    30u /* idle or stalled connections are closed after this */

@@ -136,6 +136,8 @@ static void test_device_plugin_grace(void)
     dump = cluster_dump(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4); /* within the grace */
     json_decref(dump);
+    CHECK(!c->sums[((const struct node *)table_get(&c->kinds[CLUSTER_NODES], "a"))->res[0].sum]
+               .exact); /* the grace depends on the time: decisions read the records */
     apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", "")); /* still 0: still in grace */
     dump = cluster_dump(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4);
@@ -451,6 +453,94 @@ static bool links_ok(const struct cluster *c)
     return true;
 }
 
+/* Interned names: every record's name is the view's one copy, counted once per record that
+ * holds it, and a name no record holds is gone. */
+static bool names_ok(const struct cluster *c)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES], *bs = &c->bindings;
+    size_t users = 0, counted = 0;
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (const struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+
+            for (size_t k = 0; k < n->n_res; k++, users++) {
+                if (n->res[k].name != cluster_rname(c, n->res[k].name))
+                    return false;
+            }
+        }
+    }
+    for (size_t i = 0; i < bs->n_buckets; i++) {
+        for (const struct table_entry *e = bs->buckets[i]; e; e = e->next) {
+            const struct binding *b = e->value;
+
+            for (size_t k = 0; k < b->n_res; k++, users++) {
+                if (b->res[k].name != cluster_rname(c, b->res[k].name))
+                    return false;
+            }
+        }
+    }
+    for (size_t i = 0; i < c->rnames.n_buckets; i++) {
+        for (const struct table_entry *e = c->rnames.buckets[i]; e; e = e->next) {
+            if ((uintptr_t)e->value == 0)
+                return false;
+            counted += (uintptr_t)e->value;
+        }
+    }
+    return users == counted;
+}
+
+/* Every node resource has its own res_sum slot, holding what its records say (or marked
+ * inexact when it cannot), and the free slots are free. */
+static bool sums_ok(const struct cluster *c)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+    size_t live = 0, free_slots = 0;
+
+    for (size_t i = 0; i < t->n_buckets; i++) {
+        for (const struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            const struct node *n = e->value;
+
+            for (size_t k = 0; k < n->n_res; k++) {
+                const struct node_res *r = &n->res[k];
+                const struct res_sum *s = &c->sums[r->sum];
+                const struct bound_res *br = NULL;
+                bool grace = r->allocatable == 0 && r->zero_since > 0 && r->last_allocatable > 0;
+                int64_t lower_all = 0, lower_sum = 0;
+
+                if (r->sum == 0 || r->sum >= c->n_sums || s->name != r->name ||
+                    s->allocatable != r->allocatable)
+                    return false;
+                live++;
+                for (size_t b = 0; n->binding != NULL && b < n->binding->n_res; b++)
+                    if (n->binding->res[b].name == r->name)
+                        br = &n->binding->res[b];
+                if (s->used != (br ? br->total : 0))
+                    return false;
+                if (grace || (br != NULL && br->n_prio > RES_SUM_PRIO)) {
+                    if (s->exact)
+                        return false;
+                    continue;
+                }
+                if (!s->exact || s->n_prio != (br ? br->n_prio : 0))
+                    return false;
+                for (size_t p = 0; br != NULL && p < br->n_prio; p++) /* one cut, both ways */
+                    lower_all += br->prio[p].priority < 100 ? br->prio[p].n : 0;
+                for (size_t p = 0; p < s->n_prio; p++)
+                    lower_sum += s->prio[p] < 100 ? s->prio_n[p] : 0;
+                if (lower_all != lower_sum)
+                    return false;
+            }
+        }
+    }
+    for (uint32_t i = c->free_sum; i != 0; i = (uint32_t)c->sums[i].used, free_slots++) {
+        if (c->sums[i].name != NULL || free_slots > c->n_sums)
+            return false;
+    }
+    /* slot 0 is never used: live and free ones account for the rest, so none is shared */
+    return c->n_sums == 0 || live + free_slots == c->n_sums - 1;
+}
+
 #define PRIO150                                                                                    \
     "{'priority':150,'tolerations':[{'operator':'Exists'}],'containers':[{'name':'t',"             \
     "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
@@ -498,7 +588,7 @@ static void test_priority_churn(void)
     b = cluster_binding(c, "n1");
     CHECK(b != NULL && b->res[0].total == 2 && b->res[0].n_prio == 2);
     CHECK(judge(c, PRIO150, 20, 0).fit_now == 19); /* 18 free, x preemptible */
-    CHECK(links_ok(c));
+    CHECK(links_ok(c) && names_ok(c) && sums_ok(c) && sums_ok(ref));
     cluster_free(c);
     cluster_free(ref);
 }
@@ -539,6 +629,7 @@ static void test_long_resource_names(void)
     CHECK(cluster_binding(c, "n1") != NULL && cluster_binding(c, "n1")->n_res == 2);
     CHECK(cluster_binding(c, "n1")->res[0].n_prio == 1 &&
           cluster_binding(c, "n1")->res[1].n_prio == 1);
+    CHECK(names_ok(c) && sums_ok(c));
     cluster_free(c);
 }
 
@@ -668,6 +759,214 @@ static void test_node_binding_links(void)
     cluster_list_end(c, CLUSTER_PODS);
     CHECK(cluster_binding(c, "n9") == NULL && links_ok(c));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 4);
+    CHECK(names_ok(c) && sums_ok(c));
+    cluster_free(c);
+}
+
+/* A resource name first seen after startup, on a pod before any node offers it; amounts
+ * changed in place keep the node's res_sum slot (remembered eligible sets point at it); the
+ * copies follow pods, nodes and relists; a name nothing holds any more is gone. */
+#define MIG "nvidia.com/mig-1g.10gb"
+#define MIG_NODE(name, alloc, extra)                                                               \
+    "{'kind':'Node','metadata':{'name':'" name "','labels':{" PRESENT "}},'status':{"              \
+    "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'" MIG "':'7'" extra "},"         \
+    "'allocatable':{'" MIG "':'" alloc "'" extra "}}}"
+#define ON_MIG                                                                                     \
+    "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':'t',"   \
+    "'resources':{'limits':{'" MIG "':'1'}}}]}"
+static void test_interned_names_and_sums(void)
+{
+    struct cluster *c = empty_view();
+    const struct node *n;
+    uint32_t slot;
+    char name[32];
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("g1", PRESENT, "4", ""));
+    CHECK(cluster_rname(c, MIG) == NULL && names_ok(c) && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).eligible == 0);
+    pod_at(c, "ADDED", "early", "m1", 10, MIG, 2); /* the name, first on a pod */
+    CHECK(cluster_rname(c, MIG) != NULL && names_ok(c) && sums_ok(c));
+    apply(c, CLUSTER_NODES, "ADDED", MIG_NODE("m1", "7", ""));
+    CHECK(names_ok(c) && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 7); /* 5 free, 2 below priority 50 */
+    n = table_get(&c->kinds[CLUSTER_NODES], "m1");
+    slot = n->res[0].sum;
+    CHECK(slot != 0 && c->sums[slot].exact && c->sums[slot].used == 2);
+
+    /* amounts alone, and a resource added at 0 (not offered): in place, same slot */
+    apply(c, CLUSTER_NODES, "MODIFIED", MIG_NODE("m1", "5", ",'example.com/fpga':'0'"));
+    CHECK(table_get(&c->kinds[CLUSTER_NODES], "m1") == n && n->res[0].sum == slot);
+    CHECK(n->n_res == 2 && names_ok(c) && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 5);
+    pod_at(c, "ADDED", "high", "m1", 100, MIG, 3);
+    CHECK(sums_ok(c) && c->sums[slot].used == 5 && c->sums[slot].n_prio == 2);
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 2); /* 0 free, 2 below 50; 3 above are not */
+
+    /* more priorities than a slot holds: the records are read, with the same answer */
+    for (int i = 0; i < RES_SUM_PRIO + 1; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        pod_at(c, "ADDED", name, "m1", i, MIG, 1);
+    }
+    CHECK(!c->sums[slot].exact && sums_ok(c));
+    CHECK(judge(c, ON_MIG, 1, 0).fit_now == 2); /* 10 used of 5: 0 free, 7 below 50 */
+    for (int i = 0; i < RES_SUM_PRIO + 1; i++) {
+        snprintf(name, sizeof(name), "p%d", i);
+        pod_at(c, "DELETED", name, "m1", i, MIG, 1);
+    }
+    CHECK(c->sums[slot].exact && sums_ok(c) && judge(c, ON_MIG, 1, 0).fit_now == 2);
+
+    /* a new record (a label change): new slots, the old ones free */
+    apply(c, CLUSTER_NODES, "MODIFIED",
+          "{'kind':'Node','metadata':{'name':'m1','labels':{" PRESENT ",'x':'y'}},'status':{"
+          "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'" MIG "':'7'},"
+          "'allocatable':{'" MIG "':'5'}}}");
+    CHECK(names_ok(c) && sums_ok(c) && judge(c, ON_MIG, 1, 0).fit_now == 2);
+    apply(c, CLUSTER_NODES, "DELETED", MIG_NODE("m1", "5", ""));
+    CHECK(names_ok(c) && sums_ok(c) && cluster_rname(c, MIG) != NULL); /* pods still hold it */
+    cluster_list_begin(c, CLUSTER_PODS);
+    cluster_list_end(c, CLUSTER_PODS);
+    CHECK(names_ok(c) && sums_ok(c) && cluster_rname(c, MIG) == NULL);
+    CHECK(cluster_rname(c, "nvidia.com/gpu") != NULL);
+    apply(c, CLUSTER_NODES, "DELETED", GPU_NODE("g1", PRESENT, "4", ""));
+    CHECK(names_ok(c) && sums_ok(c) && cluster_rname(c, "nvidia.com/gpu") == NULL);
+    cluster_free(c);
+}
+
+/* A decision sums the eligible nodes one of two ways: a tight pass over the res_sum lines for
+ * a one-resource template while nothing is reserved, or node by node otherwise (several
+ * resources, reservations). Both must say the same, with the headroom, per-pod amounts and
+ * inexact lines (more priorities than a line holds) in play; a two-resource template fits
+ * the fewer pods of its two resources. */
+static void test_fit_paths_agree(void)
+{
+    struct cluster *c = empty_view();
+    struct capacity_result one[2], all[2], both;
+    const char *tmpl[2] = {
+        "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':"
+        "'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
+        "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':"
+        "'t','resources':{'limits':{'nvidia.com/gpu':'3'}}}]}"};
+    json_t *mig = js(ON_MIG);
+    struct capacity_request rq_mig = {mig, &gpus, 1, 1, 0};
+    char name[32], node[32];
+
+    for (int n = 0; n < 8; n++) {
+        char buf[1024];
+
+        snprintf(buf, sizeof(buf),
+                 "{'kind':'Node','metadata':{'name':'g%d','labels':{" PRESENT "}},'status':{"
+                 "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'nvidia.com/gpu':"
+                 "'%d'},'allocatable':{'nvidia.com/gpu':'%d'}}}",
+                 n, 4 + n, 4 + n);
+        apply(c, CLUSTER_NODES, "ADDED", buf);
+        snprintf(node, sizeof(node), "g%d", n);
+        for (int p = 0; p < n; p++) { /* node gn: n pods of n priorities, around 50 */
+            snprintf(name, sizeof(name), "g%d-%d", n, p);
+            pod_at(c, "ADDED", name, node, 20 * p, "nvidia.com/gpu", 1);
+        }
+    }
+    apply(c, CLUSTER_NODES, "ADDED", MIG_NODE("m1", "7", ",'nvidia.com/gpu':'8'"));
+    pod_at(c, "ADDED", "m1-a", "m1", 10, "nvidia.com/gpu", 3);
+    pod_at(c, "ADDED", "m1-b", "m1", 10, MIG, 5);
+    CHECK(sums_ok(c));
+    for (int t = 0; t < 2; t++)
+        one[t] = judge(c, tmpl[t], 1, 1);
+    capacity_reserve(c, &rq_mig, 1, 60); /* held elsewhere: the node-by-node way */
+    for (int t = 0; t < 2; t++) {
+        all[t] = judge(c, tmpl[t], 1, 1);
+        CHECK(one[t].eligible == 9 && all[t].eligible == 9);
+        CHECK(one[t].fit_now == all[t].fit_now && one[t].fit_ever == all[t].fit_ever);
+        CHECK(one[t].total_gpus[0] == all[t].total_gpus[0] && one[t].total_gpus[0] == 68);
+        CHECK_STR(one[t].nodes, all[t].nodes);
+    }
+    /* 1 GPU each, headroom 1: ever = sum(3..10) + 7 = 59; now subtracts the pods at or
+     * above 50 (priorities 60..120 on g4..g7: 1+2+3+4 = 10); m1's are below, preemptible */
+    CHECK(one[0].fit_ever == 59 && one[0].fit_now == 49);
+    /* 3 GPUs each: ever 1+1+1+2+2+2+3+3 + 2 = 17; now per node 3+min(n,3) -> 1,1,1,2,2,2,2,2,
+     * and m1 7 -> 2 */
+    CHECK(one[1].fit_ever == 17 && one[1].fit_now == 15);
+    both = judge(c,
+                 "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t',"
+                 "'resources':{'limits':{'nvidia.com/gpu':'1','" MIG "':'1'}}}]}",
+                 1, 0);
+    /* only m1 offers both; priority 0, so nothing to preempt: MIG 7 - 5 used - 1 reserved = 1,
+     * GPU 8 - 3 = 5: the fewer */
+    CHECK(both.eligible == 1 && both.fit_ever == 7 && both.fit_now == 1);
+    CHECK(sums_ok(c) && names_ok(c));
+    json_decref(mig);
+    cluster_free(c);
+}
+
+static int remembered(const struct cluster *c, size_t *longest)
+{
+    int n = 0;
+
+    *longest = 0;
+    for (int i = 0; i < ELIG_CACHE_MAX; i++) {
+        if (c->elig[i].key != NULL && c->elig[i].gen == c->node_gen) {
+            n++;
+            if (c->elig[i].key_len > *longest)
+                *longest = c->elig[i].key_len;
+        }
+    }
+    return n;
+}
+
+/* The key a template's eligible nodes are remembered under: values that would run into each
+ * other written plainly stay apart, a key past the stack buffer lives on the heap, and a
+ * template nested deeper than the key goes is judged by a scan, every time. */
+static void test_place_keys(void)
+{
+    struct cluster *c = empty_view();
+    char tmpl[8192], deep[2048] = "";
+    size_t longest, at = 0;
+    int before;
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    CHECK_STR(judge(c,
+                    "{'nodeSelector':{'ab':'c'},'containers':[{'name':'t','resources':{"
+                    "'limits':{'nvidia.com/gpu':'1'}}}]}",
+                    1, 0)
+                  .reasons,
+              "1 node lacks ab=c");
+    CHECK_STR(judge(c,
+                    "{'nodeSelector':{'a':'bc'},'containers':[{'name':'t','resources':{"
+                    "'limits':{'nvidia.com/gpu':'1'}}}]}",
+                    1, 0)
+                  .reasons,
+              "1 node lacks a=bc");
+    CHECK(remembered(c, &longest) == 2);
+
+    /* a selector of 40 long labels, all on the node: a key of more than 2 KiB */
+    at = (size_t)snprintf(tmpl, sizeof(tmpl), "{'nodeSelector':{" PRESENT);
+    for (int i = 0; i < 40; i++)
+        at += (size_t)snprintf(tmpl + at, sizeof(tmpl) - at,
+                               ",'example.com/a-rather-long-label-name-%02d':'present'", i);
+    snprintf(tmpl + at, sizeof(tmpl) - at,
+             "},'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}");
+    CHECK_STR(judge(c, tmpl, 1, 0).reasons,
+              "1 node lacks example.com/a-rather-long-label-name-00=present");
+    CHECK(remembered(c, &longest) == 3 && longest > PLACE_KEY_INLINE_BYTES);
+    CHECK_STR(judge(c, tmpl, 1, 0).reasons, /* found again, from the heap key */
+              "1 node lacks example.com/a-rather-long-label-name-00=present");
+    CHECK(remembered(c, &longest) == 3);
+
+    /* an affinity term nested past PLACE_KEY_DEPTH_MAX (in a value the view ignores) */
+    at = 0;
+    for (unsigned i = 0; i < PLACE_KEY_DEPTH_MAX + 2; i++)
+        deep[at++] = '[';
+    for (unsigned i = 0; i < PLACE_KEY_DEPTH_MAX + 2; i++)
+        deep[at++] = ']';
+    deep[at] = '\0';
+    snprintf(tmpl, sizeof(tmpl),
+             "{'affinity':{'nodeAffinity':{'preferredDuringSchedulingIgnoredDuringExecution':%s}},"
+             "'nodeSelector':{" PRESENT "},'tolerations':[{'operator':'Exists'}],'containers':[{"
+             "'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
+             deep);
+    before = remembered(c, &longest);
+    CHECK(judge(c, tmpl, 1, 0).eligible == 1);
+    CHECK(judge(c, tmpl, 1, 0).fit_now == 4);
+    CHECK(remembered(c, &longest) == before); /* not remembered */
     cluster_free(c);
 }
 
@@ -684,5 +983,8 @@ int main(void)
     RUN(test_long_resource_names);
     RUN(test_eligible_nodes_follow_the_view);
     RUN(test_node_binding_links);
+    RUN(test_interned_names_and_sums);
+    RUN(test_fit_paths_agree);
+    RUN(test_place_keys);
     TEST_MAIN_END("test_cluster");
 }
