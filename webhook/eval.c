@@ -403,8 +403,11 @@ static size_t untolerated(const struct policy_doc *doc, const json_t *spec,
     return n;
 }
 
-/* A required node affinity term that keeps the pod on GPU nodes. */
-static bool term_confines(const struct policy_doc *doc, const json_t *term)
+/* A required node affinity term that keeps the pod on GPU nodes (an In expression whose values
+ * all match a GPU node label), or with any_value one that lets it onto them (an In expression
+ * naming a GPU node label's value among others: In [true, false] reaches GPU nodes as surely as
+ * a second term does). */
+static bool term_on_gpu_label(const struct policy_doc *doc, const json_t *term, bool any_value)
 {
     const json_t *exprs = json_object_get(term, "matchExpressions"), *e, *vals, *v;
     size_t i, k;
@@ -427,6 +430,8 @@ static bool term_confines(const struct policy_doc *doc, const json_t *term)
                 continue;
             vals = json_object_get(e, "values");
             json_array_foreach (vals, k, v) {
+                if (any_value && label_matches(nl, key, json_string_value(v)))
+                    return true;
                 all = all && label_matches(nl, key, json_string_value(v));
             }
             if (all && json_array_size(vals) > 0)
@@ -474,7 +479,7 @@ static bool confined(const struct policy_doc *doc, const json_t *spec, char *why
     terms = required_terms(spec);
     all = json_array_size(terms) > 0;
     json_array_foreach (terms, i, term) {
-        all = all && term_confines(doc, term);
+        all = all && term_on_gpu_label(doc, term, false);
     }
     if (all)
         snprintf(why, len, "required node affinity on GPU node labels");
@@ -528,7 +533,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
     if (selects_gpu_label(doc, spec, why, len))
         return true;
     json_array_foreach (required_terms(spec), i, v) {
-        if (term_confines(doc, v)) {
+        if (term_on_gpu_label(doc, v, true)) {
             snprintf(why, len, "required node affinity on GPU node labels");
             return true;
         }

@@ -637,6 +637,15 @@ static const struct ecase cases[] = {
                    "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/"
                    "gpu.present','operator':'In','values':['true']}]}]}}}}"),
      .allowed = 1},
+    /* fuzz_bypass: In [true, false] lets the pod onto GPU nodes as surely as a second term */
+    {.name = "validate: required node affinity naming the GPU label among others targets GPU nodes",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER
+                   "],'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+                   "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/"
+                   "gpu.present','operator':'In','values':['true','false']}]}]}}}}"),
+     .allowed = 0,
+     .message = "targets GPU nodes (required node affinity on GPU node labels) but requests no"},
     {.name = "mutate: a toleration with an empty key and Exists tolerates everything",
      .policy = "mutate.yaml",
      .mutating = true,
