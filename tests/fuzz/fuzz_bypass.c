@@ -310,7 +310,8 @@ static json_t *object(struct gen *g, unsigned k, const char *ns)
     return obj;
 }
 
-static struct review *review_of(unsigned k, const char *ns, const char *user, json_t *obj)
+static struct review *review_of(unsigned k, const char *ns, const char *user, json_t *obj,
+                                const char *op, json_t *old)
 {
     json_t *root = json_pack(
         "{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:[s]}, "
@@ -318,12 +319,15 @@ static struct review *review_of(unsigned k, const char *ns, const char *user, js
         "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid",
         "bypass-uid", "kind", "group", kinds[k].group, "version", "v1", "kind", kinds[k].kind,
         "resource", "group", kinds[k].group, "version", "v1", "resource", kinds[k].resource, "name",
-        "", "namespace", ns, "operation", "CREATE", "userInfo", "username", user, "groups",
+        "", "namespace", ns, "operation", op, "userInfo", "username", user, "groups",
         "system:authenticated", "object", obj, "dryRun", 0);
-    char *text = json_dumps(root, JSON_COMPACT);
+    char *text;
     struct diag d;
     struct review *r;
 
+    if (old != NULL)
+        json_object_set(json_object_get(root, "request"), "oldObject", old);
+    text = json_dumps(root, JSON_COMPACT);
     diag_clear(&d);
     r = review_decode(text, strlen(text), &d);
     FUZZ_ASSERT(r != NULL, "generated review does not decode: %s", d.msg);
@@ -353,7 +357,7 @@ static void disagree(const char *what, const json_t *obj, const struct decision 
 {
     char *text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
 
-    fprintf(stderr, "object: %s\nengine: %s\noracle: %s%s\n", text ? text : "?",
+    fprintf(stderr, "%s object: %s\nengine: %s\noracle: %s%s\n", v->op, text ? text : "?",
             dec->message ? dec->message : "(allowed)", v->admit ? "admit" : "refuse: ", v->why);
     free(text);
     FUZZ_FAIL("%s", what);
@@ -365,11 +369,45 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned k = pick(&g.b, sizeof(kinds) / sizeof(kinds[0]));
     const char *ns = PICK(&g.b, namespaces), *user = PICK(&g.b, users);
     json_t *obj = object(&g, k, ns), *patched, *again;
-    struct review *r = review_of(k, ns, user, obj), *r2;
+    json_t *old = NULL;
+    /* chosen last, so that inputs written before the choice existed still mean a CREATE */
+    unsigned update = pick(&g.b, 3);
+    struct review *r, *r2;
     struct decision mut, val, raw, dec2;
-    struct oracle_input in = {obj, kinds[k].kind, ns, user, g.qty, g.n_qty};
+    struct oracle_input in = {obj,  kinds[k].kind, ns,     user, update ? "UPDATE" : "CREATE",
+                              NULL, g.qty,         g.n_qty};
     struct oracle_verdict v;
     char why[256];
+
+    /* UPDATE: the object before had other template labels (1), or only other replicas (2) */
+    if (update) {
+        json_t *tpl;
+
+        old = json_deep_copy(obj);
+        tpl = (json_t *)oracle_pod_spec(old, kinds[k].kind);
+        if (strcmp(kinds[k].kind, "Pod") == 0 || update == 1)
+            json_object_set_new(json_object_get(old, "metadata"), "labels",
+                                json_pack("{s:s}", "app", "old"));
+        if (strcmp(kinds[k].kind, "Pod") != 0 && update == 1 && tpl != NULL) {
+            const char *kind = kinds[k].kind;
+            json_t *spec = json_object_get(old, "spec");
+
+            if (strcmp(kind, "CronJob") == 0)
+                spec = json_object_get(json_object_get(spec, "jobTemplate"), "spec");
+            json_object_set_new(json_object_get(json_object_get(spec, "template"), "metadata"),
+                                "labels", json_pack("{s:s}", "app", "old"));
+        }
+        if (strcmp(kinds[k].kind, "Pod") != 0 && update == 2) {
+            json_t *spec = json_object_get(old, "spec");
+
+            if (strcmp(kinds[k].kind, "CronJob") == 0)
+                json_object_set_new(spec, "schedule", json_string("0 * * * *"));
+            else
+                json_object_set_new(spec, "replicas", json_integer(7));
+        }
+        in.old_object = old;
+    }
+    r = review_of(k, ns, user, obj, in.op, old);
 
     /* the oracle reads the object as generated: the side table points into it */
     oracle_judge(&in, &v);
@@ -404,5 +442,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     review_free(r2);
     review_free(r);
     json_decref(obj);
+    json_decref(old);
     return 0;
 }

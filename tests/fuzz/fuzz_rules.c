@@ -3,7 +3,7 @@
  * arbitrary bytes. A load is all or nothing: a policy and no error, or no policy and at least
  * one error with a message. A policy that loads is then used: a few fixed reviews (a GPU pod, a
  * pod aimed at GPU nodes without GPUs, a Deployment) go to both endpoints, and each response is
- * checked as in fuzz_review, patches included.
+ * checked as in fuzz_review, patches included; a patched object must get no second patch.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -68,6 +68,24 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     return 0;
 }
 
+/* The patched object sent again gets no patch (rules/README.md, "Patches"), whatever the
+ * policy. */
+static void again(const struct policy *p, const struct review *r, const json_t *patched)
+{
+    struct review *r2 = fuzz_review_with_object(r, patched);
+    struct decision dec;
+
+    FUZZ_ASSERT(r2 != NULL, "the review with the patched object does not decode");
+    decision_init(&dec);
+    if (eval_review(p, r2, true, false, NULL, &dec) == 0 && json_array_size(dec.patch) > 0) {
+        char *ops = json_dumps(dec.patch, JSON_COMPACT);
+
+        FUZZ_FAIL("the patched object gets another patch: %s", ops ? ops : "?");
+    }
+    decision_release(&dec);
+    review_free(r2);
+}
+
 static void use(const struct policy *p)
 {
     for (size_t i = 0; i < 3; i++) {
@@ -82,6 +100,8 @@ static void use(const struct policy *p)
                 FUZZ_ASSERT(review_encode(decoded[i], &dec, mutating, &body, &len) == 0,
                             "encode failed");
                 patched = fuzz_check_response(decoded[i], &dec, mutating, body, len);
+                if (patched != NULL)
+                    again(p, decoded[i], patched);
                 json_decref(patched);
                 free(body);
             }

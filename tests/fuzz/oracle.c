@@ -74,15 +74,21 @@ static void refuse(struct oracle_verdict *v, const char *fmt, ...)
     va_end(ap);
 }
 
-const json_t *oracle_pod_spec(const json_t *object, const char *kind)
+/* A workload's pod template (metadata and spec). */
+static const json_t *pod_template(const json_t *object, const char *kind)
 {
     const json_t *spec = json_object_get(object, "spec");
 
-    if (strcmp(kind, "Pod") == 0)
-        return spec;
     if (strcmp(kind, "CronJob") == 0)
         spec = json_object_get(json_object_get(spec, "jobTemplate"), "spec");
-    return json_object_get(json_object_get(spec, "template"), "spec");
+    return json_object_get(spec, "template");
+}
+
+const json_t *oracle_pod_spec(const json_t *object, const char *kind)
+{
+    if (strcmp(kind, "Pod") == 0)
+        return json_object_get(object, "spec");
+    return json_object_get(pod_template(object, kind), "spec");
 }
 
 /* ---- what a GPU pod is ------------------------------------------------------------------- */
@@ -434,7 +440,14 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
 
     memset(v, 0, sizeof(*v));
     v->admit = true;
+    v->op = in->op;
     if (spec == NULL || excluded(in))
+        return;
+    /* Pods are judged on CREATE only; workloads on CREATE, and on UPDATE when the pod template
+     * changed (rules/README.md, "Pod templates"). */
+    if (strcmp(in->op, "CREATE") != 0 &&
+        (strcmp(in->kind, "Pod") == 0 ||
+         json_equal(pod_template(in->object, in->kind), pod_template(in->old_object, in->kind))))
         return;
     v->judged = true;
     pod_gpus(in, spec, &d, &v->gpu, &error);

@@ -1,7 +1,7 @@
 /*
  * oracle.h: an independent judge of the default policy (rules/default.yaml), written from
  * rules/README.md alone, for fuzz_bypass. It answers one question about an object the apiserver
- * sends on CREATE: after /mutate and /validate, is it admitted or refused?
+ * sends on CREATE or UPDATE: after /mutate and /validate, is it admitted or refused?
  *
  * It knows only the default policy's values (below, in oracle.c) and the quantities the
  * bypass generator writes: each GPU amount comes with the value the generator meant, so the
@@ -26,20 +26,23 @@ struct oracle_qty {
 };
 
 struct oracle_input {
-    const json_t *object; /* as sent */
-    const char *kind;     /* Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob */
-    const char *ns;       /* request.namespace */
-    const char *user;     /* userInfo.username */
+    const json_t *object;     /* as sent */
+    const char *kind;         /* Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob */
+    const char *ns;           /* request.namespace */
+    const char *user;         /* userInfo.username */
+    const char *op;           /* CREATE or UPDATE */
+    const json_t *old_object; /* UPDATE: the object before */
     const struct oracle_qty *qty;
     size_t n_qty;
 };
 
 struct oracle_verdict {
-    bool judged;   /* false: excluded or not a pod rule at all (admitted untouched) */
-    bool gpu;      /* the pod requests GPUs */
-    bool targets;  /* the pod targets GPU nodes */
-    bool admit;    /* the final verdict after /mutate and /validate */
-    char why[256]; /* the first reason for a refusal */
+    bool judged;    /* false: excluded or not a pod rule at all (admitted untouched) */
+    bool gpu;       /* the pod requests GPUs */
+    bool targets;   /* the pod targets GPU nodes */
+    bool admit;     /* the final verdict after /mutate and /validate */
+    char why[256];  /* the first reason for a refusal */
+    const char *op; /* the input's, for messages */
 };
 
 void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v);
