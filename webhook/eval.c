@@ -1209,13 +1209,24 @@ static void validate_rule(struct run *rn, const struct policy_doc *doc, const st
         record_report(rn, ru, eff, "would deny", c.problem);
 }
 
-/* For a workload UPDATE: whether the pod template changed. */
+/* Whether the value at path differs between object and oldObject. Absent from oldObject: a change
+ * when absent_is_change, or when the object has it. */
+static bool changed_at(const struct review *r, const char *path, bool absent_is_change)
+{
+    json_t *now = patch_get(r->object, path);
+    json_t *before = r->old_object ? patch_get(r->old_object, path) : NULL;
+
+    if (before == NULL)
+        return absent_is_change || r->old_object == NULL || now != NULL;
+    return !json_equal(now, before);
+}
+
+/* For a workload UPDATE: whether the pod template changed. The whole template counts, its
+ * metadata too: labels decide a rule's scope (labelSelector), and any template change rolls new
+ * pods out (whose ReplicaSet would then be patched where the Deployment was not). */
 static bool template_changed(const struct review *r, const struct target *t)
 {
-    json_t *now = patch_get(r->object, t->prefix);
-    json_t *before = r->old_object ? patch_get(r->old_object, t->prefix) : NULL;
-
-    return before == NULL || !json_equal(now, before);
+    return changed_at(r, t->prefix, true) || (!t->is_pod && changed_at(r, t->meta_path, false));
 }
 
 static bool is_mirror_pod(const struct review *r)

@@ -781,6 +781,17 @@ static const struct ecase cases[] = {
      .old_object = "{'spec':{'template':{'spec':{'containers':[" CPU_CONTAINER "]}}}}",
      .allowed = 0,
      .message = "[tolerations]"},
+    /* fuzz_bypass: only the template's labels changed; they are part of the template */
+    {.name = "autogen: a workload UPDATE that changes only the template's labels is judged",
+     .policy = "deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = "{'spec':{'template':{'metadata':{'labels':{'app':'new'}},'spec':{'containers':"
+               "[" GPU_CONTAINER "]}}}}",
+     .old_object = "{'spec':{'template':{'metadata':{'labels':{'app':'old'}},'spec':{'containers':"
+                   "[" GPU_CONTAINER "]}}}}",
+     .allowed = 0,
+     .message = "[tolerations]"},
     {.name = "autogen: DaemonSets are not judged",
      .policy = "deny.yaml",
      .resource = "apps/daemonsets",
