@@ -18,11 +18,38 @@
 #include "eval.h"
 #include "fuzz_support.h"
 #include "oracle.h"
+#include "rules.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct policy *policy;
+static struct policy *policies[2]; /* the default policy, and the same with gpu.taints: [] */
+static struct policy *policy;      /* the one this input uses */
+
+/* rules/default.yaml with its taints list emptied: nothing keeps pods off GPU nodes. */
+static struct policy *no_taints_policy(void)
+{
+    static const char taints[] = "    taints:\n      - key: nvidia.com/gpu\n        effect: "
+                                 "NoSchedule\n";
+    char path[4096], *text, *at;
+    size_t len;
+    struct rules_errors errs;
+    struct policy *p;
+    FILE *f = fopen(fuzz_src_path("rules/default.yaml", path, sizeof(path)), "r");
+
+    FUZZ_ASSERT(f != NULL, "cannot open %s", path);
+    text = calloc(1, 1 << 16);
+    len = fread(text, 1, (1 << 16) - 1, f);
+    fclose(f);
+    at = strstr(text, taints);
+    FUZZ_ASSERT(at != NULL && len > 0, "rules/default.yaml: the taints block moved");
+    memcpy(at, "    taints: []\n", 15);
+    memmove(at + 15, at + strlen(taints), strlen(at + strlen(taints)) + 1);
+    p = rules_load_buffer("no-taints.yaml", text, strlen(text), &errs);
+    FUZZ_ASSERT(p != NULL, "the no-taints policy does not load: %s", errs.items[0].msg);
+    free(text);
+    return p;
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -30,7 +57,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argv;
     json_object_seed(1);
     fuzz_quiet_logs();
-    policy = fuzz_policy("rules/default.yaml");
+    policies[0] = fuzz_policy("rules/default.yaml");
+    policies[1] = no_taints_policy();
     return 0;
 }
 
@@ -148,6 +176,12 @@ static const char *const env_values[] = {
 
 static const char *const host_paths[] = {
     "/dev/nvidia0", "/dev/nvidiactl", "/dev", "/", "/var/log", "/dev/shm", "/dev/nvidia-caps",
+};
+
+/* a second volume, chosen last (0: none): paths the host resolves to a device path, and not */
+static const char *const extra_host_paths[] = {
+    NULL,       "/dev/./nvidia0",  "//dev//nvidiactl", "/dev/../dev/nvidia0", "/dev/",
+    "/devices", "/dev/nvidia-uvm", "/home/../",        "/var/../dev",
 };
 
 static const char *const runtime_classes[] = {NULL, "nvidia", "runc", "nvidia-legacy"};
@@ -370,15 +404,33 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *ns = PICK(&g.b, namespaces), *user = PICK(&g.b, users);
     json_t *obj = object(&g, k, ns), *patched, *again;
     json_t *old = NULL;
-    /* chosen last, so that inputs written before the choice existed still mean a CREATE */
+    /* chosen last, so that inputs written before these choices existed still mean a CREATE
+     * under the default policy */
     unsigned update = pick(&g.b, 3);
+    const char *extra_path = PICK(&g.b, extra_host_paths);
+    bool no_taints = pick(&g.b, 2) == 1;
     struct review *r, *r2;
     struct decision mut, val, raw, dec2;
-    struct oracle_input in = {obj,  kinds[k].kind, ns,     user, update ? "UPDATE" : "CREATE",
-                              NULL, g.qty,         g.n_qty};
+    struct oracle_input in = {.object = obj,
+                              .kind = kinds[k].kind,
+                              .ns = ns,
+                              .user = user,
+                              .op = update ? "UPDATE" : "CREATE",
+                              .no_taints = no_taints,
+                              .qty = g.qty,
+                              .n_qty = g.n_qty};
     struct oracle_verdict v;
     char why[256];
 
+    policy = policies[no_taints];
+    if (extra_path != NULL) {
+        json_t *spec = (json_t *)oracle_pod_spec(obj, kinds[k].kind);
+        json_t *vol = json_pack("{s:s, s:{s:s}}", "name", "extra", "hostPath", "path", extra_path);
+
+        if (json_object_get(spec, "volumes") == NULL)
+            json_object_set_new(spec, "volumes", json_array());
+        json_array_append_new(json_object_get(spec, "volumes"), vol);
+    }
     /* UPDATE: the object before had other template labels (1), or only other replicas (2) */
     if (update) {
         json_t *tpl;
@@ -423,7 +475,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!val.allowed && v.admit)
         disagree("refused, but the reference admits it", obj, &val, &v);
     if (val.allowed && v.judged && v.gpu &&
-        !oracle_gpu_pod_settled(oracle_pod_spec(r2->object, kinds[k].kind), why, sizeof(why)))
+        !oracle_gpu_pod_settled(oracle_pod_spec(r2->object, kinds[k].kind), no_taints, why,
+                                sizeof(why)))
         disagree(why, r2->object, &val, &v);
 
     again = judge(r2, true, &dec2);

@@ -17,6 +17,7 @@
  *   tolerations     Mutate
  *   node-selector   Mutate (adds nvidia.com/gpu.present: "true")
  *   capacity        only warns without a cluster view: never refuses here
+ * and the same with gpu.taints: [] (no_taints).
  */
 #include "oracle.h"
 
@@ -337,13 +338,13 @@ static bool any_container(const json_t *spec, bool (*f)(const json_t *))
     return false;
 }
 
-static bool targets_gpu_nodes(const json_t *spec)
+static bool targets_gpu_nodes(const json_t *spec, bool no_taints)
 {
     const char *rc = str(spec, "runtimeClassName");
     size_t i;
     const json_t *term;
 
-    if (selector_names_gpu_label(spec) || tolerates(spec, false) ||
+    if (selector_names_gpu_label(spec) || (!no_taints && tolerates(spec, false)) ||
         any_container(spec, visible_devices))
         return true;
     if (rc != NULL && strcmp(rc, "nvidia") == 0)
@@ -351,6 +352,61 @@ static bool targets_gpu_nodes(const json_t *spec)
     json_array_foreach (required_terms(spec), i, term)
         if (term_has(term, false))
             return true;
+    return false;
+}
+
+static bool privileged(const json_t *c)
+{
+    return json_is_true(json_object_get(json_object_get(c, "securityContext"), "privileged"));
+}
+
+/* path as the host resolves it: repeated '/' and "." dropped, ".." applied. */
+static void normalize(const char *path, char *out, size_t len)
+{
+    size_t n = 0;
+    const char *p = path;
+
+    while (*p != '\0') {
+        size_t seg;
+
+        while (*p == '/')
+            p++;
+        seg = strcspn(p, "/");
+        if (seg == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* the '/' before the dropped segment */
+        } else if (seg > 0 && !(seg == 1 && p[0] == '.') && n + seg + 2 < len) {
+            out[n++] = '/';
+            memcpy(out + n, p, seg);
+            n += seg;
+        }
+        p += seg;
+    }
+    if (n == 0)
+        out[n++] = '/';
+    out[n] = '\0';
+}
+
+/* "a hostPath of /dev/nvidia*, /dev or /" */
+static bool device_host_path(const json_t *spec)
+{
+    size_t i;
+    const json_t *vol;
+    char norm[512];
+
+    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+        const char *p = str(json_object_get(vol, "hostPath"), "path");
+
+        if (p == NULL)
+            continue;
+        /* Reading: the path as the host resolves it, so "/dev/./nvidia0" is /dev/nvidia0 */
+        normalize(p, norm, sizeof(norm));
+        if (strcmp(norm, "/") == 0 || strcmp(norm, "/dev") == 0 ||
+            fnmatch("/dev/nvidia*", norm, 0) == 0)
+            return true;
+    }
     return false;
 }
 
@@ -386,11 +442,11 @@ static bool confined(const json_t *spec)
     return true;
 }
 
-bool oracle_gpu_pod_settled(const json_t *spec, char *why, size_t len)
+bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_t len)
 {
     if (!has_class(spec, why, len))
         return false;
-    if (!tolerates(spec, true)) {
+    if (!no_taints && !tolerates(spec, true)) {
         snprintf(why, len, "does not tolerate %s:%s", GPU_TAINT, GPU_EFFECT);
         return false;
     }
@@ -451,7 +507,7 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
         return;
     v->judged = true;
     pod_gpus(in, spec, &d, &v->gpu, &error);
-    v->targets = targets_gpu_nodes(spec);
+    v->targets = targets_gpu_nodes(spec, in->no_taints);
 
     /* "A GPU amount that is not a whole, non-negative quantity is an error." */
     if (error)
@@ -462,6 +518,12 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
      * taint), and the env makes it target them: with this policy all three are this case. */
     if (v->targets && !v->gpu)
         refuse(v, "gpu-request: targets GPU nodes but requests no GPU");
+    /* ... and when gpu.taints is empty (nothing keeps pods off GPU nodes), a privileged
+     * container or a device hostPath in a pod that requests no GPU */
+    if (in->no_taints && !v->gpu && any_container(spec, privileged))
+        refuse(v, "gpu-request: a privileged container, no GPU, no GPU taint");
+    if (in->no_taints && !v->gpu && device_host_path(spec))
+        refuse(v, "gpu-request: a device hostPath, no GPU, no GPU taint");
     for (size_t s = 0; s < d.n; s++) {
         int64_t need = d.v_app[s] > d.v_init_max[s] ? d.v_app[s] : d.v_init_max[s];
 
@@ -473,8 +535,8 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
 
     /* priority-class (Mutate): a missing class is patched with gpu-standard; a named one is
      * kept (see has_class). */
-    /* tolerations (Mutate): always patchable. node-selector (Mutate): patchable unless the
-     * nodeSelector sets the label to another value. */
+    /* tolerations (Mutate): always patchable (nothing to add without taints). node-selector
+     * (Mutate): patchable unless the nodeSelector sets the label to another value. */
     sel = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
     if (!confined(spec) && sel != NULL && strcmp(sel, GPU_VALUE) != 0)
         refuse(v, "node-selector: nodeSelector %s=%.32s", GPU_LABEL, sel);

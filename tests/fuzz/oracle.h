@@ -3,7 +3,8 @@
  * rules/README.md alone, for fuzz_bypass. It answers one question about an object the apiserver
  * sends on CREATE or UPDATE: after /mutate and /validate, is it admitted or refused?
  *
- * It knows only the default policy's values (below, in oracle.c) and the quantities the
+ * It knows only the default policy's values (below, in oracle.c; optionally with gpu.taints
+ * emptied, where nothing keeps pods off GPU nodes) and the quantities the
  * bypass generator writes: each GPU amount comes with the value the generator meant, so the
  * oracle never parses a quantity itself.
  */
@@ -32,6 +33,7 @@ struct oracle_input {
     const char *user;         /* userInfo.username */
     const char *op;           /* CREATE or UPDATE */
     const json_t *old_object; /* UPDATE: the object before */
+    bool no_taints;           /* the default policy with gpu.taints: [] */
     const struct oracle_qty *qty;
     size_t n_qty;
 };
@@ -52,6 +54,6 @@ const json_t *oracle_pod_spec(const json_t *object, const char *kind);
 
 /* For an admitted GPU pod after the patch: does its spec satisfy the three Mutate rules (a
  * class, the GPU taint tolerated, confined to GPU nodes)? why says what is missing. */
-bool oracle_gpu_pod_settled(const json_t *spec, char *why, size_t len);
+bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_t len);
 
 #endif
