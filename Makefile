@@ -5,6 +5,7 @@
 #   make run        installs missing packages, builds, makes dev certificates, serves on :8443
 #   make valgrind   unit tests under valgrind
 #   make fmt-check  clang-format conformance;  make lint  cppcheck
+#   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each;  make fuzz-check  short pass
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 
@@ -107,6 +108,7 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 	                     "e2e (sanitizers)" "$(MAKE) --no-print-directory e2e-san" \
 	                     "manifests" "$(MAKE) --no-print-directory manifests-check" \
 	                     "policy" "$(MAKE) --no-print-directory policy-test" \
+	                     "fuzz (short)" "$(MAKE) --no-print-directory fuzz-check FUZZ_CHECK_SECONDS=10" \
 	                     "image" "$(MAKE) --no-print-directory image-check-if-root" \
 	                     "unit (valgrind)" "$(MAKE) --no-print-directory valgrind"
 
@@ -134,11 +136,14 @@ valgrind: $(release_UNIT)
 		valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect $$t || exit 1; \
 	done
 
+FMT_FILES = webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h \
+	tests/bench/*.c
+
 fmt:
-	clang-format -i webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h tests/bench/*.c
+	clang-format -i $(FMT_FILES)
 
 fmt-check:
-	clang-format --dry-run --Werror webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h tests/bench/*.c
+	clang-format --dry-run --Werror $(FMT_FILES)
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
@@ -262,3 +267,56 @@ image-check: image
 image-check-if-root:
 	@if [[ $$(id -u) -eq 0 ]]; then $(MAKE) --no-print-directory image-check; \
 	else echo "image: not checked: make image-check needs root (chroot, uid 65532)"; fi
+
+# ---------------------------------------------------------------------------------------------
+# Fuzzing (README "Fuzzing"): libFuzzer targets in tests/fuzz, built with clang, ASan and UBSan.
+#   make fuzz [FUZZ_SECONDS=300] [FUZZ_TARGETS="review rules"]   each target for FUZZ_SECONDS;
+#       new corpus in build/fuzz/corpus/TARGET, crashes in build/fuzz/findings/TARGET; with -j2
+#       two targets run at once
+#   make fuzz-check [FUZZ_CHECK_SECONDS=15]   every committed regression input, then each target
+#       briefly from the committed corpus (adds nothing to build/fuzz/corpus)
+.PHONY: fuzz fuzz-build fuzz-check
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 300
+FUZZ_CHECK_SECONDS ?= 15
+FUZZ_TARGETS ?= review rules watch snapshot kubeconfig bypass
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
+# the targets that include webhook/kube.c to reach its static decoders
+FUZZ_KUBE := watch kubeconfig
+# the HTTP server and certificate maker are not linked: no target reaches them (and clang's
+# -Wformat-nonliteral objects to libmicrohttpd's log callback, which gcc accepts)
+fuzz_LIB_OBJ := $(patsubst %.c,build/fuzz/%.o,$(filter-out webhook/server.c webhook/certgen.c,$(LIB_SRC)))
+fuzz_SUPPORT_OBJ := build/fuzz/tests/fuzz/fuzz_support.o build/fuzz/tests/fuzz/oracle.o
+FUZZ_BINS := $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
+
+build/fuzz/%.o: %.c
+	@mkdir -p $(@D)
+	@echo "  CC [fuzz] $<"
+	$(Q)$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_CFLAGS) $(PKG_CFLAGS) -iquote webhook -iquote tests/fuzz \
+		-c $< -o $@
+
+# the tree's location, so that a fuzzer finds rules/default.yaml from any folder
+build/fuzz/tests/fuzz/fuzz_support.o: FUZZ_CFLAGS += -DFUZZ_SRCDIR='"$(CURDIR)"'
+
+define fuzz_target
+build/fuzz/fuzz_$(1): build/fuzz/tests/fuzz/fuzz_$(1).o $$(fuzz_SUPPORT_OBJ) \
+		$$(if $$(filter $(1),$$(FUZZ_KUBE)),$$(filter-out build/fuzz/webhook/kube.o,$$(fuzz_LIB_OBJ)),$$(fuzz_LIB_OBJ))
+	@echo "  LD [fuzz] $$@"
+	$$(Q)$$(FUZZ_CC) -fsanitize=fuzzer $$(FUZZ_SAN) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
+-include build/fuzz/tests/fuzz/fuzz_$(1).d
+endef
+$(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_target,$(t))))
+-include $(patsubst %.o,%.d,$(fuzz_LIB_OBJ) $(fuzz_SUPPORT_OBJ))
+
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: fuzz-build
+	@$(MAKE) --no-print-directory $(addprefix fuzz-run-,$(FUZZ_TARGETS))
+
+fuzz-run-%:
+	@tests/fuzz/run.sh $* $(FUZZ_SECONDS)
+
+fuzz-check: fuzz-build
+	@rc=0; for t in $(FUZZ_TARGETS); do \
+		tests/fuzz/run.sh $$t $(FUZZ_CHECK_SECONDS) check || rc=1; done; exit $$rc

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  gcc make pkg-config git
+  gcc make pkg-config git clang libclang-rt-14-dev
   libmicrohttpd-dev libgnutls28-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
   openssl curl python3 python3-jsonschema python3-cryptography python3-yaml
   # promtool: the e2e test checks /metrics with it, make manifests-check the alerting rules

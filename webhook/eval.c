@@ -424,8 +424,11 @@ static size_t untolerated(const struct policy_doc *doc, const json_t *spec,
     return n;
 }
 
-/* A required node affinity term that keeps the pod on GPU nodes. */
-static bool term_confines(const struct policy_doc *doc, const json_t *term)
+/* A required node affinity term that keeps the pod on GPU nodes (an In expression whose values
+ * all match a GPU node label), or with any_value one that lets it onto them (an In expression
+ * naming a GPU node label's value among others: In [true, false] reaches GPU nodes as surely as
+ * a second term does). */
+static bool term_on_gpu_label(const struct policy_doc *doc, const json_t *term, bool any_value)
 {
     const json_t *exprs = json_object_get(term, "matchExpressions"), *e, *vals, *v;
     size_t i, k;
@@ -448,6 +451,8 @@ static bool term_confines(const struct policy_doc *doc, const json_t *term)
                 continue;
             vals = json_object_get(e, "values");
             json_array_foreach (vals, k, v) {
+                if (any_value && label_matches(nl, key, json_string_value(v)))
+                    return true;
                 all = all && label_matches(nl, key, json_string_value(v));
             }
             if (all && json_array_size(vals) > 0)
@@ -495,7 +500,7 @@ static bool confined(const struct policy_doc *doc, const json_t *spec, char *why
     terms = required_terms(spec);
     all = json_array_size(terms) > 0;
     json_array_foreach (terms, i, term) {
-        all = all && term_confines(doc, term);
+        all = all && term_on_gpu_label(doc, term, false);
     }
     if (all)
         snprintf(why, len, "required node affinity on GPU node labels");
@@ -549,7 +554,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
     if (selects_gpu_label(doc, spec, why, len))
         return true;
     json_array_foreach (required_terms(spec), i, v) {
-        if (term_confines(doc, v)) {
+        if (term_on_gpu_label(doc, v, true)) {
             snprintf(why, len, "required node affinity on GPU node labels");
             return true;
         }
@@ -1307,13 +1312,24 @@ static void validate_rule(struct run *rn, const struct policy_doc *doc, const st
         record_report(rn, ru, eff, "would deny", c.problem);
 }
 
-/* For a workload UPDATE: whether the pod template changed. */
+/* Whether the value at path differs between object and oldObject. Absent from oldObject: a change
+ * when absent_is_change, or when the object has it. */
+static bool changed_at(const struct review *r, const char *path, bool absent_is_change)
+{
+    json_t *now = patch_get(r->object, path);
+    json_t *before = r->old_object ? patch_get(r->old_object, path) : NULL;
+
+    if (before == NULL)
+        return absent_is_change || r->old_object == NULL || now != NULL;
+    return !json_equal(now, before);
+}
+
+/* For a workload UPDATE: whether the pod template changed. The whole template counts, its
+ * metadata too: labels decide a rule's scope (labelSelector), and any template change rolls new
+ * pods out (whose ReplicaSet would then be patched where the Deployment was not). */
 static bool template_changed(const struct review *r, const struct target *t)
 {
-    json_t *now = patch_get(r->object, t->prefix);
-    json_t *before = r->old_object ? patch_get(r->old_object, t->prefix) : NULL;
-
-    return before == NULL || !json_equal(now, before);
+    return changed_at(r, t->prefix, true) || (!t->is_pod && changed_at(r, t->meta_path, false));
 }
 
 static bool is_mirror_pod(const struct review *r)

@@ -67,6 +67,10 @@
 #define CERTGEN_SERIAL_BYTES      16u /* random serial numbers, positive, 127 bits */
 
 /* AdmissionReview content. */
+/* Arrays and objects nested in a review body. jansson's parser stops at 2048, but its deep copy,
+ * equal and dump recurse without a cap; a Pod or workload the apiserver sends nests about 20
+ * deep (its schema prunes unknown fields), so anything deeper comes from another caller. */
+#define REVIEW_DEPTH_MAX  128u
 #define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
 #define AUDIT_KEY_MAX     63u  /* qualified-name part of an audit annotation key */
 

@@ -228,15 +228,46 @@ static int decode_request(const json_t *req, struct review *r, struct diag *d)
     return 0;
 }
 
+/* Whether arrays and objects in body nest deeper than max, by a scan of the bytes (brackets in
+ * strings do not count), before the parser and the recursive walks after it see the body. A
+ * body that is not JSON may be counted wrong; the parser refuses it anyway. */
+static bool nested_deeper(const char *p, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    bool in_string = false;
+
+    for (size_t i = 0; i < len; i++) {
+        if (in_string) {
+            if (p[i] == '\\')
+                i++;
+            else if (p[i] == '"')
+                in_string = false;
+        } else if (p[i] == '"') {
+            in_string = true;
+        } else if (p[i] == '[' || p[i] == '{') {
+            if (++depth > max)
+                return true;
+        } else if ((p[i] == ']' || p[i] == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return false;
+}
+
 struct review *review_decode(const char *body, size_t len, struct diag *d)
 {
     struct review *r = NULL;
     json_error_t jerr;
-    json_t *root;
+    json_t *root = NULL;
     const json_t *req;
 
     /* JSON_ALLOW_NUL: the apiserver encodes a NUL in a string as \u0000 and any annotation
      * may hold one; refusing it would be a call error, i.e. a bypass under failurePolicy Ignore */
+    if (nested_deeper(body, len, REVIEW_DEPTH_MAX)) {
+        diag_set(d, NULL, 0, 0, "review: arrays and objects nested deeper than %u levels",
+                 REVIEW_DEPTH_MAX);
+        goto fail;
+    }
     root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
     if (root == NULL) {
         /* jansson quotes the text near the error; it may be part of a Secret: leave it out */

@@ -970,11 +970,35 @@ static void test_place_keys(void)
     cluster_free(c);
 }
 
+/* A snapshot past CLUSTER_SNAPSHOT_MAX_BYTES (a sparse file) is refused before it is read, with
+ * the size and the limit in the message. */
+static void test_snapshot_size_limit(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    struct diag d;
+    char path[] = "/tmp/gpuadmit-snap-XXXXXX", want[128];
+    int fd = mkstemp(path);
+
+    CHECK(fd >= 0 && ftruncate(fd, (off_t)CLUSTER_SNAPSHOT_MAX_BYTES + 1) == 0);
+    close(fd);
+    diag_clear(&d);
+    CHECK(cluster_load_snapshot(c, path, &d) == -1);
+    snprintf(want, sizeof(want), "file is %lu bytes, more than the limit of %lu",
+             (unsigned long)CLUSTER_SNAPSHOT_MAX_BYTES + 1,
+             (unsigned long)CLUSTER_SNAPSHOT_MAX_BYTES);
+    CHECK_STR(d.msg, want);
+    CHECK(!cluster_synced(c));
+    unlink(path);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
     RUN(test_device_plugin_grace);
     RUN(test_snapshot);
+    RUN(test_snapshot_size_limit);
     RUN(test_capacity_stall);
     RUN(test_capacity_nodes);
     RUN(test_reservations);

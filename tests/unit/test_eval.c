@@ -637,6 +637,15 @@ static const struct ecase cases[] = {
                    "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/"
                    "gpu.present','operator':'In','values':['true']}]}]}}}}"),
      .allowed = 1},
+    /* fuzz_bypass: In [true, false] lets the pod onto GPU nodes as surely as a second term */
+    {.name = "validate: required node affinity naming the GPU label among others targets GPU nodes",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER
+                   "],'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+                   "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'nvidia.com/"
+                   "gpu.present','operator':'In','values':['true','false']}]}]}}}}"),
+     .allowed = 0,
+     .message = "targets GPU nodes (required node affinity on GPU node labels) but requests no"},
     {.name = "mutate: a toleration with an empty key and Exists tolerates everything",
      .policy = "mutate.yaml",
      .mutating = true,
@@ -770,6 +779,17 @@ static const struct ecase cases[] = {
      .op = "UPDATE",
      .object = "{'spec':{'template':{'spec':{'containers':[" GPU_CONTAINER "]}}}}",
      .old_object = "{'spec':{'template':{'spec':{'containers':[" CPU_CONTAINER "]}}}}",
+     .allowed = 0,
+     .message = "[tolerations]"},
+    /* fuzz_bypass: only the template's labels changed; they are part of the template */
+    {.name = "autogen: a workload UPDATE that changes only the template's labels is judged",
+     .policy = "deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = "{'spec':{'template':{'metadata':{'labels':{'app':'new'}},'spec':{'containers':"
+               "[" GPU_CONTAINER "]}}}}",
+     .old_object = "{'spec':{'template':{'metadata':{'labels':{'app':'old'}},'spec':{'containers':"
+                   "[" GPU_CONTAINER "]}}}}",
      .allowed = 0,
      .message = "[tolerations]"},
     {.name = "autogen: DaemonSets are not judged",

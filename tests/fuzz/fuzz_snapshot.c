@@ -1,0 +1,117 @@
+/*
+ * fuzz_snapshot: the snapshot loader (cluster_load_snapshot) on arbitrary bytes, through a
+ * memory file. The view it leaves must be consistent (fuzz_view_check), dump to JSON, and carry
+ * capacity decisions: a GPU Deployment and a scale request go to /validate under the capacity
+ * policy and the responses are checked. A relist of every kind with nothing in it must then
+ * leave an empty view.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "eval.h"
+#include "fuzz_support.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *const reviews[] = {
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"u1\",\"namespace\":\"ml\",\"operation\":\"CREATE\",\"userInfo\":{},"
+    "\"kind\":{\"group\":\"apps\",\"version\":\"v1\",\"kind\":\"Deployment\"},"
+    "\"resource\":{\"group\":\"apps\",\"version\":\"v1\",\"resource\":\"deployments\"},"
+    "\"object\":{\"kind\":\"Deployment\",\"metadata\":{\"name\":\"d\",\"namespace\":\"ml\"},"
+    "\"spec\":{\"replicas\":3,\"template\":{\"spec\":{\"priorityClassName\":\"high\","
+    "\"nodeSelector\":{\"nvidia.com/gpu.present\":\"true\"},\"tolerations\":[{\"key\":"
+    "\"nvidia.com/gpu\",\"operator\":\"Exists\"}],\"containers\":[{\"name\":\"c\",\"resources\":{"
+    "\"limits\":{\"nvidia.com/gpu\":\"2\",\"nvidia.com/gpu.shared\":\"1\"}}}]}}}}}}",
+
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"u2\",\"namespace\":\"ml\",\"name\":\"trainer\",\"operation\":\"UPDATE\","
+    "\"userInfo\":{},\"subResource\":\"scale\","
+    "\"kind\":{\"group\":\"autoscaling\",\"version\":\"v1\",\"kind\":\"Scale\"},"
+    "\"resource\":{\"group\":\"apps\",\"version\":\"v1\",\"resource\":\"deployments\"},"
+    "\"object\":{\"kind\":\"Scale\",\"metadata\":{\"name\":\"trainer\",\"namespace\":\"ml\"},"
+    "\"spec\":{\"replicas\":40}},\"oldObject\":{\"kind\":\"Scale\",\"metadata\":{\"name\":"
+    "\"trainer\",\"namespace\":\"ml\"},\"spec\":{\"replicas\":1}}}}",
+};
+
+static struct review *decoded[2];
+static struct policy *capacity_policy;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    struct diag d;
+
+    (void)argc;
+    (void)argv;
+    json_object_seed(1);
+    fuzz_quiet_logs();
+    capacity_policy = fuzz_policy("tests/data/policies/capacity.yaml");
+    for (size_t i = 0; i < 2; i++) {
+        diag_clear(&d);
+        decoded[i] = review_decode(reviews[i], strlen(reviews[i]), &d);
+        if (decoded[i] == NULL) {
+            fprintf(stderr, "fixed review %zu: %s\n", i, d.msg);
+            exit(2);
+        }
+    }
+    return 0;
+}
+
+static void decide(struct cluster *c)
+{
+    for (size_t i = 0; i < 2; i++) {
+        struct decision dec;
+        char *body = NULL;
+        size_t len = 0;
+
+        decision_init(&dec);
+        if (eval_review(capacity_policy, decoded[i], false, false, c, &dec) == 0) {
+            FUZZ_ASSERT(review_encode(decoded[i], &dec, false, &body, &len) == 0, "encode");
+            json_decref(fuzz_check_response(decoded[i], &dec, false, body, len));
+            free(body);
+        }
+        decision_release(&dec);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    char path[64];
+    struct diag d;
+    json_t *dump;
+    char *text;
+    int fd = memfd_create("snapshot", MFD_CLOEXEC);
+
+    FUZZ_ASSERT(c != NULL && fd >= 0, "setup");
+    FUZZ_ASSERT(size == 0 || write(fd, data, size) == (ssize_t)size, "memfd write");
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+    diag_clear(&d);
+    if (cluster_load_snapshot(c, path, &d) < 0) {
+        FUZZ_ASSERT(d.set && d.msg[0] != '\0', "a refused snapshot without a message");
+    } else {
+        fuzz_view_check(c);
+        dump = cluster_dump(c);
+        FUZZ_ASSERT(json_is_object(dump), "the dump is not an object");
+        text = json_dumps(dump, JSON_COMPACT);
+        FUZZ_ASSERT(text != NULL, "the dump does not encode");
+        free(text);
+        json_decref(dump);
+        decide(c);
+        fuzz_view_check(c);
+    }
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    FUZZ_ASSERT(fuzz_view_check(c) == 0, "records left after an empty relist");
+    close(fd);
+    cluster_free(c);
+    return 0;
+}

@@ -1,0 +1,577 @@
+/*
+ * oracle.c: the default policy as rules/README.md states it, judged the simple way (see
+ * oracle.h). Written from the reference only, without reading the engine, so that where the
+ * two disagree one of them is wrong. Where the reference can be read two ways the choice is
+ * written down at the spot, marked "Reading:".
+ *
+ * The default policy (rules/default.yaml):
+ *   gpu.resources   nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*
+ *   gpu.nodeLabels  nvidia.com/gpu.present: "true"
+ *   gpu.taints      nvidia.com/gpu, any value, NoSchedule
+ *   runtimeClasses  nvidia
+ *   classes         gpu-standard (the default); no "allowed" list, no cluster view
+ *   exclude         namespaces kube-system kube-public kube-node-lease gpuadmit-system
+ *                   gpu-operator nvidia-device-plugin; ownerKinds DaemonSet
+ *   gpu-request     Deny, maxPerPod 8, the three deny* switches on
+ *   priority-class  Mutate to gpu-standard
+ *   tolerations     Mutate
+ *   node-selector   Mutate (adds nvidia.com/gpu.present: "true")
+ *   capacity        only warns without a cluster view: never refuses here
+ * and the same with gpu.taints: [] (no_taints).
+ */
+#include "oracle.h"
+
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PER_POD 8
+#define GPU_LABEL   "nvidia.com/gpu.present"
+#define GPU_VALUE   "true"
+#define GPU_TAINT   "nvidia.com/gpu"
+#define GPU_EFFECT  "NoSchedule"
+#define N_RES       8 /* distinct GPU resource names one pod may carry (generator's bound) */
+
+static const char *const gpu_globs[] = {"nvidia.com/gpu", "nvidia.com/gpu.shared",
+                                        "nvidia.com/mig-*"};
+static const char *const excluded_ns[] = {"kube-system",     "kube-public",
+                                          "kube-node-lease", "gpuadmit-system",
+                                          "gpu-operator",    "nvidia-device-plugin"};
+
+static bool in_list(const char *s, const char *const *list, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(s, list[i]) == 0)
+            return true;
+    return false;
+}
+
+static bool is_gpu_resource(const char *name)
+{
+    for (size_t i = 0; i < sizeof(gpu_globs) / sizeof(gpu_globs[0]); i++)
+        if (fnmatch(gpu_globs[i], name, 0) == 0)
+            return true;
+    return false;
+}
+
+static const char *str(const json_t *obj, const char *key)
+{
+    return json_string_value(json_object_get(obj, key));
+}
+
+static void refuse(struct oracle_verdict *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void refuse(struct oracle_verdict *v, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!v->admit)
+        return; /* the first reason wins */
+    v->admit = false;
+    va_start(ap, fmt);
+    vsnprintf(v->why, sizeof(v->why), fmt, ap);
+    va_end(ap);
+}
+
+/* A workload's pod template (metadata and spec). */
+static const json_t *pod_template(const json_t *object, const char *kind)
+{
+    const json_t *spec = json_object_get(object, "spec");
+
+    if (strcmp(kind, "CronJob") == 0)
+        spec = json_object_get(json_object_get(spec, "jobTemplate"), "spec");
+    return json_object_get(spec, "template");
+}
+
+const json_t *oracle_pod_spec(const json_t *object, const char *kind)
+{
+    if (strcmp(kind, "Pod") == 0)
+        return json_object_get(object, "spec");
+    return json_object_get(pod_template(object, kind), "spec");
+}
+
+/* ---- what a GPU pod is ------------------------------------------------------------------- */
+
+static int64_t qty_units(const struct oracle_input *in, const json_t *value)
+{
+    for (size_t i = 0; i < in->n_qty; i++)
+        if (in->qty[i].value == value)
+            return in->qty[i].units;
+    abort(); /* the generator wrote a GPU amount it did not record */
+}
+
+/* Per resource name: the pod's demand, the scheduler's way. */
+struct demand {
+    const char *name[N_RES];
+    int64_t app;      /* app containers and sidecars */
+    int64_t init_max; /* the init phase's peak */
+    int64_t sidecars; /* sidecars started so far (while walking the init containers) */
+    int64_t v_app[N_RES], v_init_max[N_RES], v_sidecars[N_RES];
+    size_t n;
+};
+
+static size_t demand_slot(struct demand *d, const char *name)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strcmp(d->name[i], name) == 0)
+            return i;
+    if (d->n == N_RES)
+        abort(); /* the generator uses fewer names */
+    d->name[d->n] = name;
+    d->v_app[d->n] = d->v_init_max[d->n] = d->v_sidecars[d->n] = 0;
+    return d->n++;
+}
+
+/*
+ * One container's request of every GPU resource: requests[r], or limits[r] where requests lack
+ * it. Sets *gpu when any request or limit of a GPU resource is above 0, *error when a GPU
+ * amount is not a whole, non-negative quantity. Calls add(slot, units) per resource.
+ */
+static void container_gpus(const struct oracle_input *in, const json_t *c, struct demand *d,
+                           int64_t *req, bool *gpu, bool *error)
+{
+    const json_t *res = json_object_get(c, "resources");
+    const json_t *requests = json_object_get(res, "requests"),
+                 *limits = json_object_get(res, "limits");
+    const char *key;
+    const json_t *val;
+    const json_t *maps[2] = {requests, limits};
+
+    for (size_t i = 0; i < N_RES; i++)
+        req[i] = 0;
+    for (int m = 0; m < 2; m++) {
+        json_object_foreach ((json_t *)maps[m], key, val) {
+            int64_t u;
+            size_t slot;
+
+            if (!is_gpu_resource(key))
+                continue;
+            u = qty_units(in, val);
+            if (u == ORACLE_QTY_INVALID) {
+                *error = true;
+                continue;
+            }
+            if (u > 0)
+                *gpu = true;
+            slot = demand_slot(d, key);
+            /* requests first; limits only where requests lack the resource */
+            if (m == 0 || json_object_get(requests, key) == NULL)
+                req[slot] = u;
+        }
+    }
+}
+
+static bool is_sidecar(const json_t *c)
+{
+    const char *rp = str(c, "restartPolicy");
+
+    return rp != NULL && strcmp(rp, "Always") == 0;
+}
+
+/* The pod's GPU demand and whether it requests GPUs. */
+static void pod_gpus(const struct oracle_input *in, const json_t *spec, struct demand *d, bool *gpu,
+                     bool *error)
+{
+    int64_t req[N_RES];
+    size_t i, s;
+    const json_t *c;
+
+    memset(d, 0, sizeof(*d));
+    json_array_foreach (json_object_get(spec, "initContainers"), i, c) {
+        container_gpus(in, c, d, req, gpu, error);
+        for (s = 0; s < d->n; s++) {
+            int64_t need;
+
+            if (is_sidecar(c)) {
+                d->v_sidecars[s] += req[s];
+                need = d->v_sidecars[s];
+            } else {
+                need = req[s] + d->v_sidecars[s]; /* plus the sidecars started before it */
+            }
+            if (need > d->v_init_max[s])
+                d->v_init_max[s] = need;
+        }
+    }
+    for (s = 0; s < d->n; s++)
+        d->v_app[s] = d->v_sidecars[s];
+    json_array_foreach (json_object_get(spec, "containers"), i, c) {
+        container_gpus(in, c, d, req, gpu, error);
+        for (s = 0; s < d->n; s++)
+            d->v_app[s] += req[s];
+    }
+    /* Reading: spec.overhead is part of the demand; the generator writes none. */
+}
+
+/* ---- what targeting GPU nodes is ---------------------------------------------------------- */
+
+/* Does this toleration tolerate the GPU taint (nvidia.com/gpu, any value, NoSchedule)?
+ * strict: only a toleration good for every value of the taint counts (operator Exists). */
+static bool tolerates_gpu_taint(const json_t *t, bool strict)
+{
+    const char *key = str(t, "key"), *op = str(t, "operator"), *effect = str(t, "effect");
+    bool exists = op != NULL && strcmp(op, "Exists") == 0;
+    bool equal = op == NULL || op[0] == '\0' || strcmp(op, "Equal") == 0;
+
+    if (effect != NULL && effect[0] != '\0' && strcmp(effect, GPU_EFFECT) != 0)
+        return false; /* a toleration for another effect does not count */
+    if (key == NULL || key[0] == '\0')
+        return exists; /* empty key with Exists tolerates everything */
+    if (strcmp(key, GPU_TAINT) != 0)
+        return false;
+    /* Reading: the taint's value is "any", so only Exists tolerates all of them; an Equal
+     * toleration still lets the pod onto the GPU nodes whose taint has that value, so it
+     * counts as targeting them (strict = false) but not as satisfying the tolerations rule. */
+    return exists || (!strict && equal);
+}
+
+static bool tolerates(const json_t *spec, bool strict)
+{
+    size_t i;
+    const json_t *t;
+
+    json_array_foreach (json_object_get(spec, "tolerations"), i, t)
+        if (tolerates_gpu_taint(t, strict))
+            return true;
+    return false;
+}
+
+/* "it tolerates a taint of gpu.taints by its key": the toleration names the key */
+static bool names_gpu_taint(const json_t *spec)
+{
+    size_t i;
+    const json_t *t;
+
+    json_array_foreach (json_object_get(spec, "tolerations"), i, t) {
+        const char *key = str(t, "key");
+
+        if (key != NULL && key[0] != '\0' && tolerates_gpu_taint(t, false))
+            return true;
+    }
+    return false;
+}
+
+/* "A toleration of every taint (empty key, operator: Exists) ... does not target GPU nodes"
+ * but "can reach" them: one that tolerates the GPU taint (its effect, or none). */
+static bool tolerates_every_taint(const json_t *spec)
+{
+    size_t i;
+    const json_t *t;
+
+    json_array_foreach (json_object_get(spec, "tolerations"), i, t) {
+        const char *key = str(t, "key");
+
+        if ((key == NULL || key[0] == '\0') && tolerates_gpu_taint(t, false))
+            return true;
+    }
+    return false;
+}
+
+static bool values_have(const json_t *values, const char *want)
+{
+    size_t i;
+    const json_t *v;
+
+    json_array_foreach (values, i, v)
+        if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+            return true;
+    return false;
+}
+
+static bool values_all(const json_t *values, const char *want)
+{
+    size_t i;
+    const json_t *v;
+
+    if (json_array_size(values) == 0)
+        return false;
+    json_array_foreach (values, i, v)
+        if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
+            return false;
+    return true;
+}
+
+static const json_t *required_terms(const json_t *spec)
+{
+    const json_t *a = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
+
+    return json_object_get(json_object_get(a, "requiredDuringSchedulingIgnoredDuringExecution"),
+                           "nodeSelectorTerms");
+}
+
+/* An expression that lets the pod onto GPU nodes (any), or keeps it on them (all). */
+static bool expr_on_gpu_label(const json_t *e, bool all)
+{
+    const char *key = str(e, "key"), *op = str(e, "operator");
+
+    if (key == NULL || op == NULL || strcmp(key, GPU_LABEL) != 0)
+        return false;
+    if (strcmp(op, "Exists") == 0)
+        return true;
+    if (strcmp(op, "In") == 0)
+        return all ? values_all(json_object_get(e, "values"), GPU_VALUE)
+                   : values_have(json_object_get(e, "values"), GPU_VALUE);
+    return false;
+}
+
+static bool term_has(const json_t *term, bool all)
+{
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach (json_object_get(term, "matchExpressions"), i, e)
+        if (expr_on_gpu_label(e, all))
+            return true;
+    return false;
+}
+
+static bool selector_names_gpu_label(const json_t *spec)
+{
+    const char *v = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
+
+    /* Reading: "names a label of gpu.nodeLabels" means the label with its value (a label is
+     * key=value; the policy gives the value "true"): nodeSelector gpu.present=false aims away
+     * from GPU nodes. */
+    return v != NULL && strcmp(v, GPU_VALUE) == 0;
+}
+
+static bool visible_devices(const json_t *c)
+{
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach (json_object_get(c, "env"), i, e) {
+        const char *name = str(e, "name"), *value = str(e, "value");
+
+        if (name == NULL || strcmp(name, "NVIDIA_VISIBLE_DEVICES") != 0)
+            continue;
+        /* Reading: a value from valueFrom is not known, so it counts as set; "void", "none"
+         * and "" (or no value at all) expose no GPU. */
+        if (value == NULL)
+            return json_object_get(e, "valueFrom") != NULL;
+        if (value[0] != '\0' && strcmp(value, "void") != 0 && strcmp(value, "none") != 0)
+            return true;
+    }
+    return false;
+}
+
+static bool any_container(const json_t *spec, bool (*f)(const json_t *))
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    size_t i;
+    const json_t *c;
+
+    for (int l = 0; l < 2; l++)
+        json_array_foreach (json_object_get(spec, lists[l]), i, c)
+            if (f(c))
+                return true;
+    return false;
+}
+
+static bool targets_gpu_nodes(const json_t *spec, bool no_taints)
+{
+    const char *rc = str(spec, "runtimeClassName");
+    size_t i;
+    const json_t *term;
+
+    if (selector_names_gpu_label(spec) || (!no_taints && names_gpu_taint(spec)) ||
+        any_container(spec, visible_devices))
+        return true;
+    if (rc != NULL && strcmp(rc, "nvidia") == 0)
+        return true;
+    json_array_foreach (required_terms(spec), i, term)
+        if (term_has(term, false))
+            return true;
+    return false;
+}
+
+static bool privileged(const json_t *c)
+{
+    return json_is_true(json_object_get(json_object_get(c, "securityContext"), "privileged"));
+}
+
+/* path as the host resolves it: repeated '/' and "." dropped, ".." applied. */
+static void normalize(const char *path, char *out, size_t len)
+{
+    size_t n = 0;
+    const char *p = path;
+
+    while (*p != '\0') {
+        size_t seg;
+
+        while (*p == '/')
+            p++;
+        seg = strcspn(p, "/");
+        if (seg == 2 && p[0] == '.' && p[1] == '.') {
+            while (n > 0 && out[n - 1] != '/')
+                n--;
+            if (n > 0)
+                n--; /* the '/' before the dropped segment */
+        } else if (seg > 0 && !(seg == 1 && p[0] == '.') && n + seg + 2 < len) {
+            out[n++] = '/';
+            memcpy(out + n, p, seg);
+            n += seg;
+        }
+        p += seg;
+    }
+    if (n == 0)
+        out[n++] = '/';
+    out[n] = '\0';
+}
+
+/* "a hostPath of /dev/nvidia*, /dev or /" */
+static bool device_host_path(const json_t *spec)
+{
+    size_t i;
+    const json_t *vol;
+    char norm[512];
+
+    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+        const char *p = str(json_object_get(vol, "hostPath"), "path");
+
+        if (p == NULL)
+            continue;
+        /* Reading: the path as the host resolves it, so "/dev/./nvidia0" is /dev/nvidia0 */
+        normalize(p, norm, sizeof(norm));
+        if (strcmp(norm, "/") == 0 || strcmp(norm, "/dev") == 0 ||
+            fnmatch("/dev/nvidia*", norm, 0) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- the Mutate rules' end state ---------------------------------------------------------- */
+
+static bool has_class(const json_t *spec, char *why, size_t len)
+{
+    const char *pc = str(spec, "priorityClassName");
+
+    /* Reading: an empty priorityClassName is no class. */
+    if (pc == NULL || pc[0] == '\0') {
+        snprintf(why, len, "no priorityClassName");
+        return false;
+    }
+    /* Reading (the reference was outdated here, and now says so): without a cluster view a
+     * named class is taken as existing, since the apiserver's Priority plugin has already
+     * refused a pod naming one that does not; the default policy has no "allowed" list. */
+    return true;
+}
+
+static bool confined(const json_t *spec)
+{
+    const json_t *terms = required_terms(spec), *term;
+    size_t i;
+
+    if (selector_names_gpu_label(spec))
+        return true;
+    if (json_array_size(terms) == 0)
+        return false;
+    json_array_foreach (terms, i, term)
+        if (!term_has(term, true))
+            return false;
+    return true;
+}
+
+bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_t len)
+{
+    if (!has_class(spec, why, len))
+        return false;
+    if (!no_taints && !tolerates(spec, true)) {
+        snprintf(why, len, "does not tolerate %s:%s", GPU_TAINT, GPU_EFFECT);
+        return false;
+    }
+    if (!confined(spec)) {
+        snprintf(why, len, "not confined to %s=%s", GPU_LABEL, GPU_VALUE);
+        return false;
+    }
+    return true;
+}
+
+/* ---- the verdict -------------------------------------------------------------------------- */
+
+static bool excluded(const struct oracle_input *in)
+{
+    const json_t *meta = json_object_get(in->object, "metadata");
+    size_t i;
+    const json_t *ref;
+
+    if (in_list(in->ns, excluded_ns, sizeof(excluded_ns) / sizeof(excluded_ns[0])))
+        return true;
+    if (strcmp(in->kind, "Pod") != 0)
+        return false; /* no workload kind owns its pods through a DaemonSet */
+    if (json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror"))
+        return true; /* mirror pods are never judged */
+    /* Reading (the reference is incomplete here): "kinds in the pod's ownerReferences", taken
+     * literally, lets anyone exempt a pod by writing a DaemonSet owner into it. Only a pod a
+     * controller creates (the kube-controller-manager, or a kube-system service account) with
+     * a controlling (controller: true) DaemonSet reference is a DaemonSet's pod. */
+    if (strcmp(in->user, "system:kube-controller-manager") != 0 &&
+        strncmp(in->user, "system:serviceaccount:kube-system:", 34) != 0)
+        return false;
+    json_array_foreach (json_object_get(meta, "ownerReferences"), i, ref) {
+        const char *k = str(ref, "kind");
+        if (k != NULL && strcmp(k, "DaemonSet") == 0 &&
+            json_is_true(json_object_get(ref, "controller")))
+            return true;
+    }
+    return false;
+}
+
+void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
+{
+    const json_t *spec = oracle_pod_spec(in->object, in->kind);
+    struct demand d;
+    bool error = false;
+    const char *sel;
+
+    memset(v, 0, sizeof(*v));
+    v->admit = true;
+    v->op = in->op;
+    if (spec == NULL || excluded(in))
+        return;
+    /* Pods are judged on CREATE only; workloads on CREATE, and on UPDATE when the pod template
+     * changed (rules/README.md, "Pod templates"). */
+    if (strcmp(in->op, "CREATE") != 0 &&
+        (strcmp(in->kind, "Pod") == 0 ||
+         json_equal(pod_template(in->object, in->kind), pod_template(in->old_object, in->kind))))
+        return;
+    v->judged = true;
+    pod_gpus(in, spec, &d, &v->gpu, &error);
+    v->targets = targets_gpu_nodes(spec, in->no_taints);
+
+    /* "A GPU amount that is not a whole, non-negative quantity is an error." */
+    if (error)
+        refuse(v, "a GPU amount is not a whole, non-negative quantity");
+
+    /* gpu-request (Deny): targets GPU nodes but requests none. The env, privileged and
+     * /dev hostPath checks count only when the pod targets GPU nodes (the default policy has a
+     * taint), and the env makes it target them: with this policy all three are this case. */
+    if (v->targets && !v->gpu)
+        refuse(v, "gpu-request: targets GPU nodes but requests no GPU");
+    /* ... and, in a pod that requests no GPU, a privileged container or a device hostPath
+     * when the pod can reach GPU nodes: it targets them (refused above anyway), it tolerates
+     * every taint, or gpu.taints is empty (nothing keeps pods off GPU nodes) */
+    bool reaches = v->targets || in->no_taints || tolerates_every_taint(spec);
+
+    if (reaches && !v->gpu && any_container(spec, privileged))
+        refuse(v, "gpu-request: a privileged container, no GPU, can reach GPU nodes");
+    if (reaches && !v->gpu && device_host_path(spec))
+        refuse(v, "gpu-request: a device hostPath, no GPU, can reach GPU nodes");
+    for (size_t s = 0; s < d.n; s++) {
+        int64_t need = d.v_app[s] > d.v_init_max[s] ? d.v_app[s] : d.v_init_max[s];
+
+        if (need > MAX_PER_POD)
+            refuse(v, "gpu-request: %lld %s > maxPerPod", (long long)need, d.name[s]);
+    }
+    if (!v->gpu)
+        return; /* the other rules judge GPU pods only */
+
+    /* priority-class (Mutate): a missing class is patched with gpu-standard; a named one is
+     * kept (see has_class). */
+    /* tolerations (Mutate): always patchable (nothing to add without taints). node-selector
+     * (Mutate): patchable unless the nodeSelector sets the label to another value. */
+    sel = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
+    if (!confined(spec) && sel != NULL && strcmp(sel, GPU_VALUE) != 0)
+        refuse(v, "node-selector: nodeSelector %s=%.32s", GPU_LABEL, sel);
+}
