@@ -1338,7 +1338,11 @@ static bool is_mirror_pod(const struct review *r)
                            "kubernetes.io/config.mirror") != NULL;
 }
 
-static int eval_doc(struct run *rn, const struct policy_doc *doc)
+/* The rules of doc of one phase: 0 the gpu-request rules, 1 the others. gpu-request may make a
+ * pod a GPU pod (it adds the GPU a pod aimed at GPU nodes forgot), and every other rule judges
+ * GPU pods only, so it goes first whatever the order of the policy: otherwise a policy listing
+ * it last would patch in two rounds, and the patched object would get a second patch. */
+static int eval_doc(struct run *rn, const struct policy_doc *doc, int phase)
 {
     struct who w;
     enum rule_enforcement eff;
@@ -1350,6 +1354,8 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc)
     for (size_t i = 0; i < doc->n_rules; i++) {
         const struct rule *ru = &doc->rules[i];
 
+        if ((ru->type == RULE_GPU_REQUEST) != (phase == 0))
+            continue;
         if (ru->type == RULE_CAPACITY || !in_scope(&ru->scope, &w))
             continue;
         eff = rn->audit_only || doc->audit_only ? ENFORCE_AUDIT : ru->enforcement;
@@ -1767,11 +1773,13 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
         rn.t = NULL;
     if (rn.t != NULL && mutating && patch_init(&rn.real, r->object) < 0)
         goto out;
-    for (size_t i = 0; rn.t != NULL && i < p->n_docs; i++) {
-        if (!rn.t->is_pod && !p->docs[i].autogen)
-            continue;
-        if (eval_doc(&rn, &p->docs[i]) < 0)
-            goto out;
+    for (int phase = 0; phase < 2; phase++) {
+        for (size_t i = 0; rn.t != NULL && i < p->n_docs; i++) {
+            if (!rn.t->is_pod && !p->docs[i].autogen)
+                continue;
+            if (eval_doc(&rn, &p->docs[i], phase) < 0)
+                goto out;
+        }
     }
     if (!mutating && !is_mirror_pod(r))
         capacity_pass(&rn, p);

@@ -867,6 +867,19 @@ static const struct ecase cases[] = {
          "'tolerations':[{'operator':'Exists'}]}}",
      .allowed = 0,
      .message = "privileged container \"c\" can reach GPU devices"},
+    {.name = "gpu-request listed last still patches first: one round of patches",
+     .policy = "order.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/"
+                   "gpu.present':'true'}}"),
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/containers/0/resources','value':{'limits':{'nvidia.com/"
+              "gpu':'1'},'requests':{'nvidia.com/gpu':'1'}}},"
+              "{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+              "{'op':'add','path':'/spec/priority','value':1000},"
+              "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'},"
+              "{'op':'add','path':'/spec/tolerations','value':[{'key':'nvidia.com/gpu',"
+              "'operator':'Exists','effect':'NoSchedule'}]}]"},
     /* tolerating every taint is "run anywhere" (operators, node agents), not "aim at GPUs" */
     {.name = "a pod tolerating every taint, asking for no GPU, is not aimed at GPU nodes",
      .policy = "mutate.yaml",
