@@ -873,7 +873,15 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     if (c == NULL)
         return NULL;
     c->cfg = *cfg;
-    pthread_rwlock_init(&c->lock, NULL);
+    /* writers first: glibc's default prefers readers, and a steady stream of decisions would
+     * keep list and watch from ever applying a change (a view that stops following the
+     * cluster). No reader takes the lock twice, so a waiting writer cannot deadlock one. */
+    pthread_rwlockattr_t attr;
+
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&c->lock, &attr);
+    pthread_rwlockattr_destroy(&attr);
     pthread_mutex_init(&c->reserve_lock, NULL);
     pthread_mutex_init(&c->elig_lock, NULL);
     /* the names first: node and binding records drop theirs when freed */

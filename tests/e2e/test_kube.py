@@ -763,6 +763,12 @@ def continue_expired_mid_list_restarts():
 @test
 def abrupt_disconnect_resumes_without_loss():
     srv, fake = main_srv()
+    # a pod watch must be open first: one still being set up after the scenario before (a
+    # relist) would get the events by list, and the cut would never happen
+    deadline = time.monotonic() + t(10)
+    while fake.open_watches("pods") == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check(fake.open_watches("pods") > 0, "no pod watch open before the test")
     n0 = fake.n_requests()
     c0 = len(fake.cuts)
     fake.drop_on_next_event("pods")  # half of the next event, then the connection dies
