@@ -1,0 +1,97 @@
+#!/usr/bin/python3
+"""make tls-audit: testssl.sh (Debian's testssl.sh package) against a gpuadmit server started
+with certificates from gpuadmit certs, trusting their CA (--add-ca), and a verdict on its
+findings. Passes when testssl rates nothing HIGH or CRITICAL but the one finding a private
+webhook CA always has (no CRL or OCSP URI: the apiserver pins the caBundle and never checks
+revocation for webhooks), when only TLS 1.2 and 1.3 are offered, and when every cipher offered
+has forward secrecy. Takes about a minute. Not part of make check.
+
+Run: GPUADMIT_BIN=build/release/gpuadmit /usr/bin/python3 tests/tls/audit.py
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
+ACCEPTED = {"cert_revocation": "a private webhook CA publishes no CRL or OCSP; the apiserver "
+                               "pins the caBundle and checks no revocation"}
+NOT_OFFERED = ("SSLv2", "SSLv3", "TLS1", "TLS1_1")
+OFFERED = ("TLS1_2", "TLS1_3")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="gpuadmit-tls-audit-") as work:
+        certs = os.path.join(work, "certs")
+        subprocess.run([BIN, "certs", "--out", certs, "--dns", "localhost", "--ip", "127.0.0.1"],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        port = free_port()
+        log = open(os.path.join(work, "server.log"), "wb")
+        srv = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--tls-cert",
+                                os.path.join(certs, "tls.crt"), "--tls-key",
+                                os.path.join(certs, "tls.key"), "--rules",
+                                os.path.join(ROOT, "rules"), "--no-cluster"],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
+        try:
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    time.sleep(0.1)
+            out = os.path.join(work, "testssl.json")
+            r = subprocess.run(["testssl", "--quiet", "--color", "0", "--warnings", "off",
+                                "--add-ca", os.path.join(certs, "ca.crt"), "--jsonfile", out,
+                                "127.0.0.1:%d" % port], stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=600)
+            with open(out) as f:
+                findings = json.load(f)
+        finally:
+            srv.terminate()
+            srv.wait(timeout=30)
+            log.close()
+    by_id = {f["id"]: f for f in findings}
+    for f in findings:
+        if f["severity"] in ("HIGH", "CRITICAL") and f["id"] not in ACCEPTED:
+            failures.append("%s %s: %s" % (f["severity"], f["id"], f["finding"]))
+    for p in NOT_OFFERED:
+        if "not offered" not in by_id.get(p, {}).get("finding", ""):
+            failures.append("%s: %r, expected not offered" % (p, by_id.get(p, {}).get("finding")))
+    for p in OFFERED:
+        if not by_id.get(p, {}).get("finding", "").startswith("offered"):
+            failures.append("%s: %r, expected offered" % (p, by_id.get(p, {}).get("finding")))
+    # testssl 3.0 names forward secrecy PFS, later versions FS
+    fs_id = "PFS" if "PFS" in by_id else "FS"
+    fs = by_id.get(fs_id, {}).get("finding", "")
+    if "offered" not in fs or "not offered" in fs:
+        failures.append("%s: %r, expected forward secrecy offered" % (fs_id, fs))
+    counts = {}
+    for f in findings:
+        counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+    print("# testssl %s: %s" % (r.returncode, ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    for f in findings:
+        if f["severity"] in ("LOW", "MEDIUM", "HIGH", "CRITICAL"):
+            why = " (accepted: %s)" % ACCEPTED[f["id"]] if f["id"] in ACCEPTED else ""
+            print("# %-8s %-20s %s%s" % (f["severity"], f["id"], f["finding"], why))
+    for p in NOT_OFFERED + OFFERED + (fs_id,):
+        print("# %-8s %s" % (p, by_id.get(p, {}).get("finding")))
+    for msg in failures:
+        print("not ok - " + msg)
+    print("tls-audit: %d passed, %d failed" % (0 if failures else 1, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
