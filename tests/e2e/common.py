@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -81,6 +82,25 @@ def make_certs(directory):
     if r.returncode != 0:
         raise RuntimeError("gpuadmit certs --out %s failed: %s" % (directory, r.stderr.decode()))
     return tuple(os.path.join(directory, n) for n in ("ca.crt", "tls.crt", "tls.key"))
+
+
+class CertPair:
+    """A CA and serving certificate made by `gpuadmit certs` in directory (make_certs)."""
+
+    def __init__(self, directory):
+        self.dir = directory
+        self.ca, self.crt, self.key = make_certs(directory)
+        with open(self.crt) as f:
+            self.der = ssl.PEM_cert_to_DER_cert(f.read())
+
+    def context(self, *more_cas):
+        """A client context that trusts this CA (and more_cas'), checking the host name."""
+        ctx = ssl.create_default_context(cafile=self.ca)
+        for extra in more_cas:
+            ctx.load_verify_locations(cafile=extra.ca)
+        ctx.check_hostname = True
+        ctx.verify_mode = ssl.CERT_REQUIRED
+        return ctx
 
 
 def tls_connect(port, ctx, timeout, hostname=SERVICE_DNS, nodelay=True):

@@ -15,7 +15,6 @@ import http.client
 import json
 import os
 import shutil
-import ssl
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import traceback
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from fake_apiserver import FakeAPIServer  # noqa: E402
-from common import (make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq, indent,  # noqa: E402
+from common import (CertPair, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq, indent,  # noqa: E402
                     kill_running, read_bytes, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,22 +56,6 @@ def wait_for(cond, timeout, step=0.05):
 # ---------------------------------------------------------------------------------------------
 # certificates
 
-
-class CertPair:
-    """A CA and serving certificate made by `gpuadmit certs` (SANs include 127.0.0.1)."""
-
-    def __init__(self, directory):
-        make_certs(directory)
-        self.dir = directory
-        self.ca = os.path.join(directory, "ca.crt")
-        self.crt = os.path.join(directory, "tls.crt")
-        self.key = os.path.join(directory, "tls.key")
-
-    def context(self):
-        ctx = ssl.create_default_context(cafile=self.ca)
-        ctx.check_hostname = True
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        return ctx
 
 
 class ClientCert:

@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import signal
-import ssl
 import sys
 import tempfile
 import threading
@@ -49,7 +48,7 @@ except ImportError:  # reported as a failed setup by main()
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
-from common import (make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, indent,  # noqa: E402
+from common import (CertPair, SLOW, SERVICE_DNS, Fail, ServerProcess, check, indent,  # noqa: E402
                     kill_running, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -75,21 +74,6 @@ def js(v):
 # ---------------------------------------------------------------------------------------------
 # certificates, the server, the client (after tests/e2e/test_server.py)
 
-
-class CertPair:
-    """A CA and serving certificate made by `gpuadmit certs`."""
-
-    def __init__(self, directory):
-        make_certs(directory)
-        self.ca = os.path.join(directory, "ca.crt")
-        self.crt = os.path.join(directory, "tls.crt")
-        self.key = os.path.join(directory, "tls.key")
-
-    def context(self):
-        ctx = ssl.create_default_context(cafile=self.ca)
-        ctx.check_hostname = True
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        return ctx
 
 
 class Server(ServerProcess):

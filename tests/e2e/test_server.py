@@ -28,7 +28,7 @@ import warnings
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from common import (make_certs, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,  # noqa: E402
+from common import (CertPair, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,  # noqa: E402
                     indent, kill_running, read_bytes, t, tls_connect)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,26 +42,6 @@ JSON_CT = {"Content-Type": "application/json"}
 # ---------------------------------------------------------------------------------------------
 # certificates
 
-
-class CertPair:
-    """A CA and serving certificate made by `gpuadmit certs`."""
-
-    def __init__(self, directory):
-        self.dir = directory
-        make_certs(directory)
-        self.ca = os.path.join(directory, "ca.crt")
-        self.crt = os.path.join(directory, "tls.crt")
-        self.key = os.path.join(directory, "tls.key")
-        with open(self.crt) as f:
-            self.der = ssl.PEM_cert_to_DER_cert(f.read())
-
-    def context(self, *more_cas):
-        ctx = ssl.create_default_context(cafile=self.ca)
-        for extra in more_cas:
-            ctx.load_verify_locations(cafile=extra.ca)
-        ctx.check_hostname = True
-        ctx.verify_mode = ssl.CERT_REQUIRED
-        return ctx
 
 
 def install_pair(cert_path, key_path, cert_pem, key_pem, between=None):
