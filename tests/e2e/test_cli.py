@@ -9,15 +9,14 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
-import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
 import fake_apiserver  # noqa: E402
-from common import Fail, check, check_no_sanitizer_report, eq, make_certs, t  # noqa: E402
+from common import (SLOW, check, check_no_sanitizer_report, eq, make_certs,  # noqa: E402
+                    run_suite, t)
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
 STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
@@ -299,25 +298,12 @@ def help_lists_the_commands():
         check(any(l.startswith("  %s " % cmd) for l in out.splitlines()), "%s: %s" % (cmd, out))
 
 
+def setup(work):
+    E.work = work
+
+
 def main():
-    passed = failed = 0
-    with tempfile.TemporaryDirectory(prefix="gpuadmit-e2e-cli-") as work:
-        E.work = work
-        for fn in TESTS:
-            try:
-                fn()
-                passed += 1
-                sys.stdout.write("ok - %s\n" % fn.__name__)
-            except Fail as e:
-                failed += 1
-                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
-            except Exception as e:
-                failed += 1
-                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
-                                                               traceback.format_exc()))
-            sys.stdout.flush()
-    sys.stdout.write("e2e-cli: %d passed, %d failed\n" % (passed, failed))
-    return 1 if failed else 0
+    return run_suite("e2e-cli", TESTS, 150 if SLOW else 90, setup)
 
 
 if __name__ == "__main__":
