@@ -9,6 +9,7 @@
 #include "creds.h"
 
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,14 @@ struct credset {
     struct credset *next_retired;
 };
 
+/* A client CA bundle: immutable once published, retired like a credset. */
+struct caset {
+    gnutls_x509_trust_list_t trust;
+    unsigned count;
+    time_t retired_at;
+    struct caset *next_retired;
+};
+
 struct creds {
     char *cert_path;
     char *key_path;
@@ -43,6 +52,13 @@ struct creds {
     struct credset *current;
     struct credset *retired;
     time_t expiry_warned; /* when "expires soon" was last logged */
+    /* --client-ca: NULL ca_path when clients are not verified */
+    char *ca_path;
+    struct file_sig ca_sig;
+    struct caset *ca_current; /* under lock, like current */
+    struct caset *ca_retired;
+    char **names; /* --client-name values; n_names == 0: any name */
+    size_t n_names;
 };
 
 static void sig_read(const char *path, struct file_sig *s)
@@ -191,9 +207,18 @@ fail:
     return NULL;
 }
 
+static void caset_free(struct caset *s)
+{
+    if (s == NULL)
+        return;
+    gnutls_x509_trust_list_deinit(s->trust, 1);
+    free(s);
+}
+
 void creds_free(struct creds *c)
 {
     struct credset *s, *next;
+    struct caset *cs, *cnext;
 
     if (c == NULL)
         return;
@@ -202,16 +227,26 @@ void creds_free(struct creds *c)
         next = s->next_retired;
         credset_free(s);
     }
+    caset_free(c->ca_current);
+    for (cs = c->ca_retired; cs != NULL; cs = cnext) {
+        cnext = cs->next_retired;
+        caset_free(cs);
+    }
+    for (size_t i = 0; i < c->n_names; i++)
+        free(c->names[i]);
+    free(c->names);
     pthread_mutex_destroy(&c->lock);
     free(c->cert_path);
     free(c->key_path);
+    free(c->ca_path);
     free(c);
 }
 
-/* Frees retired sets old enough that no handshake can still hold them. */
+/* Frees retired sets old enough that no handshake or verification can still hold them. */
 static void reap_retired(struct creds *c, time_t now)
 {
     struct credset **pp = &c->retired, *s;
+    struct caset **cpp = &c->ca_retired, *cs;
 
     while ((s = *pp) != NULL) {
         if (now - s->retired_at >= (time_t)CERT_RETIRE_S) {
@@ -221,6 +256,241 @@ static void reap_retired(struct creds *c, time_t now)
             pp = &s->next_retired;
         }
     }
+    while ((cs = *cpp) != NULL) {
+        if (now - cs->retired_at >= (time_t)CERT_RETIRE_S) {
+            *cpp = cs->next_retired;
+            caset_free(cs);
+        } else {
+            cpp = &cs->next_retired;
+        }
+    }
+}
+
+/* A client CA bundle from path: one or more PEM certificates, each a CA. NULL with d filled. */
+static struct caset *caset_load(const char *path, struct diag *d)
+{
+    char *pem = NULL;
+    size_t len = 0;
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned n = 0, i;
+    gnutls_datum_t data;
+    struct caset *s = NULL;
+    int err;
+
+    if (certs_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
+        return NULL;
+    data = (gnutls_datum_t){(unsigned char *)pem, (unsigned)len};
+    err = gnutls_x509_crt_list_import2(&crts, &n, &data, GNUTLS_X509_FMT_PEM, 0);
+    certs_buf_free(pem, len);
+    if (err < 0 || n == 0) {
+        diag_set(d, path, 0, 0, "no PEM certificate can be read from it%s%s", err < 0 ? ": " : "",
+                 err < 0 ? gnutls_strerror(err) : "");
+        goto fail;
+    }
+    if (n > CLIENT_CA_MAX) {
+        diag_set(d, path, 0, 0, "%u certificates; at most %u are accepted", n, CLIENT_CA_MAX);
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        /* a leaf given by mistake would otherwise make every client fail with "signer not
+         * found", far from the cause */
+        if (gnutls_x509_crt_get_ca_status(crts[i], NULL) <= 0) {
+            diag_set(d, path, 0, 0,
+                     "certificate %u of %u is not a CA certificate (basicConstraints CA:TRUE "
+                     "missing)",
+                     i + 1, n);
+            goto fail;
+        }
+    }
+    s = calloc(1, sizeof(*s));
+    if (s == NULL || gnutls_x509_trust_list_init(&s->trust, 0) < 0) {
+        free(s);
+        s = NULL;
+        diag_set(d, path, 0, 0, "out of memory");
+        goto fail;
+    }
+    /* the list takes the certificates over */
+    if ((err = gnutls_x509_trust_list_add_cas(s->trust, crts, n, 0)) < 0) {
+        gnutls_x509_trust_list_deinit(s->trust, 1);
+        free(s);
+        s = NULL;
+        gnutls_free(crts);
+        diag_set(d, path, 0, 0, "GnuTLS cannot use the CA certificates: %s", gnutls_strerror(err));
+        return NULL;
+    }
+    s->count = n;
+    gnutls_free(crts);
+    return s;
+fail:
+    for (i = 0; i < n; i++)
+        gnutls_x509_crt_deinit(crts[i]);
+    gnutls_free(crts);
+    return NULL;
+}
+
+int creds_set_client_ca(struct creds *c, const char *path, const char *const *names, size_t n,
+                        struct diag *d)
+{
+    struct caset *s;
+
+    sig_read(path, &c->ca_sig);
+    s = caset_load(path, d);
+    if (s == NULL)
+        return -1;
+    c->ca_path = strdup(path);
+    c->names = n ? calloc(n, sizeof(*c->names)) : NULL;
+    if (c->ca_path == NULL || (n && c->names == NULL)) {
+        caset_free(s);
+        diag_set(d, NULL, 0, 0, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((c->names[i] = strdup(names[i])) == NULL) {
+            caset_free(s);
+            diag_set(d, NULL, 0, 0, "out of memory");
+            return -1;
+        }
+        c->n_names = i + 1;
+    }
+    c->ca_current = s;
+    return 0;
+}
+
+bool creds_client_ca_enabled(const struct creds *c)
+{
+    return c->ca_path != NULL;
+}
+
+/* Reloads the client CA bundle when its file changed. */
+static void poll_client_ca(struct creds *c, bool force, time_t now)
+{
+    struct file_sig sig;
+    struct caset *fresh, *old;
+    struct diag d;
+    char msg[DIAG_MSG_MAX + 300];
+
+    if (c->ca_path == NULL)
+        return;
+    sig_read(c->ca_path, &sig);
+    if (!force && sig_equal(&sig, &c->ca_sig))
+        return;
+    c->ca_sig = sig;
+    diag_clear(&d);
+    fresh = caset_load(c->ca_path, &d);
+    if (fresh == NULL) {
+        log_event(LOG_ERROR, "new client CA refused; the previous one stays in use",
+                  json_pack("{s:s, s:s}", "client_ca", c->ca_path, "error",
+                            diag_format(&d, msg, sizeof(msg))));
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    old = c->ca_current;
+    c->ca_current = fresh;
+    pthread_mutex_unlock(&c->lock);
+    old->retired_at = now;
+    old->next_retired = c->ca_retired;
+    c->ca_retired = old;
+    log_event(LOG_INFO, "client CA reloaded",
+              json_pack("{s:s, s:i}", "client_ca", c->ca_path, "certificates", (int)fresh->count));
+}
+
+/* true when the leaf's subject CN or one of its DNS names is one of c's names. */
+static bool name_accepted(const struct creds *c, gnutls_x509_crt_t leaf)
+{
+    char buf[256];
+    size_t len;
+    unsigned type;
+    int err;
+
+    for (unsigned i = 0;; i++) {
+        len = sizeof(buf);
+        err = gnutls_x509_crt_get_subject_alt_name2(leaf, i, buf, &len, &type, NULL);
+        if (err == GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+            break;
+        if (err < 0 || type != GNUTLS_SAN_DNSNAME || len != strlen(buf))
+            continue;
+        for (size_t k = 0; k < c->n_names; k++)
+            if (strcmp(buf, c->names[k]) == 0)
+                return true;
+    }
+    for (unsigned i = 0;; i++) {
+        len = sizeof(buf);
+        err = gnutls_x509_crt_get_dn_by_oid(leaf, GNUTLS_OID_X520_COMMON_NAME, i, 0, buf, &len);
+        if (err < 0)
+            break;
+        if (len != strlen(buf))
+            continue; /* an embedded NUL */
+        for (size_t k = 0; k < c->n_names; k++)
+            if (strcmp(buf, c->names[k]) == 0)
+                return true;
+    }
+    return false;
+}
+
+int creds_verify_client(struct creds *c, gnutls_session_t session, char *why, size_t why_len)
+{
+    const gnutls_datum_t *peers;
+    unsigned n = 0, i, made = 0, status = 0;
+    gnutls_x509_crt_t chain[CERT_CHAIN_MAX];
+    gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID, (void *)GNUTLS_KP_TLS_WWW_CLIENT,
+                                     0};
+    gnutls_datum_t out = {NULL, 0};
+    struct caset *set;
+    int err = 0, rc = -1, len;
+
+    peers = gnutls_certificate_get_peers(session, &n);
+    if (peers == NULL || n == 0) {
+        snprintf(why, why_len, "no client certificate was presented");
+        return -1;
+    }
+    if (n > CERT_CHAIN_MAX) {
+        snprintf(why, why_len, "the client certificate chain has %u certificates (at most %u)", n,
+                 CERT_CHAIN_MAX);
+        return -1;
+    }
+    for (i = 0; i < n; i++) {
+        if ((err = gnutls_x509_crt_init(&chain[made])) < 0)
+            break;
+        made++;
+        if ((err = gnutls_x509_crt_import(chain[i], &peers[i], GNUTLS_X509_FMT_DER)) < 0)
+            break;
+    }
+    if (err < 0) {
+        snprintf(why, why_len, "client certificate %u of %u cannot be read: %s", i + 1, n,
+                 gnutls_strerror(err));
+        goto out;
+    }
+    /* the set stays valid for CERT_RETIRE_S after a reload replaces it */
+    pthread_mutex_lock(&c->lock);
+    set = c->ca_current;
+    pthread_mutex_unlock(&c->lock);
+    err = gnutls_x509_trust_list_verify_crt2(set->trust, chain, n, &purpose, 1, 0, &status, NULL);
+    if (err < 0) {
+        snprintf(why, why_len, "the client certificate cannot be verified: %s",
+                 gnutls_strerror(err));
+        goto out;
+    }
+    if (status != 0) {
+        if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) < 0)
+            out.data = NULL;
+        len = snprintf(why, why_len, "the client certificate is not accepted by --client-ca: %s",
+                       out.data ? (const char *)out.data : "verification failed");
+        /* GnuTLS ends each sentence with a space */
+        if (len > 0 && (size_t)len < why_len)
+            while (len > 0 && why[len - 1] == ' ')
+                why[--len] = '\0';
+        gnutls_free(out.data);
+        goto out;
+    }
+    if (c->n_names > 0 && !name_accepted(c, chain[0])) {
+        snprintf(why, why_len, "the client certificate's name is not one of --client-name");
+        goto out;
+    }
+    rc = 0;
+out:
+    for (i = 0; i < made; i++)
+        gnutls_x509_crt_deinit(chain[i]);
+    return rc;
 }
 
 int creds_poll(struct creds *c, bool force)
@@ -232,6 +502,7 @@ int creds_poll(struct creds *c, bool force)
     time_t now = time(NULL);
 
     reap_retired(c, now);
+    poll_client_ca(c, force, now);
     /* read the signatures before the files: a change during the read shows up next time */
     sig_read(c->cert_path, &cs);
     sig_read(c->key_path, &ks);

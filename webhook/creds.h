@@ -35,4 +35,22 @@ void creds_current(struct creds *c, gnutls_pcert_st **chain, unsigned *chain_len
 /* notAfter of the served certificate. */
 time_t creds_not_after(struct creds *c);
 
+/* ---- client certificates (--client-ca, --client-name) ----
+ *
+ * The CA bundle is reloaded by creds_poll() like the pair: a changed file that cannot be used
+ * (unreadable, no certificate, a certificate that is not a CA) is refused with a log line and
+ * the previous bundle stays. */
+
+/* Verifies clients against the CA certificates in path from now on; names (n of them, may be 0)
+ * are the only client identities accepted (the leaf's subject CN or a DNS name), when any.
+ * -1 with d filled when the bundle cannot be used. Call before serving. */
+int creds_set_client_ca(struct creds *c, const char *path, const char *const *names, size_t n,
+                        struct diag *d);
+bool creds_client_ca_enabled(const struct creds *c);
+
+/* 0 when the session's peer presented a chain that verifies, now, against the client CA bundle
+ * for TLS client authentication, with an accepted name; -1 with why (a sentence) filled
+ * otherwise. Thread-safe. */
+int creds_verify_client(struct creds *c, gnutls_session_t session, char *why, size_t why_len);
+
 #endif

@@ -50,7 +50,9 @@
 /* Serving certificate. */
 #define DEFAULT_CERT_POLL_MS 1000u /* how often the cert/key files are checked for change */
 #define CERT_FILE_MAX_BYTES  (1024u * 1024u)
-#define CERT_CHAIN_MAX       16u /* certificates in one served chain */
+#define CERT_CHAIN_MAX       16u /* certificates in one served or client chain */
+#define CLIENT_CA_MAX        64u /* certificates in a --client-ca bundle */
+#define CLIENT_NAMES_MAX     16u /* --client-name values */
 /* A replaced certificate is freed this long after it stopped being offered; handshakes take
  * it within microseconds of choosing it, so this is a wide margin. */
 #define CERT_RETIRE_S         120u

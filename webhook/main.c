@@ -64,6 +64,11 @@ static const char usage_serve[] =
     "  --tls-key FILE            PEM private key (ECDSA or RSA, unencrypted)\n"
     "                            both files are re-read when they change; a broken pair is\n"
     "                            refused and the previous one stays in use\n"
+    "  --client-ca FILE          PEM CA bundle: /mutate, /validate and /debug/view answer only\n"
+    "                            clients with a certificate from it (others get 403);\n"
+    "                            /healthz, /readyz and /metrics stay open; re-read on change\n"
+    "  --client-name NAME        with --client-ca, accept only a client certificate whose\n"
+    "                            subject CN or a DNS name is NAME (repeatable)\n"
     "  --rules DIR               policy directory (default rules); reloaded when a file in it\n"
     "                            changes and on SIGHUP; a broken policy is refused and the\n"
     "                            last good one stays in force\n"
@@ -108,6 +113,9 @@ struct serve_opts {
     const char *cert;
     const char *key;
     const char *rules;
+    const char *client_ca;
+    const char *client_names[CLIENT_NAMES_MAX];
+    size_t n_client_names;
 };
 
 static int parse_uint(const char *flag, const char *s, unsigned long long min,
@@ -134,6 +142,8 @@ enum {
     OPT_LISTEN = 256,
     OPT_CERT,
     OPT_KEY,
+    OPT_CLIENT_CA,
+    OPT_CLIENT_NAME,
     OPT_RULES,
     OPT_MAX_BODY,
     OPT_THREADS,
@@ -159,6 +169,8 @@ static const struct option serve_longopts[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"tls-cert", required_argument, NULL, OPT_CERT},
     {"tls-key", required_argument, NULL, OPT_KEY},
+    {"client-ca", required_argument, NULL, OPT_CLIENT_CA},
+    {"client-name", required_argument, NULL, OPT_CLIENT_NAME},
     {"rules", required_argument, NULL, OPT_RULES},
     {"max-body-bytes", required_argument, NULL, OPT_MAX_BODY},
     {"threads", required_argument, NULL, OPT_THREADS},
@@ -208,6 +220,15 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
         case OPT_LISTEN: o->server.listen = optarg; break;
         case OPT_CERT: o->cert = optarg; break;
         case OPT_KEY: o->key = optarg; break;
+        case OPT_CLIENT_CA: o->client_ca = optarg; break;
+        case OPT_CLIENT_NAME:
+            if (o->n_client_names == CLIENT_NAMES_MAX || optarg[0] == '\0') {
+                fprintf(stderr, "gpuadmit serve: --client-name: %s\n",
+                        optarg[0] ? "too many (at most 16)" : "empty name");
+                return -1;
+            }
+            o->client_names[o->n_client_names++] = optarg;
+            break;
         case OPT_RULES: o->rules = optarg; break;
         case OPT_MAX_BODY:
             if (parse_uint("--max-body-bytes", optarg, MIN_MAX_BODY_BYTES, MAX_MAX_BODY_BYTES, &v) <
@@ -294,6 +315,10 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
     }
     if (o->cert == NULL || o->key == NULL) {
         fprintf(stderr, "gpuadmit serve: --tls-cert and --tls-key are required\n");
+        return -1;
+    }
+    if (o->n_client_names > 0 && o->client_ca == NULL) {
+        fprintf(stderr, "gpuadmit serve: --client-name needs --client-ca\n");
         return -1;
     }
     diag_clear(&d);
@@ -576,6 +601,12 @@ static int cmd_serve(int argc, char **argv)
     creds = creds_new(o.cert, o.key, &d);
     if (creds == NULL) {
         log_event(LOG_ERROR, "cannot load the serving certificate",
+                  json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+        goto out;
+    }
+    if (o.client_ca != NULL &&
+        creds_set_client_ca(creds, o.client_ca, o.client_names, o.n_client_names, &d) < 0) {
+        log_event(LOG_ERROR, "cannot load the client CA",
                   json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
         goto out;
     }

@@ -42,7 +42,7 @@ static const char *const rule_outcome_names[] = {"deny",       "patch",       "w
 #define N_RULE_OUTCOMES (sizeof(rule_outcome_names) / sizeof(rule_outcome_names[0]))
 
 /* The statuses the server answers with; anything else is code="other". */
-static const unsigned http_codes[] = {400, 404, 405, 413, 415, 500, 503};
+static const unsigned http_codes[] = {400, 403, 404, 405, 413, 415, 500, 503};
 #define N_HTTP_CODES (sizeof(http_codes) / sizeof(http_codes[0]))
 
 /* Upper bounds of the latency buckets, from a cached decision (tens of microseconds) to the

@@ -50,6 +50,11 @@ struct conn {
     bool hello;             /* a ClientHello was received */
     unsigned finished;      /* Finished messages sent and received: 2 once complete */
     unsigned long requests; /* requests begun on it */
+    /* --client-ca: the verdict on the client's certificate, taken at the first request that
+     * needs it and kept for the connection while no new handshake happens */
+    signed char client_ok;      /* 0 not yet checked, 1 accepted, -1 refused */
+    unsigned client_checked_at; /* finished, when it was checked */
+    char client_why[160];
 };
 
 /* One listening daemon: the HTTPS one, or the plain-HTTP metrics one (--metrics-addr). */
@@ -78,6 +83,8 @@ struct server {
     struct conn *conns; /* every open connection, under conns_lock */
 };
 
+#define DEFER_MSG_MAX 320
+
 struct request {
     const struct route *route; /* NULL when err_status says why */
     uint64_t start_ns;         /* monotonic, when its headers were read */
@@ -85,7 +92,7 @@ struct request {
     enum metrics_outcome outcome;
     unsigned err_status; /* an error to answer once the body is drained, or 0 */
     const char *err_allow;
-    char err_msg[200];
+    char err_msg[DEFER_MSG_MAX];
     char *body;
     size_t len, cap;
     size_t reserved; /* bytes of s->body_bytes this request holds */
@@ -103,6 +110,7 @@ struct route {
     route_fn fn;
     int endpoint; /* enum metrics_endpoint of a review route, or -1 */
     bool plain;   /* served on the plain-HTTP metrics port too */
+    bool open;    /* served without a client certificate when --client-ca is set */
 };
 
 static enum MHD_Result route_mutate(struct server *s, struct MHD_Connection *c, struct request *rq);
@@ -117,12 +125,13 @@ static enum MHD_Result route_metrics(struct server *s, struct MHD_Connection *c,
                                      struct request *rq);
 
 static const struct route routes[] = {
-    {"/mutate", "POST", "POST", true, route_mutate, METRICS_EP_MUTATE, false},
-    {"/validate", "POST", "POST", true, route_validate, METRICS_EP_VALIDATE, false},
-    {"/healthz", "GET", "GET, HEAD", false, route_healthz, -1, true},
-    {"/readyz", "GET", "GET, HEAD", false, route_readyz, -1, true},
-    {"/metrics", "GET", "GET, HEAD", false, route_metrics, -1, true},
-    {"/debug/view", "GET", "GET, HEAD", false, route_debug_view, -1, false},
+    {"/mutate", "POST", "POST", true, route_mutate, METRICS_EP_MUTATE, false, false},
+    {"/validate", "POST", "POST", true, route_validate, METRICS_EP_VALIDATE, false, false},
+    /* the kubelet's probes and the scrapers have no client certificate */
+    {"/healthz", "GET", "GET, HEAD", false, route_healthz, -1, true, true},
+    {"/readyz", "GET", "GET, HEAD", false, route_readyz, -1, true, true},
+    {"/metrics", "GET", "GET, HEAD", false, route_metrics, -1, true, true},
+    {"/debug/view", "GET", "GET, HEAD", false, route_debug_view, -1, false, false},
 };
 
 static long long now_ms(void)
@@ -402,6 +411,36 @@ static void defer_error(struct request *rq, unsigned status, const char *msg, co
     rq->err_allow = allow;
 }
 
+/* --client-ca: whether the connection's client may call a route that is not open; false with
+ * the reason in *why. The verdict is kept per connection until a new handshake. */
+static bool client_allowed(struct server *s, struct MHD_Connection *c, const char **why)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct conn *cn = ci ? ci->socket_context : NULL;
+    char local[sizeof(cn->client_why)];
+    char *msg = cn ? cn->client_why : local;
+    int rc;
+
+    if (cn != NULL && cn->client_ok != 0 && cn->client_checked_at == cn->finished) {
+        *why = cn->client_why;
+        return cn->client_ok > 0;
+    }
+    ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+    if (ci == NULL || ci->tls_session == NULL) {
+        snprintf(msg, sizeof(local), "no TLS session");
+        rc = -1;
+    } else {
+        rc = creds_verify_client(s->creds, ci->tls_session, msg, sizeof(local));
+    }
+    if (cn != NULL) {
+        cn->client_ok = rc == 0 ? 1 : -1;
+        cn->client_checked_at = cn->finished;
+    }
+    *why = msg;
+    return rc == 0;
+}
+
 /* The first call for a request: route, method, headers. An error is answered once the body is
  * drained, which keeps the connection, when the body is small; a large one, or one the client
  * waits to send (Expect: 100-continue), is refused at once and the connection closed. Returns
@@ -409,8 +448,8 @@ static void defer_error(struct request *rq, unsigned status, const char *msg, co
 static bool screen(struct server *s, bool plain, struct MHD_Connection *c, const char *url,
                    const char *method, struct request *rq, enum MHD_Result *result)
 {
-    const char *ct;
-    char msg[160];
+    const char *ct, *why;
+    char msg[DEFER_MSG_MAX];
     long long announced = content_length(c);
     bool waits = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT) != NULL;
 
@@ -428,6 +467,11 @@ static bool screen(struct server *s, bool plain, struct MHD_Connection *c, const
                           : "no such path; gpuadmit serves /mutate, /validate, /healthz, /readyz "
                             "and /metrics",
                     NULL);
+    } else if (!plain && !rq->route->open && creds_client_ca_enabled(s->creds) &&
+               !client_allowed(s, c, &why)) {
+        snprintf(msg, sizeof(msg), "%s requires a client certificate from --client-ca: %s",
+                 rq->route->path, why);
+        defer_error(rq, MHD_HTTP_FORBIDDEN, msg, NULL);
     } else if (!method_ok(rq->route, method)) {
         snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
                  rq->route->path, rq->route->allow);
@@ -630,6 +674,10 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
              * reconnect is a full handshake. A failure only costs resumption. */
             if (s->ticket_key.data != NULL)
                 gnutls_session_ticket_enable_server(ci->tls_session, &s->ticket_key);
+            /* asked, not required: the handshake completes either way, so that the probes
+             * reach /healthz and /readyz and other callers get a 403 that says why */
+            if (creds_client_ca_enabled(s->creds))
+                gnutls_certificate_server_set_request(ci->tls_session, GNUTLS_CERT_REQUEST);
         }
         pthread_mutex_lock(&s->conns_lock);
         cn->next = s->conns;

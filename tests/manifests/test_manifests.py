@@ -52,7 +52,7 @@ OPT_OUT_LABEL = "gpuadmit.io/exempt"
 MAX_TIMEOUT = 5
 # Each overlay's mode. A new overlay must be added here (an unknown one fails).
 MODES = {"audit": "audit", "enforce": "enforce", "cert-manager": "audit",
-         "cert-manager-enforce": "enforce"}
+         "cert-manager-enforce": "enforce", "enforce-client-auth": "enforce"}
 RBAC = {("", "nodes"), ("", "pods"), ("scheduling.k8s.io", "priorityclasses"),
         ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
         ("batch", "jobs")}
@@ -523,6 +523,14 @@ def t_deployment(docs):
         m = [m for m in mounts.values() if m["mountPath"] == os.path.dirname(path)]
         check(m and m[0].get("readOnly"), "%s: no read-only mount at %s" % (flag, path))
         eq(vols[m[0]["name"]].get("secret", {}).get("secretName"), "gpuadmit-tls", flag + " Secret")
+    if "--client-ca" in args:
+        # the bundle the operator creates, mounted read-only where the flag points
+        path = arg_value(args, "--client-ca")
+        eq(os.path.basename(path), "ca.crt", "--client-ca file")
+        m = [m for m in mounts.values() if m["mountPath"] == os.path.dirname(path)]
+        check(m and m[0].get("readOnly"), "--client-ca: no read-only mount at %s" % path)
+        eq(vols[m[0]["name"]].get("configMap", {}).get("name"), "gpuadmit-client-ca",
+           "--client-ca ConfigMap")
     rules_dir = arg_value(args, "--rules")
     m = [m for m in mounts.values() if m["mountPath"] == rules_dir]
     check(m, "no mount at --rules %s" % rules_dir)
