@@ -169,21 +169,22 @@ build/release/tests/bench/bench_codec: tests/bench/bench_codec.c $(release_LIB_O
 	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
 		$(PKG_LIBS) $(LDLIBS_EXTRA)
 
-build/release/tests/bench/handshake: tests/bench/handshake.c
+build/release/tests/bench/handshake build/release/tests/bench/overload: \
+		build/release/tests/bench/%: tests/bench/%.c
 	@mkdir -p $(@D)
 	@echo "  CC+LD [release] $@"
 	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $$($(PKG_CONFIG) --cflags openssl) $< -o $@ \
 		$$($(PKG_CONFIG) --libs openssl) $(LDLIBS_EXTRA)
 
 -include build/release/bench/bench_view.d build/release/tests/bench/bench_codec.d \
-	build/release/tests/bench/handshake.d
+	build/release/tests/bench/handshake.d build/release/tests/bench/overload.d
 
 bench-deps:
 	@scripts/install-deps.sh $(BENCH_PACKAGES)
 
 bench: deps bench-deps
 	@$(MAKE) --no-print-directory build/release/gpuadmit build/release/tests/bench/bench_codec \
-		build/release/tests/bench/handshake $(if $(filter 0,$(BENCH_VIEW)),,build/release/bench/bench_view)
+		build/release/tests/bench/handshake build/release/tests/bench/overload $(if $(filter 0,$(BENCH_VIEW)),,build/release/bench/bench_view)
 	@$(PYTHON) tests/bench/run.py build/release
 	@if [[ "$(BENCH_VIEW)" != 0 ]]; then echo; echo "Cluster view (bench/README.md):"; \
 		build/release/bench/bench_view $(BENCH_ARGS); fi

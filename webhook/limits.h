@@ -36,6 +36,12 @@
 #define MAX_IDLE_TIMEOUT_S        3600u
 #define DEFAULT_REQUEST_TIMEOUT_S 30u /* the apiserver itself gives up on a webhook after 30 s */
 #define MAX_THREADS               256u
+/* Overload: a new connection whose ClientHello has waited this long for its turn (in the
+ * listen backlog or the worker's queue) is closed unserved. */
+#define DEFAULT_MAX_QUEUE_MS 500u
+#define MIN_MAX_QUEUE_MS     10u
+#define MAX_MAX_QUEUE_MS     30000u
+
 /* libmicrohttpd's per-connection pool for headers and response bookkeeping. */
 #define CONNECTION_MEMORY_BYTES (64u * 1024u)
 

@@ -88,7 +88,9 @@ static const char usage_serve[] =
     "                            audit annotations and logs are), deny and patch nothing\n"
     "  --max-body-bytes N        largest request body (default 8388608); larger gets 413\n"
     "  --threads N               worker threads (default: one per CPU)\n"
-    "  --max-connections N       concurrent connections (default 1024)\n"
+    "  --max-connections N       concurrent connections (default 1024); more wait\n"
+    "  --max-queue-ms N          a new connection whose handshake has not begun within N ms\n"
+    "                            of its arrival is closed unserved (overload; default 500)\n"
     "  --idle-timeout SECONDS    close idle or stalled connections (default 30)\n"
     "  --request-timeout SECONDS a connection that has not completed a request within\n"
     "                            idle-timeout + this is closed (slow clients; default 30)\n"
@@ -143,6 +145,7 @@ enum {
     OPT_CERT,
     OPT_KEY,
     OPT_CLIENT_CA,
+    OPT_MAX_QUEUE,
     OPT_CLIENT_NAME,
     OPT_RULES,
     OPT_MAX_BODY,
@@ -170,6 +173,7 @@ static const struct option serve_longopts[] = {
     {"tls-cert", required_argument, NULL, OPT_CERT},
     {"tls-key", required_argument, NULL, OPT_KEY},
     {"client-ca", required_argument, NULL, OPT_CLIENT_CA},
+    {"max-queue-ms", required_argument, NULL, OPT_MAX_QUEUE},
     {"client-name", required_argument, NULL, OPT_CLIENT_NAME},
     {"rules", required_argument, NULL, OPT_RULES},
     {"max-body-bytes", required_argument, NULL, OPT_MAX_BODY},
@@ -206,6 +210,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
     o->server.max_body = DEFAULT_MAX_BODY_BYTES;
     o->server.threads = 0;
     o->server.max_connections = DEFAULT_CONNECTION_LIMIT;
+    o->server.max_queue_ms = DEFAULT_MAX_QUEUE_MS;
     o->server.idle_timeout_s = DEFAULT_IDLE_TIMEOUT_S;
     o->server.shutdown_grace_s = DEFAULT_SHUTDOWN_GRACE_S;
     o->rules = "rules";
@@ -221,6 +226,11 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
         case OPT_CERT: o->cert = optarg; break;
         case OPT_KEY: o->key = optarg; break;
         case OPT_CLIENT_CA: o->client_ca = optarg; break;
+        case OPT_MAX_QUEUE:
+            if (parse_uint("--max-queue-ms", optarg, MIN_MAX_QUEUE_MS, MAX_MAX_QUEUE_MS, &v) < 0)
+                return -1;
+            o->server.max_queue_ms = (unsigned)v;
+            break;
         case OPT_CLIENT_NAME:
             if (o->n_client_names == CLIENT_NAMES_MAX || optarg[0] == '\0') {
                 fprintf(stderr, "gpuadmit serve: --client-name: %s\n",

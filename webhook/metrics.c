@@ -82,6 +82,7 @@ struct metrics {
     struct histogram latency[METRICS_ENDPOINTS];
     counter http_errors[N_HTTP_CODES + 1];
     counter tls_failures[METRICS_TLS_PHASES];
+    counter shed;
     counter reloads_ok, reloads_failed;
     atomic_ulong generation;
     atomic_llong loaded_at;
@@ -224,6 +225,12 @@ void metrics_tls_failure(struct metrics *m, enum metrics_tls_phase phase)
         bump(&m->tls_failures[phase], 1);
 }
 
+void metrics_shed(struct metrics *m)
+{
+    if (m != NULL)
+        bump(&m->shed, 1);
+}
+
 void metrics_policy_reload(struct metrics *m, bool ok)
 {
     if (m != NULL)
@@ -362,6 +369,10 @@ static void render_server(FILE *f, struct metrics *m)
     for (size_t i = 0; i < METRICS_TLS_PHASES; i++)
         fprintf(f, "gpuadmit_tls_handshake_failures_total{phase=\"%s\"} %llu\n", tls_phase_names[i],
                 (unsigned long long)get(&m->tls_failures[i]));
+    family(f, "gpuadmit_connections_shed_total", "counter",
+           "Connections closed unserved under overload, before any costly TLS work: their "
+           "ClientHello had waited more than --max-queue-ms.");
+    fprintf(f, "gpuadmit_connections_shed_total %llu\n", (unsigned long long)get(&m->shed));
     family(f, "gpuadmit_policy_reloads_total", "counter",
            "Policy reloads after the start, by result (a failed one keeps the last good policy).");
     fprintf(f, "gpuadmit_policy_reloads_total{result=\"success\"} %llu\n",

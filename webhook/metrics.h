@@ -66,6 +66,9 @@ void metrics_rule_outcome(struct metrics *m, const char *rule, enum rule_type ty
 /* Shows every rule of p (all its outcome series, at 0) from now on. */
 void metrics_rules_declare(struct metrics *m, const struct policy *p);
 void metrics_tls_failure(struct metrics *m, enum metrics_tls_phase phase);
+/* A connection closed unserved under overload (its handshake would have begun more than
+ * --max-queue-ms after it arrived). */
+void metrics_shed(struct metrics *m);
 /* A policy reload attempt; on success, the generation now in force and when it was loaded. */
 void metrics_policy_reload(struct metrics *m, bool ok);
 void metrics_policy_loaded(struct metrics *m, unsigned long generation, time_t when);

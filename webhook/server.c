@@ -9,6 +9,8 @@
 #include "server.h"
 
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -42,7 +44,9 @@ static struct creds *tls_creds;
  * byte, so a client that trickles a byte now and then would hold its connection for ever. */
 struct conn {
     struct conn *prev, *next;
+    struct server *s;
     int fd;
+    bool shed;                   /* closed unserved: its ClientHello waited past --max-queue-ms */
     atomic_llong phase_start_ms; /* connection start, or the end of its last request */
     bool cut;                    /* already shut down by the sweep */
     bool plain;                  /* on the plain-HTTP metrics port */
@@ -74,6 +78,8 @@ struct server {
      * really uses from it and rotates them. Wiped at stop. */
     gnutls_datum_t ticket_key;
     struct sockaddr_storage addr;
+    atomic_long mute_handshake_logs; /* failed handshakes of shed connections, not logged */
+    atomic_long shed;                /* connections shed since the last summary log line */
     atomic_int stopping;
     atomic_long in_flight;     /* requests between their first call and completion */
     atomic_long connections;   /* open connections */
@@ -610,6 +616,23 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     atomic_fetch_sub(&s->in_flight, 1);
 }
 
+/* Overload: whether a new connection's ClientHello has waited longer than --max-queue-ms for
+ * its turn. The kernel knows when the bytes arrived, even while the connection sat in the
+ * listen backlog, unaccepted; that wait is invisible from here otherwise. Such a connection
+ * is closed before any costly TLS work (key exchange, signature): its caller, the apiserver,
+ * gives up before an answer could come, and serving it would only make the next ones wait
+ * longer. */
+static bool queued_too_long(const struct conn *cn)
+{
+    struct tcp_info ti;
+    socklen_t len = sizeof(ti);
+
+    if (cn->fd < 0 || getsockopt(cn->fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+        len < offsetof(struct tcp_info, tcpi_last_data_recv) + sizeof(ti.tcpi_last_data_recv))
+        return false;
+    return ti.tcpi_last_data_recv > cn->s->cfg.max_queue_ms;
+}
+
 /* GnuTLS calls this for every handshake message the connection sends or receives (installed
  * when the connection starts). libmicrohttpd 0.9.75 sets the session's pointer to its
  * connection, which leads to our struct conn. */
@@ -624,6 +647,14 @@ static int on_handshake_message(gnutls_session_t session, unsigned int htype, un
     (void)msg;
     if (cn == NULL)
         return 0;
+    if (htype == GNUTLS_HANDSHAKE_CLIENT_HELLO && incoming && when == GNUTLS_HOOK_PRE &&
+        !cn->hello && cn->finished == 0 && queued_too_long(cn)) {
+        cn->shed = true;
+        metrics_shed(cn->s->cfg.metrics);
+        atomic_fetch_add(&cn->s->shed, 1);
+        atomic_fetch_add(&cn->s->mute_handshake_logs, 1);
+        return GNUTLS_E_APPLICATION_ERROR_MIN;
+    }
     /* before it is processed: a hello that is then refused still counts as received */
     if (htype == GNUTLS_HANDSHAKE_CLIENT_HELLO && incoming)
         cn->hello = true;
@@ -638,7 +669,7 @@ static int on_handshake_message(gnutls_session_t session, unsigned int htype, un
  * last). One that completed the handshake and left without a request is not counted. */
 static void count_handshake(struct server *s, const struct conn *cn)
 {
-    if (cn->requests > 0 || cn->finished >= 2)
+    if (cn->requests > 0 || cn->finished >= 2 || cn->shed)
         return;
     metrics_tls_failure(s->cfg.metrics,
                         cn->hello ? METRICS_TLS_AFTER_HELLO : METRICS_TLS_BEFORE_HELLO);
@@ -664,6 +695,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
             return; /* not swept: libmicrohttpd's idle timeout still applies */
         }
         cn->fd = ci->connect_fd;
+        cn->s = s;
         atomic_store(&cn->phase_start_ms, now_ms());
         ci = l->plain ? NULL : MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
         cn->plain = l->plain;
@@ -710,11 +742,21 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+    static const char failed_handshake[] = "Error: received handshake message out of context";
+    struct server *s = cls;
     char buf[512];
     size_t n;
+    long mute;
 
-    (void)cls;
     vsnprintf(buf, sizeof(buf), fmt, ap);
+    /* the connections shed under overload are summed up once a second (server_sweep) */
+    if (s != NULL && strncmp(buf, failed_handshake, sizeof(failed_handshake) - 1) == 0) {
+        mute = atomic_load(&s->mute_handshake_logs);
+        while (mute > 0 && !atomic_compare_exchange_weak(&s->mute_handshake_logs, &mute, mute - 1))
+            ;
+        if (mute > 0)
+            return;
+    }
     n = strlen(buf);
     while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
         buf[--n] = '\0';
@@ -879,6 +921,8 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     }
     s->cfg = *cfg;
     s->creds = creds;
+    if (s->cfg.max_queue_ms == 0)
+        s->cfg.max_queue_ms = DEFAULT_MAX_QUEUE_MS;
     s->tls_listener = (struct listener){s, false};
     s->plain_listener = (struct listener){s, true};
     pthread_mutex_init(&s->conns_lock, NULL);
@@ -896,7 +940,7 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     {
         struct MHD_OptionItem opts[] = {
             /* first, so that libmicrohttpd's own start-up messages come through it */
-            {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, NULL},
+            {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, s},
             {MHD_OPTION_SOCK_ADDR, 0, &s->addr},
             {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
             {MHD_OPTION_CONNECTION_LIMIT, cfg->max_connections, NULL},
@@ -951,6 +995,7 @@ void server_sweep(struct server *s)
     long long now = now_ms();
     long long limit = ((long long)s->cfg.idle_timeout_s + s->cfg.request_timeout_s) * 1000;
     int cut = 0;
+    long shed;
 
     pthread_mutex_lock(&s->conns_lock);
     for (struct conn *cn = s->conns; cn != NULL; cn = cn->next) {
@@ -963,6 +1008,15 @@ void server_sweep(struct server *s)
         cut++;
     }
     pthread_mutex_unlock(&s->conns_lock);
+    shed = atomic_exchange(&s->shed, 0);
+    /* the failed handshakes of shed connections are logged within milliseconds, if at all */
+    atomic_store(&s->mute_handshake_logs, 0);
+    if (shed > 0)
+        log_event(LOG_WARN, "overloaded: connections closed unserved",
+                  json_pack("{s:I, s:s, s:i}", "connections", (json_int_t)shed, "reason",
+                            "the TLS handshake would begin more than --max-queue-ms after the "
+                            "connection arrived",
+                            "max_queue_ms", (int)s->cfg.max_queue_ms));
     if (cut > 0)
         log_event(LOG_WARN, "closed slow connections",
                   json_pack("{s:i, s:s}", "connections", cut, "reason",

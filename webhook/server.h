@@ -24,6 +24,7 @@ struct server_config {
     size_t max_body;    /* bytes */
     unsigned threads;   /* 0: one per online CPU */
     unsigned max_connections;
+    unsigned max_queue_ms; /* a connection not begun within this of its accept is shed */
     unsigned idle_timeout_s;
     unsigned request_timeout_s; /* a connection must complete a request within idle + this */
     size_t max_body_memory;     /* bytes of request bodies held at once, all requests together */

@@ -29,6 +29,11 @@ SECONDS = float(os.environ.get("BENCH_SECONDS", "1" if QUICK else "3"))
 CONNS = (1, 16, 64)
 ENDPOINTS = ("validate", "mutate")
 HANDSHAKE_THREADS = 2
+# overload: callers at once, each with a new connection (a full handshake) per call and the
+# deadline of the shipped webhook configurations (timeoutSeconds: 3)
+OVERLOAD_CLIENTS = (16, 1000, 3000)
+OVERLOAD_DEADLINE_MS = 3000
+OVERLOAD_SECONDS = float(os.environ.get("BENCH_OVERLOAD_SECONDS", "3" if QUICK else "8"))
 TICK = os.sysconf("SC_CLK_TCK")
 SERVERS = ("gpuadmit", "nginx", "node")
 
@@ -231,6 +236,15 @@ def run_handshakes(tool, srv, mode, seconds):
                   bad=r["bad"], seconds=r["seconds"])
 
 
+def run_overload(tool, srv, clients, seconds):
+    load = loadavg()
+    out = subprocess.run([tool, "127.0.0.1", str(srv.port), str(seconds), str(clients),
+                          str(OVERLOAD_DEADLINE_MS), "full", "/validate", REVIEW],
+                         stdout=subprocess.PIPE, check=True).stdout
+    r = json.loads(out)
+    return record("overload", server=srv.name, clients=clients, load=load, **r)
+
+
 def med(values):
     return statistics.median(values) if values else float("nan")
 
@@ -334,7 +348,21 @@ def main():
                            r["connections"], r["errors"], r["bad"], r["load"]))
                 hs.setdefault(mode, []).append(cell)
 
-        load_seconds = sum(r["seconds"] for r in RUNS if r["server"] == "gpuadmit")
+        # overload: more callers than the server can answer within the deadline; nginx is the
+        # baseline of a server that lets connections queue (here: in the listen backlog)
+        ov = {}
+        tool = os.path.join(build, "tests", "bench", "overload")
+        for clients in OVERLOAD_CLIENTS:
+            for name in ("gpuadmit", "nginx"):
+                r = run_overload(tool, by_name[name], clients, OVERLOAD_SECONDS)
+                ov[(name, clients)] = r
+                log("  %-8s overload %4d callers  ok %6d  refused %6d  late %6d  ok p99 %6.0f ms"
+                    "  refused p50 %6.0f ms  load %.2f"
+                    % (name, clients, r["ok"], r["refused"], r["late"], r["ok_p99_ms"],
+                       r["refused_p50_ms"], r["load"]))
+
+        load_seconds = sum(r["seconds"] for r in RUNS
+                           if r["server"] == "gpuadmit" and r["kind"] != "overload")
         rss_load = status_kib(gp.proc.pid, "VmRSS")
         hwm = status_kib(gp.proc.pid, "VmHWM")
         ng_rss = sum(status_kib(p, "VmRSS") for p in ng.pids)
@@ -423,6 +451,27 @@ def main():
         if mode == "full":
             targets.append(("full handshakes: CPU/handshake ≤ 1.2× nginx", cpu_r,
                             verdict(cpu_r, 1.2)))
+    print()
+    print("Overload: callers calling at once, each call a new connection with a full handshake "
+          "and a %d ms deadline counted from before the connect (the API server's timeoutSeconds); "
+          "a refused or late caller calls again 20-50 ms later; %.0f s per cell. late = no answer "
+          "by the deadline. gpuadmit with its default --max-queue-ms 500."
+          % (OVERLOAD_DEADLINE_MS, OVERLOAD_SECONDS))
+    print()
+    print("| callers | server | answered in time | refused | late | answered p50 / p99 ms "
+          "| refused p50 / p99 ms |")
+    print("|---|---|---|---|---|---|---|")
+    for clients in OVERLOAD_CLIENTS:
+        for name in ("gpuadmit", "nginx"):
+            r = ov[(name, clients)]
+            print("| %d | %s | %d | %d | %d | %.0f / %.0f | %.0f / %.0f |"
+                  % (clients, name, r["ok"], r["refused"], r["late"], r["ok_p50_ms"],
+                     r["ok_p99_ms"], r["refused_p50_ms"], r["refused_p99_ms"]))
+        g = ov[("gpuadmit", clients)]
+        calls = max(1, g["calls"])
+        targets.append(("overload, %d callers: late calls (no answer by the deadline) ≤ 1%%"
+                        % clients, 100.0 * g["late"] / calls,
+                        verdict(100.0 * g["late"] / calls, 1.0 + 1e-9)))
     print()
     print("In process: decode + evaluate + encode per review, against jansson's parse + dump "
           "of the same bytes")

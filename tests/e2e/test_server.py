@@ -534,6 +534,71 @@ def health_endpoints():
             c.close()
 
 
+def metrics_value(srv, ctx, name):
+    c = Conn(srv.port, ctx)
+    try:
+        rep = call(c, "GET", "/metrics")
+    finally:
+        c.close()
+    eq(rep.status, 200, "/metrics")
+    for line in rep.body.decode().splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[-1])
+    raise Fail("no %s in /metrics" % name)
+
+
+@test
+def overloaded_connections_shed_unserved():
+    """A connection whose ClientHello waited past --max-queue-ms (here: in the listen backlog
+    while the process is stopped) is closed before any TLS work; one that did not is served."""
+    ctx = E.a.context()
+    with Server(E.work, E.a.crt, E.a.key, "--max-queue-ms", "200", name="shed") as srv:
+        results = {}
+
+        def client(tag):
+            try:
+                s = tls_socket(srv.port, ctx, timeout=t(10))
+                try:
+                    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    results[tag] = s.recv(64)
+                finally:
+                    s.close()
+            except (ssl.SSLError, OSError) as e:
+                results[tag] = e
+            results[tag + "-at"] = time.monotonic()
+
+        since = srv.log_size()
+        srv.signal(signal.SIGSTOP)
+        try:
+            waiting = threading.Thread(target=client, args=("waited",))
+            waiting.start()
+            time.sleep(0.6)  # its ClientHello sits in the kernel for 600 ms > 200 ms
+        finally:
+            srv.signal(signal.SIGCONT)
+        resumed = time.monotonic()
+        waiting.join(t(10))
+        check(not waiting.is_alive(), "the shed client was left hanging")
+        got = results.get("waited")
+        check(isinstance(got, (ssl.SSLError, OSError)),
+              "a connection that waited 600 ms was served: %r" % (got,))
+        check(results["waited-at"] - resumed < t(2),
+              "the shed client learned it %.2f s after the server resumed"
+              % (results["waited-at"] - resumed))
+        client("fresh")
+        check(isinstance(results.get("fresh"), bytes) and
+              results["fresh"].startswith(b"HTTP/1.1 200"),
+              "a connection after the overload was not served: %r" % (results.get("fresh"),))
+        eq(metrics_value(srv, ctx, "gpuadmit_connections_shed_total"), 1.0, "connections shed")
+        for phase in ("before_client_hello", "after_client_hello"):
+            eq(metrics_value(srv, ctx, 'gpuadmit_tls_handshake_failures_total{phase="%s"}'
+                             % phase), 0.0, "shedding counted as a TLS failure (%s)" % phase)
+        ev = srv.wait_log("overloaded: connections closed unserved", since, timeout=t(3))
+        check(ev is not None and ev.get("connections") == 1 and ev.get("max_queue_ms") == 200,
+              "summary log line: %r" % (ev,))
+        noise = [e for e in srv.events(since) if e.get("msg") == "libmicrohttpd"]
+        eq(noise, [], "libmicrohttpd lines for the shed connection")
+
+
 @test
 def body_over_limit_content_length_413():
     size = 10 * 1024 * 1024
