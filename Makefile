@@ -266,7 +266,8 @@ image-check: image
 
 # make tls-audit: testssl.sh against a server with certificates from gpuadmit certs; passes with
 # nothing rated HIGH or CRITICAL but the revocation check a private CA always fails, TLS 1.2
-# and 1.3 only, and forward secrecy (tests/tls/audit.py). About a minute; not part of check.
+# and 1.3 only, and forward secrecy (tests/tls/audit.py). About a minute; not part of check,
+# CI runs it after check (.ci/run).
 .PHONY: tls-audit
 tls-audit: deps build/release/gpuadmit
 	@scripts/install-deps.sh testssl.sh

@@ -4,7 +4,10 @@ with certificates from gpuadmit certs, trusting their CA (--add-ca), and a verdi
 findings. Passes when testssl rates nothing HIGH or CRITICAL but the one finding a private
 webhook CA always has (no CRL or OCSP URI: the apiserver pins the caBundle and never checks
 revocation for webhooks), when only TLS 1.2 and 1.3 are offered, and when every cipher offered
-has forward secrecy. Takes about a minute. Not part of make check.
+has forward secrecy. The server runs with --client-ca, the hardened configuration (its handshake
+asks for a client certificate; testssl presents none and is still served), so the audit covers
+that handshake too; openssl s_client -msg checks that the CertificateRequest is really sent.
+Takes about a minute. CI runs it after make check (.ci/run).
 
 Run: GPUADMIT_BIN=build/release/gpuadmit /usr/bin/python3 tests/tls/audit.py
 """
@@ -36,12 +39,17 @@ def main():
         certs = os.path.join(work, "certs")
         subprocess.run([BIN, "certs", "--out", certs, "--dns", "localhost", "--ip", "127.0.0.1"],
                        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # a CA of its own for the clients: the serving CA's files do for it
+        client_ca = os.path.join(work, "client-ca")
+        subprocess.run([BIN, "certs", "--out", client_ca], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         port = free_port()
         log = open(os.path.join(work, "server.log"), "wb")
         srv = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:%d" % port, "--tls-cert",
                                 os.path.join(certs, "tls.crt"), "--tls-key",
                                 os.path.join(certs, "tls.key"), "--rules",
-                                os.path.join(ROOT, "rules"), "--no-cluster"],
+                                os.path.join(ROOT, "rules"), "--no-cluster", "--client-ca",
+                                os.path.join(client_ca, "ca.crt")],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log)
         try:
             deadline = time.monotonic() + 10
@@ -58,6 +66,13 @@ def main():
                                stderr=subprocess.STDOUT, timeout=600)
             with open(out) as f:
                 findings = json.load(f)
+            # for both versions: TLS 1.3 sends the CertificateRequest encrypted, -msg shows it
+            asks_cert = all(
+                "CertificateRequest" in subprocess.run(
+                    ["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-msg", flag],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    timeout=30).stdout.decode("utf-8", "replace")
+                for flag in ("-tls1_2", "-tls1_3"))
         finally:
             srv.terminate()
             srv.wait(timeout=30)
@@ -72,6 +87,8 @@ def main():
     for p in OFFERED:
         if not by_id.get(p, {}).get("finding", "").startswith("offered"):
             failures.append("%s: %r, expected offered" % (p, by_id.get(p, {}).get("finding")))
+    if not asks_cert:
+        failures.append("the handshake did not ask for a client certificate (--client-ca)")
     # testssl 3.0 names forward secrecy PFS, later versions FS
     fs_id = "PFS" if "PFS" in by_id else "FS"
     fs = by_id.get(fs_id, {}).get("finding", "")
@@ -85,6 +102,7 @@ def main():
         if f["severity"] in ("LOW", "MEDIUM", "HIGH", "CRITICAL"):
             why = " (accepted: %s)" % ACCEPTED[f["id"]] if f["id"] in ACCEPTED else ""
             print("# %-8s %-20s %s%s" % (f["severity"], f["id"], f["finding"], why))
+    print("# client certificate asked for (CertificateRequest): %s" % asks_cert)
     for p in NOT_OFFERED + OFFERED + (fs_id,):
         print("# %-8s %s" % (p, by_id.get(p, {}).get("finding")))
     for msg in failures:
