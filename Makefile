@@ -147,7 +147,9 @@ fmt-check:
 
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
-		--suppress=missingIncludeSystem -Iwebhook webhook tests/unit
+		--suppress=missingIncludeSystem --library=gnu \
+		--include=$$($(PKG_CONFIG) --variable=includedir jansson)/jansson.h \
+		-Iwebhook webhook tests/unit
 
 # make bench (tests/bench/run.py, README "Performance"): gpuadmit against nginx and a Node.js
 # webhook over TLS (wrk), handshakes, decode+evaluate+encode in process and memory; then the

@@ -1385,7 +1385,7 @@ json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const 
     const struct workload *w;
     json_t *out = NULL;
 
-    if (k < CLUSTER_REPLICASETS)
+    if (k < CLUSTER_REPLICASETS || k >= CLUSTER_KINDS)
         return NULL;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
     pthread_rwlock_rdlock(&c->lock);

@@ -27,6 +27,8 @@ const char *review_op_name(enum review_op op)
 
 static const char *json_type_name(const json_t *v)
 {
+    if (v == NULL)
+        return "nothing";
     switch (json_typeof(v)) {
     case JSON_OBJECT: return "an object";
     case JSON_ARRAY: return "an array";
