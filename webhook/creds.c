@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "certs.h"
@@ -56,6 +57,7 @@ struct creds {
     char *ca_path;
     struct file_sig ca_sig;
     struct caset *ca_current; /* under lock, like current */
+    unsigned long ca_gen;     /* under lock: bundles put in force */
     struct caset *ca_retired;
     char **names; /* --client-name values; n_names == 0: any name */
     size_t n_names;
@@ -361,6 +363,16 @@ bool creds_client_ca_enabled(const struct creds *c)
     return c->ca_path != NULL;
 }
 
+unsigned long creds_client_ca_generation(struct creds *c)
+{
+    unsigned long g;
+
+    pthread_mutex_lock(&c->lock);
+    g = c->ca_gen;
+    pthread_mutex_unlock(&c->lock);
+    return g;
+}
+
 /* Reloads the client CA bundle when its file changed. */
 static void poll_client_ca(struct creds *c, bool force, time_t now)
 {
@@ -386,6 +398,7 @@ static void poll_client_ca(struct creds *c, bool force, time_t now)
     pthread_mutex_lock(&c->lock);
     old = c->ca_current;
     c->ca_current = fresh;
+    c->ca_gen++;
     pthread_mutex_unlock(&c->lock);
     old->retired_at = now;
     old->next_retired = c->ca_retired;
@@ -394,10 +407,12 @@ static void poll_client_ca(struct creds *c, bool force, time_t now)
               json_pack("{s:s, s:i}", "client_ca", c->ca_path, "certificates", (int)fresh->count));
 }
 
-/* true when the leaf's subject CN or one of its DNS names is one of c's names. */
+/* true when the leaf's subject CN or one of its DNS names is one of c's names. DNS names
+ * compare without regard to case; the CN exactly, and only when the subject has one CN (a
+ * second one could make readers disagree on which is the name). */
 static bool name_accepted(const struct creds *c, gnutls_x509_crt_t leaf)
 {
-    char buf[256];
+    char buf[CLIENT_NAME_MAX];
     size_t len;
     unsigned type;
     int err;
@@ -410,24 +425,25 @@ static bool name_accepted(const struct creds *c, gnutls_x509_crt_t leaf)
         if (err < 0 || type != GNUTLS_SAN_DNSNAME || len != strlen(buf))
             continue;
         for (size_t k = 0; k < c->n_names; k++)
-            if (strcmp(buf, c->names[k]) == 0)
+            if (strcasecmp(buf, c->names[k]) == 0)
                 return true;
     }
-    for (unsigned i = 0;; i++) {
-        len = sizeof(buf);
-        err = gnutls_x509_crt_get_dn_by_oid(leaf, GNUTLS_OID_X520_COMMON_NAME, i, 0, buf, &len);
-        if (err < 0)
-            break;
-        if (len != strlen(buf))
-            continue; /* an embedded NUL */
-        for (size_t k = 0; k < c->n_names; k++)
-            if (strcmp(buf, c->names[k]) == 0)
-                return true;
-    }
+    len = sizeof(buf);
+    if (gnutls_x509_crt_get_dn_by_oid(leaf, GNUTLS_OID_X520_COMMON_NAME, 1, 0, NULL, &len) !=
+        GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE)
+        return false; /* none, or more than one */
+    len = sizeof(buf);
+    if (gnutls_x509_crt_get_dn_by_oid(leaf, GNUTLS_OID_X520_COMMON_NAME, 0, 0, buf, &len) < 0 ||
+        len != strlen(buf))
+        return false; /* none, too long, or an embedded NUL */
+    for (size_t k = 0; k < c->n_names; k++)
+        if (strcmp(buf, c->names[k]) == 0)
+            return true;
     return false;
 }
 
-int creds_verify_client(struct creds *c, gnutls_session_t session, char *why, size_t why_len)
+int creds_verify_client(struct creds *c, gnutls_session_t session, time_t *not_after, char *why,
+                        size_t why_len)
 {
     const gnutls_datum_t *peers;
     unsigned n = 0, i, made = 0, status = 0;
@@ -486,6 +502,7 @@ int creds_verify_client(struct creds *c, gnutls_session_t session, char *why, si
         snprintf(why, why_len, "the client certificate's name is not one of --client-name");
         goto out;
     }
+    *not_after = gnutls_x509_crt_get_expiration_time(chain[0]);
     rc = 0;
 out:
     for (i = 0; i < made; i++)

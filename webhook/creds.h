@@ -47,10 +47,13 @@ time_t creds_not_after(struct creds *c);
 int creds_set_client_ca(struct creds *c, const char *path, const char *const *names, size_t n,
                         struct diag *d);
 bool creds_client_ca_enabled(const struct creds *c);
+/* Goes up by one with every bundle put in force. Thread-safe. */
+unsigned long creds_client_ca_generation(struct creds *c);
 
 /* 0 when the session's peer presented a chain that verifies, now, against the client CA bundle
- * for TLS client authentication, with an accepted name; -1 with why (a sentence) filled
- * otherwise. Thread-safe. */
-int creds_verify_client(struct creds *c, gnutls_session_t session, char *why, size_t why_len);
+ * for TLS client authentication, with an accepted name, and *not_after set to the leaf's
+ * notAfter; -1 with why (a sentence) filled otherwise. Thread-safe. */
+int creds_verify_client(struct creds *c, gnutls_session_t session, time_t *not_after, char *why,
+                        size_t why_len);
 
 #endif

@@ -38,7 +38,7 @@
 #define MAX_THREADS               256u
 /* Overload: a new connection whose ClientHello has waited this long for its turn (in the
  * listen backlog or the worker's queue) is closed unserved. */
-#define DEFAULT_MAX_QUEUE_MS 500u
+#define DEFAULT_MAX_QUEUE_MS 1000u
 #define MIN_MAX_QUEUE_MS     10u
 #define MAX_MAX_QUEUE_MS     30000u
 
@@ -56,9 +56,12 @@
 /* Serving certificate. */
 #define DEFAULT_CERT_POLL_MS 1000u /* how often the cert/key files are checked for change */
 #define CERT_FILE_MAX_BYTES  (1024u * 1024u)
-#define CERT_CHAIN_MAX       16u /* certificates in one served or client chain */
-#define CLIENT_CA_MAX        64u /* certificates in a --client-ca bundle */
-#define CLIENT_NAMES_MAX     16u /* --client-name values */
+#define CERT_CHAIN_MAX       16u  /* certificates in one served or client chain */
+#define CLIENT_CA_MAX        64u  /* certificates in a --client-ca bundle */
+#define CLIENT_NAMES_MAX     16u  /* --client-name values */
+#define CLIENT_NAME_MAX      256u /* bytes of a client certificate's CN or DNS name compared */
+#define CLIENT_WHY_MAX       160u /* bytes of the reason a client certificate was refused */
+#define DEFER_MSG_MAX        320u /* bytes of an error answer's message */
 /* A replaced certificate is freed this long after it stopped being offered; handshakes take
  * it within microseconds of choosing it, so this is a wide margin. */
 #define CERT_RETIRE_S         120u

@@ -90,7 +90,7 @@ static const char usage_serve[] =
     "  --threads N               worker threads (default: one per CPU)\n"
     "  --max-connections N       concurrent connections (default 1024); more wait\n"
     "  --max-queue-ms N          a new connection whose handshake has not begun within N ms\n"
-    "                            of its arrival is closed unserved (overload; default 500)\n"
+    "                            of its arrival is closed unserved (overload; default 1000)\n"
     "  --idle-timeout SECONDS    close idle or stalled connections (default 30)\n"
     "  --request-timeout SECONDS a connection that has not completed a request within\n"
     "                            idle-timeout + this is closed (slow clients; default 30)\n"

@@ -56,9 +56,11 @@ struct conn {
     unsigned long requests; /* requests begun on it */
     /* --client-ca: the verdict on the client's certificate, taken at the first request that
      * needs it and kept for the connection while no new handshake happens */
-    signed char client_ok;      /* 0 not yet checked, 1 accepted, -1 refused */
-    unsigned client_checked_at; /* finished, when it was checked */
-    char client_why[160];
+    signed char client_ok;       /* 0 not yet checked, 1 accepted, -1 refused */
+    unsigned client_checked_at;  /* finished, when it was checked */
+    unsigned long client_ca_gen; /* the client CA bundle it was checked against */
+    time_t client_not_after;     /* the accepted certificate's notAfter */
+    char client_why[CLIENT_WHY_MAX];
 };
 
 /* One listening daemon: the HTTPS one, or the plain-HTTP metrics one (--metrics-addr). */
@@ -79,7 +81,11 @@ struct server {
     gnutls_datum_t ticket_key;
     struct sockaddr_storage addr;
     atomic_long mute_handshake_logs; /* failed handshakes of shed connections, not logged */
-    atomic_long shed;                /* connections shed since the last summary log line */
+    /* requests refused for want of a client certificate since the last summary line */
+    pthread_mutex_t refused_lock;
+    unsigned long unauthenticated;
+    char unauthenticated_last[DIAG_MSG_MAX + 64];
+    atomic_long shed; /* connections shed since the last summary log line */
     atomic_int stopping;
     atomic_long in_flight;     /* requests between their first call and completion */
     atomic_long connections;   /* open connections */
@@ -88,8 +94,6 @@ struct server {
     pthread_mutex_t conns_lock;
     struct conn *conns; /* every open connection, under conns_lock */
 };
-
-#define DEFER_MSG_MAX 320
 
 struct request {
     const struct route *route; /* NULL when err_status says why */
@@ -104,6 +108,7 @@ struct request {
     size_t reserved; /* bytes of s->body_bytes this request holds */
     size_t seen;     /* bytes received, kept or not */
     bool too_large;
+    bool unauthenticated; /* refused for want of a client certificate (--client-ca) */
 };
 
 typedef enum MHD_Result (*route_fn)(struct server *s, struct MHD_Connection *c, struct request *rq);
@@ -162,7 +167,8 @@ static void count_answer(struct server *s, const struct request *rq, unsigned st
 {
     if (status >= 400)
         metrics_http_error(s->cfg.metrics, status);
-    if (rq == NULL || rq->route == NULL || rq->route->endpoint < 0)
+    /* not a review: anyone who can reach the port could otherwise push the error ratio */
+    if (rq == NULL || rq->route == NULL || rq->route->endpoint < 0 || rq->unauthenticated)
         return;
     metrics_request(s->cfg.metrics, (enum metrics_endpoint)rq->route->endpoint, rq->kind, rq->op,
                     status == MHD_HTTP_OK ? rq->outcome : METRICS_ERROR, now_ns() - rq->start_ns);
@@ -218,8 +224,18 @@ static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c,
     snprintf(error, sizeof(error), "%s", message);
     text_utf8_fix(path);
     text_utf8_fix(error);
-    log_event(status >= 500 ? LOG_ERROR : LOG_WARN, "request refused",
-              json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", path, "error", error));
+    if (rq != NULL && rq->unauthenticated) {
+        /* one line a second at most (server_sweep): a caller without a certificate must not
+         * be able to fill the log */
+        pthread_mutex_lock(&s->refused_lock);
+        s->unauthenticated++;
+        snprintf(s->unauthenticated_last, sizeof(s->unauthenticated_last), "%s", error);
+        pthread_mutex_unlock(&s->refused_lock);
+    } else {
+        log_event(
+            status >= 500 ? LOG_ERROR : LOG_WARN, "request refused",
+            json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", path, "error", error));
+    }
     if (review_status_body((int)status, NULL, message, &body, &len) < 0)
         return MHD_NO;
     return respond(s, c, rq, status, "application/json", body, len, allow);
@@ -428,7 +444,12 @@ static bool client_allowed(struct server *s, struct MHD_Connection *c, const cha
     char *msg = cn ? cn->client_why : local;
     int rc;
 
-    if (cn != NULL && cn->client_ok != 0 && cn->client_checked_at == cn->finished) {
+    unsigned long gen = creds_client_ca_generation(s->creds);
+    time_t not_after = 0;
+
+    /* a new bundle (a CA dropped) or the certificate's expiry makes it check again */
+    if (cn != NULL && cn->client_ok != 0 && cn->client_checked_at == cn->finished &&
+        cn->client_ca_gen == gen && (cn->client_ok < 0 || time(NULL) <= cn->client_not_after)) {
         *why = cn->client_why;
         return cn->client_ok > 0;
     }
@@ -437,11 +458,13 @@ static bool client_allowed(struct server *s, struct MHD_Connection *c, const cha
         snprintf(msg, sizeof(local), "no TLS session");
         rc = -1;
     } else {
-        rc = creds_verify_client(s->creds, ci->tls_session, msg, sizeof(local));
+        rc = creds_verify_client(s->creds, ci->tls_session, &not_after, msg, sizeof(local));
     }
     if (cn != NULL) {
         cn->client_ok = rc == 0 ? 1 : -1;
         cn->client_checked_at = cn->finished;
+        cn->client_ca_gen = gen;
+        cn->client_not_after = not_after;
     }
     *why = msg;
     return rc == 0;
@@ -478,6 +501,7 @@ static bool screen(struct server *s, bool plain, struct MHD_Connection *c, const
         snprintf(msg, sizeof(msg), "%s requires a client certificate from --client-ca: %s",
                  rq->route->path, why);
         defer_error(rq, MHD_HTTP_FORBIDDEN, msg, NULL);
+        rq->unauthenticated = true;
     } else if (!method_ok(rq->route, method)) {
         snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
                  rq->route->path, rq->route->allow);
@@ -926,6 +950,7 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
     s->tls_listener = (struct listener){s, false};
     s->plain_listener = (struct listener){s, true};
     pthread_mutex_init(&s->conns_lock, NULL);
+    pthread_mutex_init(&s->refused_lock, NULL);
     if (server_parse_listen(cfg->listen, &s->addr, d) < 0)
         goto fail;
     if (s->addr.ss_family == AF_INET6)
@@ -971,6 +996,7 @@ struct server *server_start(const struct server_config *cfg, struct creds *creds
 fail:
     drop_ticket_key(s);
     pthread_mutex_destroy(&s->conns_lock);
+    pthread_mutex_destroy(&s->refused_lock);
     free(s);
     return NULL;
 }
@@ -1008,6 +1034,13 @@ void server_sweep(struct server *s)
         cut++;
     }
     pthread_mutex_unlock(&s->conns_lock);
+    pthread_mutex_lock(&s->refused_lock);
+    if (s->unauthenticated > 0)
+        log_event(LOG_WARN, "requests refused: no valid client certificate",
+                  json_pack("{s:I, s:s}", "requests", (json_int_t)s->unauthenticated, "last_error",
+                            s->unauthenticated_last));
+    s->unauthenticated = 0;
+    pthread_mutex_unlock(&s->refused_lock);
     shed = atomic_exchange(&s->shed, 0);
     /* the failed handshakes of shed connections are logged within milliseconds, if at all */
     atomic_store(&s->mute_handshake_logs, 0);
@@ -1077,6 +1110,7 @@ int server_stop(struct server *s, int abort_fd)
         close(fd);
     drop_ticket_key(s);
     pthread_mutex_destroy(&s->conns_lock);
+    pthread_mutex_destroy(&s->refused_lock);
     free(s);
     return rc;
 }

@@ -12,6 +12,7 @@ everyone else gets a 403 metav1.Status saying why, on a connection that stays us
 import datetime
 import os
 import socket
+import time
 import ssl
 import subprocess
 import sys
@@ -43,7 +44,8 @@ class E:
 # client PKI
 
 def _name(cn):
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    cns = (cn,) if isinstance(cn, str) else cn
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, c) for c in cns])
 
 
 class Issuer:
@@ -192,8 +194,17 @@ def unauthenticated_refused_probes_open():
             finally:
                 c.close()
         eq(metric(srv, 'gpuadmit_http_errors_total{code="403"}'), 6.0, "403s counted")
+        # not reviews: a caller without a certificate must not move the review error ratio
+        # (the GpuadmitWebhookErrors alert), nor write a log line per request
         eq(metric(srv, 'gpuadmit_admission_requests_total{endpoint="validate",kind="other",'
-                  'operation="other",outcome="error"}'), 2.0, "refused reviews counted as errors")
+                  'operation="other",outcome="error"}', absent=0.0), 0.0,
+           "refused requests counted as review errors")
+        time.sleep(1.2)  # the summary line comes once a second
+        evs = srv.events()
+        eq([e for e in evs if e.get("msg") == "request refused"], [], "per-request log lines")
+        summed = sum(e.get("requests", 0) for e in evs
+                     if e.get("msg") == "requests refused: no valid client certificate")
+        eq(summed, 6, "requests in the summary lines")
 
 
 @test
@@ -246,7 +257,10 @@ def client_names():
                "--client-name", "apiserver.example.internal") as srv:
         served(srv, ctx_with(E.good), "cn-matches")                 # CN=kube-apiserver
         served(srv, ctx_with(E.by_dns), "dns-matches")              # CN=other, DNS matches
+        served(srv, ctx_with(E.dns_case), "dns-case")               # DNS names ignore case
         refused(srv, ctx_with(E.other_name), "name is not one of --client-name")
+        # two CNs, the second one allowed: readers disagree on which is the name
+        refused(srv, ctx_with(E.two_cns), "name is not one of --client-name")
 
 
 @test
@@ -303,10 +317,10 @@ def bundle_reloaded_and_broken_bundle_refused():
                   "no reload logged; log:\n%s" % srv.log_tail())
             served(srv, ctx_with(E.stranger), "new-ca")
             refused(srv, ctx_with(E.good), "issuer is unknown")
-            # a connection verified before the change keeps its verdict, like a connection
-            # keeps the serving certificate it started with
-            check_review_reply(call(keep, "POST", "/validate", fast_body("keep-2"), JSON_CT),
-                               "keep-2", False)
+            # a connection verified before the change is checked again: dropping a CA from
+            # the bundle shuts its clients out at their next request
+            rep = call(keep, "POST", "/validate", fast_body("keep-2"), JSON_CT)
+            check_status_reply(rep, 403, "Forbidden", "issuer is unknown")
             # both CAs in one bundle: both pass
             since = srv.log_size()
             write(ca_file, E.ca.pem() + E.other.pem())
@@ -316,6 +330,22 @@ def bundle_reloaded_and_broken_bundle_refused():
             served(srv, ctx_with(E.stranger), "both-new")
         finally:
             keep.close()
+
+
+@test
+def certificate_expiring_on_an_open_connection():
+    crt, key = E.ca.issue(os.path.join(E.work, "clients"), "short", days=(-1, 4 / 86400.0))
+    with serve("--no-cluster", name="short") as srv:
+        c = Conn(srv.port, ctx_with((crt, key)))
+        try:
+            check_review_reply(call(c, "POST", "/validate", fast_body("before-expiry"), JSON_CT),
+                               "before-expiry", False)
+            time.sleep(5)
+            rep = call(c, "POST", "/validate", fast_body("after-expiry"), JSON_CT)
+            check_status_reply(rep, 403, "Forbidden", "expired")
+            eq(c.connects, 1, "connections")
+        finally:
+            c.close()
 
 
 @test
@@ -363,6 +393,8 @@ def setup(work):
     E.future = E.ca.issue(d, "future", days=(2, 30))
     E.by_dns = E.ca.issue(d, "by-dns", cn="someone", dns=("apiserver.example.internal",))
     E.other_name = E.ca.issue(d, "other-name", cn="kubelet")
+    E.dns_case = E.ca.issue(d, "dns-case", cn="someone", dns=("APIServer.Example.Internal",))
+    E.two_cns = E.ca.issue(d, "two-cns", cn=("evil", "kube-apiserver"))
     with open(os.path.join(work, "rules", "empty.yaml"), "w") as f:
         f.write("apiVersion: gpuadmit.io/v1alpha1\nkind: GPUPolicy\n"
                 "metadata:\n  name: empty\nspec:\n  rules: []\n")

@@ -584,17 +584,46 @@ def overloaded_connections_shed_unserved():
         check(results["waited-at"] - resumed < t(2),
               "the shed client learned it %.2f s after the server resumed"
               % (results["waited-at"] - resumed))
+        # accepted first, then its ClientHello waits behind a stopped worker
+        raw = socket.create_connection(("127.0.0.1", srv.port), timeout=t(10))
+        try:
+            time.sleep(0.3)  # accepted meanwhile
+            srv.signal(signal.SIGSTOP)
+            try:
+                late = {}
+
+                def hello():
+                    try:
+                        tls = ctx.wrap_socket(raw, server_hostname=SERVICE_DNS)
+                        tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+                        late["got"] = tls.recv(64)
+                    except (ssl.SSLError, OSError) as e:
+                        late["got"] = e
+                hs = threading.Thread(target=hello)
+                hs.start()
+                time.sleep(0.6)
+            finally:
+                srv.signal(signal.SIGCONT)
+            hs.join(t(10))
+            check(not hs.is_alive(), "the client shed in its handshake was left hanging")
+            check(isinstance(late.get("got"), (ssl.SSLError, OSError)),
+                  "a ClientHello that waited 600 ms was served: %r" % (late.get("got"),))
+        finally:
+            raw.close()
         client("fresh")
         check(isinstance(results.get("fresh"), bytes) and
               results["fresh"].startswith(b"HTTP/1.1 200"),
               "a connection after the overload was not served: %r" % (results.get("fresh"),))
-        eq(metrics_value(srv, ctx, "gpuadmit_connections_shed_total"), 1.0, "connections shed")
+        eq(metrics_value(srv, ctx, "gpuadmit_connections_shed_total"), 2.0,
+           "connections shed (one unaccepted in the backlog, one accepted)")
         for phase in ("before_client_hello", "after_client_hello"):
             eq(metrics_value(srv, ctx, 'gpuadmit_tls_handshake_failures_total{phase="%s"}'
                              % phase), 0.0, "shedding counted as a TLS failure (%s)" % phase)
-        ev = srv.wait_log("overloaded: connections closed unserved", since, timeout=t(3))
-        check(ev is not None and ev.get("connections") == 1 and ev.get("max_queue_ms") == 200,
-              "summary log line: %r" % (ev,))
+        time.sleep(1.2)  # the summary comes once a second
+        evs = [e for e in srv.events(since)
+               if e.get("msg") == "overloaded: connections closed unserved"]
+        check(sum(e.get("connections", 0) for e in evs) == 2 and
+              all(e.get("max_queue_ms") == 200 for e in evs), "summary log lines: %r" % (evs,))
         noise = [e for e in srv.events(since) if e.get("msg") == "libmicrohttpd"]
         eq(noise, [], "libmicrohttpd lines for the shed connection")
 
