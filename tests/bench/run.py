@@ -455,7 +455,7 @@ def main():
     print("Overload: callers calling at once, each call a new connection with a full handshake "
           "and a %d ms deadline counted from before the connect (the API server's timeoutSeconds); "
           "a refused or late caller calls again 20-50 ms later; %.0f s per cell. late = no answer "
-          "by the deadline. gpuadmit with its default --max-queue-ms 500."
+          "by the deadline. gpuadmit with its default --max-queue-ms (1000)."
           % (OVERLOAD_DEADLINE_MS, OVERLOAD_SECONDS))
     print()
     print("| callers | server | answered in time | refused | late | answered p50 / p99 ms "
