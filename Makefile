@@ -276,7 +276,7 @@ tls-audit: deps build/release/gpuadmit
 # (--kubeconfig) under mixed load for SOAK_SECONDS, while rule files, certificate and watches are
 # broken and replaced; passes on no failed valid request, no restart, resident memory growth
 # under 5 % after warm-up, descriptors back to their start. Then SOAK_VALGRIND_SECONDS of the
-# same, lighter, under valgrind (no error, no definite or indirect leak). About 13 minutes at
+# same, lighter, under valgrind (no error, no definite or indirect leak). About 12 minutes at
 # the defaults; not part of check. Installs valgrind if missing.
 .PHONY: soak
 SOAK_SECONDS ?= 600

@@ -727,7 +727,10 @@ def slow_client(kind, active):
                 if not data:
                     closed = True
                     break
-                STATS.add("slow: answered")  # an answer, then (below) the close
+                if kind == "no handshake" and data.startswith(b"\x15\x03"):
+                    STATS.add("slow: TLS alert")  # the server's close_notify, then the close
+                else:
+                    STATS.add("slow: answered")  # an HTTP answer, then (below) the close
                 continue
             except socket.timeout:
                 pass
@@ -1484,8 +1487,8 @@ def run(args):
         rows += [(k, n[k]) for k in sorted(n) if k.startswith("wrong type: ")]
         rows += [(k, n[k]) for k in sorted(n) if k.startswith("oversized: ")]
         rows += [("slow client: " + k, n["slow: " + k]) for k in SLOW_KINDS]
-        rows += [("  slow clients answered (then closed)", n["slow: answered"])] \
-            if n["slow: answered"] else []
+        rows += [("  no handshake: a TLS alert, then the close", n["slow: TLS alert"]),
+                 ("  answered, then closed", n["slow: answered"])]
         rows += [("churn TLS handshakes", n["churn handshakes"]),
                  ("  resumed sessions", n["churn handshakes resumed"]),
                  ("  handshake only, no request", n["churn handshake-only"]),
@@ -1503,7 +1506,7 @@ def run(args):
         rows += [("cluster changes (pods, deployment)", n["cluster changes"]),
                  ("relists seen by the server", int(sum(relists.values())))]
         for name, v in rows:
-            say("  %-44s %d" % (name, v))
+            say("  %-48s %d" % (name, v))
         if n["rule reloads ok"]:
             say("  mean rule reload seen after %.0f ms" % (n["rule reload seconds x1000"] /
                                                           (n["rule reloads ok"] +
