@@ -23,6 +23,10 @@
 /* Error answers wait for the body to be drained (keeping the connection) only when the body is
  * this small; a larger one is refused at once and the connection closed. */
 #define DEFER_ERROR_BODY_MAX (64u * 1024u)
+/* Blocks this large or larger (bodies, mostly) get their own mapping, unmapped when freed
+ * (main.c): glibc's default of the same size, held fixed instead of rising to the largest
+ * block freed so far. */
+#define MALLOC_MMAP_THRESHOLD_BYTES (128u * 1024u)
 
 /* Capacity decisions remember a pod template's eligible nodes under a key written from its
  * constraints: on the stack up to this size (on the heap past it), from JSON nested at most

@@ -134,7 +134,8 @@ def kill_running():
 
 class ServerProcess:
     """The parts of a gpuadmit process wrapper the suites share. A subclass sets args and
-    log_path; launch() starts the process and waits for its "serving" log line."""
+    log_path; launch() starts the process and waits for its "serving" log line (t(10) seconds,
+    or timeout)."""
 
     NAME = "server"           # in failure messages
     LOG_WHERE = "the server log"
@@ -143,10 +144,10 @@ class ServerProcess:
     rc = None
     serving = None
 
-    def launch(self, env=None):
+    def launch(self, env=None, timeout=None):
         # The suites run on shared, loaded machines (and under sanitizers), where a ClientHello
-        # can wait past the default --max-queue-ms of 500 ms and be shed as under overload;
-        # shedding has a test of its own, which sets the flag.
+        # can wait past the default --max-queue-ms and be shed as under overload; shedding has
+        # a test of its own, which sets the flag.
         if "serve" in self.args and "--max-queue-ms" not in self.args:
             self.args = list(self.args) + ["--max-queue-ms", "30000"]
         self.logf = open(self.log_path, "wb")
@@ -155,7 +156,8 @@ class ServerProcess:
         with RUNNING_LOCK:
             RUNNING.add(self.proc)
         try:
-            deadline = time.monotonic() + t(10)
+            timeout = t(10) if timeout is None else timeout
+            deadline = time.monotonic() + timeout
             while time.monotonic() < deadline:
                 for ev in self.events():
                     if ev.get("msg") == "serving":
@@ -168,7 +170,7 @@ class ServerProcess:
                                % (self.NAME, self.proc.returncode, self.log_tail()))
                 time.sleep(0.02)
             raise Fail("no \"serving\" log line within %.0f s; log:\n%s"
-                       % (t(10), self.log_tail()))
+                       % (timeout, self.log_tail()))
         except BaseException:
             self.kill()
             raise

@@ -39,6 +39,7 @@ import random
 import select
 import socket
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -109,6 +110,7 @@ class Watch:
         self.kind = kind
         self.start_rv = rv
         self.drop = False      # close abruptly (after half of the next event, if any)
+        self.reset = False     # end with a TCP RST at once (no close_notify, no FIN)
         self.hang = False      # send nothing more, never close
         self.sent = 0
 
@@ -296,6 +298,16 @@ class FakeAPIServer:
             for w in self._open(kind):
                 w.drop = True
             self.cv.notify_all()
+
+    def reset_watches(self, kind=None):
+        """Open watches (of kind) end at once with a TCP RST, as when a load balancer or a
+        restarting apiserver resets them. Returns how many."""
+        with self.cv:
+            open_now = self._open(kind)
+            for w in open_now:
+                w.reset = True
+            self.cv.notify_all()
+            return len(open_now)
 
     def drop_on_next_event(self, kind):
         """The next event of kind goes out half, then the connection dies (see self.cuts)."""
@@ -560,6 +572,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             pass
         self.close_connection = True
 
+    def _reset(self):
+        try:
+            # linger 0: close() sends RST instead of FIN and drops what is unsent
+            self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.request.close()
+        except OSError:
+            pass
+        self.close_connection = True
+
     def _client_gone(self):
         try:
             r, _, _ = select.select([self.request], [], [], 0)
@@ -632,6 +653,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 while True:
                     if fake.stopping:
                         return self._abort()
+                    if w.reset:
+                        break
                     if w.hang:
                         break  # what is pending waits for the unhang
                     if (w.drop or pending or w.kind in fake.next_fault["malformed"] or
@@ -649,6 +672,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                         seen_rv = fake.rv
                         break
                     fake.cv.wait(min(deadline, next_bookmark if bookmarks else deadline) - now)
+                if w.reset:
+                    return self._reset()
                 hang = w.hang
                 bad = expire = cut = False
                 if not hang:
@@ -668,6 +693,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                             return self._abort()
                         if w.drop:
                             return self._abort()
+                        if w.reset:
+                            return self._reset()
                         if not w.hang:
                             break
                         fake.cv.wait(0.1)

@@ -770,6 +770,25 @@ def abrupt_disconnect_resumes_without_loss():
 
 
 @test
+def reset_watches_resume_without_loss():
+    """Every watch ends with a TCP RST (a load balancer or an apiserver restart): each resumes
+    from its last resourceVersion, no list, and the changes made meanwhile arrive."""
+    srv, fake = main_srv()
+    deadline = time.monotonic() + t(10)
+    while fake.open_watches() < 7 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    n0 = fake.n_requests()
+    check(fake.reset_watches() > 0, "no watch open to reset")
+    for i in range(10):
+        fake.modify("pods", mk_pod("train-%04d" % (720 + i), ns="team-%d" % (i % 5),
+                                   node="gpu-%02d" % (i % 20), gpus=1))
+    fake.modify("priorityclasses", mk_class("gpu-reset", 150000))
+    srv.converge(fake, "after every watch was reset")
+    check(fake.requests_since(n0, op="watch"), "no re-watch after the reset")
+    eq(fake.requests_since(n0, op="list"), [], "lists after a reset")
+
+
+@test
 def hanging_watch_is_noticed():
     need_watch_timeout()
     srv, fake = main_srv()
