@@ -21,7 +21,7 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CertPair, SLOW, Fail, check, eq, run_suite, t  # noqa: E402
 from test_server import (BIN, JSON_CT, Conn, Server, call, check_review_reply,  # noqa: E402
-                         check_status_reply, fast_body)
+                         check_status_reply, fast_body, metrics_value)
 
 from cryptography import x509  # noqa: E402
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -150,19 +150,8 @@ def serve(*extra, ca_file=None, name="cca"):
     return Server(E.work, E.srv.crt, E.srv.key, "--client-ca", ca_file, *extra, name=name)
 
 
-def metric(srv, line_start, absent=None):
-    c = Conn(srv.port, ctx_with())
-    try:
-        rep = call(c, "GET", "/metrics")
-    finally:
-        c.close()
-    eq(rep.status, 200, "/metrics status")
-    for line in rep.body.decode().splitlines():
-        if line.startswith(line_start + " "):
-            return float(line.split()[-1])
-    if absent is not None:
-        return absent
-    raise Fail("no %s in /metrics" % line_start)
+def metric(srv, name, absent=None):
+    return metrics_value(srv, ctx_with(), name, absent)
 
 
 # ---------------------------------------------------------------------------------------------

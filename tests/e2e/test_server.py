@@ -534,7 +534,9 @@ def health_endpoints():
             c.close()
 
 
-def metrics_value(srv, ctx, name):
+def metrics_value(srv, ctx, name, absent=None):
+    """The value of the series name (with its labels) in /metrics; absent when given and the
+    series is not there (series that only appear once nonzero)."""
     c = Conn(srv.port, ctx)
     try:
         rep = call(c, "GET", "/metrics")
@@ -544,6 +546,8 @@ def metrics_value(srv, ctx, name):
     for line in rep.body.decode().splitlines():
         if line.startswith(name + " "):
             return float(line.split()[-1])
+    if absent is not None:
+        return absent
     raise Fail("no %s in /metrics" % name)
 
 
