@@ -502,7 +502,15 @@ int creds_verify_client(struct creds *c, gnutls_session_t session, time_t *not_a
         snprintf(why, why_len, "the client certificate's name is not one of --client-name");
         goto out;
     }
+    /* the first of the chain's certificates to expire ends the verdict (the bundle's own
+     * CAs are checked again whenever the bundle changes) */
     *not_after = gnutls_x509_crt_get_expiration_time(chain[0]);
+    for (i = 1; i < n; i++) {
+        time_t t = gnutls_x509_crt_get_expiration_time(chain[i]);
+
+        if (t < *not_after)
+            *not_after = t;
+    }
     rc = 0;
 out:
     for (i = 0; i < made; i++)

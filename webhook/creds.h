@@ -51,8 +51,8 @@ bool creds_client_ca_enabled(const struct creds *c);
 unsigned long creds_client_ca_generation(struct creds *c);
 
 /* 0 when the session's peer presented a chain that verifies, now, against the client CA bundle
- * for TLS client authentication, with an accepted name, and *not_after set to the leaf's
- * notAfter; -1 with why (a sentence) filled otherwise. Thread-safe. */
+ * for TLS client authentication, with an accepted name, and *not_after set to the earliest
+ * notAfter of the chain presented; -1 with why (a sentence) filled otherwise. Thread-safe. */
 int creds_verify_client(struct creds *c, gnutls_session_t session, time_t *not_after, char *why,
                         size_t why_len);
 

@@ -484,24 +484,28 @@ static bool screen(struct server *s, bool plain, struct MHD_Connection *c, const
 
     /* found first, so that a 413 at /mutate or /validate counts as that endpoint's error */
     rq->route = route_find(url, plain);
-    if (announced > (long long)s->cfg.max_body) {
+    /* --client-ca: a caller without a valid certificate learns nothing else (not even which
+     * paths exist) and its refusals are neither review errors nor log lines of their own */
+    if (!plain && (rq->route == NULL || !rq->route->open) && creds_client_ca_enabled(s->creds) &&
+        !client_allowed(s, c, &why)) {
+        snprintf(msg, sizeof(msg), "%s requires a client certificate from --client-ca: %s",
+                 rq->route != NULL ? rq->route->path : "this path", why);
+        defer_error(rq, MHD_HTTP_FORBIDDEN, msg, NULL);
+        rq->unauthenticated = true;
+    } else if (announced > (long long)s->cfg.max_body) {
         snprintf(msg, sizeof(msg), "body of %lld bytes is over the limit of %zu bytes", announced,
                  s->cfg.max_body);
         *result = respond_error(s, c, rq, MHD_HTTP_CONTENT_TOO_LARGE, url, msg, NULL);
         return true;
     }
-    if (rq->route == NULL) {
+    if (rq->err_status != 0) {
+        /* refused above */
+    } else if (rq->route == NULL) {
         defer_error(rq, MHD_HTTP_NOT_FOUND,
                     plain ? "no such path; this port serves /metrics, /healthz and /readyz"
                           : "no such path; gpuadmit serves /mutate, /validate, /healthz, /readyz "
                             "and /metrics",
                     NULL);
-    } else if (!plain && !rq->route->open && creds_client_ca_enabled(s->creds) &&
-               !client_allowed(s, c, &why)) {
-        snprintf(msg, sizeof(msg), "%s requires a client certificate from --client-ca: %s",
-                 rq->route->path, why);
-        defer_error(rq, MHD_HTTP_FORBIDDEN, msg, NULL);
-        rq->unauthenticated = true;
     } else if (!method_ok(rq->route, method)) {
         snprintf(msg, sizeof(msg), "method %.16s not allowed on %s; use %s", method,
                  rq->route->path, rq->route->allow);
@@ -1016,24 +1020,12 @@ unsigned server_metrics_port(const struct server *s)
     return i ? i->port : 0;
 }
 
-void server_sweep(struct server *s)
+/* The lines that sum up a second of refusals: requests without a valid client certificate,
+ * connections shed under overload. */
+static void log_summaries(struct server *s)
 {
-    long long now = now_ms();
-    long long limit = ((long long)s->cfg.idle_timeout_s + s->cfg.request_timeout_s) * 1000;
-    int cut = 0;
     long shed;
 
-    pthread_mutex_lock(&s->conns_lock);
-    for (struct conn *cn = s->conns; cn != NULL; cn = cn->next) {
-        if (cn->cut || now - atomic_load(&cn->phase_start_ms) <= limit)
-            continue;
-        /* shutdown, not close: libmicrohttpd sees the end of the stream in its own thread and
-         * closes the connection itself */
-        shutdown(cn->fd, SHUT_RDWR);
-        cn->cut = true;
-        cut++;
-    }
-    pthread_mutex_unlock(&s->conns_lock);
     pthread_mutex_lock(&s->refused_lock);
     if (s->unauthenticated > 0)
         log_event(LOG_WARN, "requests refused: no valid client certificate",
@@ -1050,6 +1042,26 @@ void server_sweep(struct server *s)
                             "the TLS handshake would begin more than --max-queue-ms after the "
                             "connection arrived",
                             "max_queue_ms", (int)s->cfg.max_queue_ms));
+}
+
+void server_sweep(struct server *s)
+{
+    long long now = now_ms();
+    long long limit = ((long long)s->cfg.idle_timeout_s + s->cfg.request_timeout_s) * 1000;
+    int cut = 0;
+
+    pthread_mutex_lock(&s->conns_lock);
+    for (struct conn *cn = s->conns; cn != NULL; cn = cn->next) {
+        if (cn->cut || now - atomic_load(&cn->phase_start_ms) <= limit)
+            continue;
+        /* shutdown, not close: libmicrohttpd sees the end of the stream in its own thread and
+         * closes the connection itself */
+        shutdown(cn->fd, SHUT_RDWR);
+        cn->cut = true;
+        cut++;
+    }
+    pthread_mutex_unlock(&s->conns_lock);
+    log_summaries(s);
     if (cut > 0)
         log_event(LOG_WARN, "closed slow connections",
                   json_pack("{s:i, s:s}", "connections", cut, "reason",
@@ -1103,6 +1115,7 @@ int server_stop(struct server *s, int abort_fd)
         nanosleep(&pause, NULL);
     }
     MHD_stop_daemon(s->mhd);
+    log_summaries(s); /* the last second's, and the drain's */
     /* scrapers may read the last counters until the very end */
     if (s->mhd_metrics != NULL)
         MHD_stop_daemon(s->mhd_metrics);

@@ -20,8 +20,8 @@ import sys
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import CertPair, SLOW, Fail, check, eq, run_suite, t  # noqa: E402
-from test_server import (BIN, JSON_CT, Conn, Server, call, check_review_reply,  # noqa: E402
-                         check_status_reply, fast_body, metrics_value)
+from test_server import (BIN, JSON_CT, Conn, Reply, Server, call,  # noqa: E402
+                         check_review_reply, check_status_reply, fast_body, metrics_value)
 
 from cryptography import x509  # noqa: E402
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
@@ -180,9 +180,25 @@ def unauthenticated_refused_probes_open():
                     eq((rep.status, rep.body), (200, b"ok\n"), "%s over TLS %s" % (path, tls))
                 rep = call(c, "GET", "/metrics")
                 eq(rep.status, 200, "/metrics without a client certificate")
+                # nothing else either: not which paths exist, not the body limit
+                rep = call(c, "GET", "/nope")
+                check_status_reply(rep, 403, "Forbidden", "this path requires a client certificate")
             finally:
                 c.close()
-        eq(metric(srv, 'gpuadmit_http_errors_total{code="403"}'), 6.0, "403s counted")
+            c = Conn(srv.port, ctx)
+            try:
+                c.putrequest("POST", "/validate")
+                c.putheader("Content-Type", "application/json")
+                c.putheader("Content-Length", "1000000000")
+                c.endheaders()
+                resp = c.getresponse()
+                check_status_reply(Reply(resp, resp.read()), 403, "Forbidden",
+                                   "no client certificate was presented")
+            finally:
+                c.close()
+        eq(metric(srv, 'gpuadmit_http_errors_total{code="403"}'), 10.0, "403s counted")
+        eq(metric(srv, 'gpuadmit_http_errors_total{code="413"}', absent=0.0), 0.0, "413s")
+        eq(metric(srv, 'gpuadmit_http_errors_total{code="404"}', absent=0.0), 0.0, "404s")
         # not reviews: a caller without a certificate must not move the review error ratio
         # (the GpuadmitWebhookErrors alert), nor write a log line per request
         eq(metric(srv, 'gpuadmit_admission_requests_total{endpoint="validate",kind="other",'
@@ -193,7 +209,15 @@ def unauthenticated_refused_probes_open():
         eq([e for e in evs if e.get("msg") == "request refused"], [], "per-request log lines")
         summed = sum(e.get("requests", 0) for e in evs
                      if e.get("msg") == "requests refused: no valid client certificate")
-        eq(summed, 6, "requests in the summary lines")
+        eq(summed, 10, "requests in the summary lines")
+        # refusals in the last moments before a stop are summed up too
+        since = srv.log_size()
+        refused(srv, ctx_with(), "no client certificate was presented")
+        srv.stop(t(12))
+        evs = srv.events(since)
+        check(any(e.get("msg") == "requests refused: no valid client certificate" and
+                  e.get("requests") == 1 for e in evs),
+              "the last refusal was not summed up at stop: %r" % evs)
 
 
 @test
@@ -323,13 +347,15 @@ def bundle_reloaded_and_broken_bundle_refused():
 
 @test
 def certificate_expiring_on_an_open_connection():
-    crt, key = E.ca.issue(os.path.join(E.work, "clients"), "short", days=(-1, 4 / 86400.0))
     with serve("--no-cluster", name="short") as srv:
+        # made once the server is up, valid for 3 to 4 more seconds (whole seconds in X.509)
+        crt, key = E.ca.issue(os.path.join(E.work, "clients"), "short", days=(-1, 4 / 86400.0))
+        expires = time.time() + 4
         c = Conn(srv.port, ctx_with((crt, key)))
         try:
             check_review_reply(call(c, "POST", "/validate", fast_body("before-expiry"), JSON_CT),
                                "before-expiry", False)
-            time.sleep(5)
+            time.sleep(max(0.0, expires - time.time()) + 1.5)
             rep = call(c, "POST", "/validate", fast_body("after-expiry"), JSON_CT)
             check_status_reply(rep, 403, "Forbidden", "expired")
             eq(c.connects, 1, "connections")
