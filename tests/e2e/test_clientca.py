@@ -51,14 +51,14 @@ def _name(cn):
 class Issuer:
     """A CA (or an intermediate, when parent is given) that signs client certificates."""
 
-    def __init__(self, cn, parent=None):
+    def __init__(self, cn, parent=None, seconds=30 * 86400):
         self.key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.timezone.utc)
         b = (x509.CertificateBuilder().subject_name(_name(cn))
              .issuer_name(parent.cert.subject if parent else _name(cn))
              .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
              .not_valid_before(now - datetime.timedelta(hours=1))
-             .not_valid_after(now + datetime.timedelta(days=30))
+             .not_valid_after(now + datetime.timedelta(seconds=seconds))
              .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
              .add_extension(x509.KeyUsage(False, False, False, False, False, True, True, False,
                                           False), critical=True))
@@ -357,6 +357,21 @@ def certificate_expiring_on_an_open_connection():
                                "before-expiry", False)
             time.sleep(max(0.0, expires - time.time()) + 1.5)
             rep = call(c, "POST", "/validate", fast_body("after-expiry"), JSON_CT)
+            check_status_reply(rep, 403, "Forbidden", "expired")
+            eq(c.connects, 1, "connections")
+        finally:
+            c.close()
+        # the leaf valid for 30 days, the intermediate it came with for 3 to 4 seconds: the
+        # verdict ends with the first of the chain to expire
+        inter = Issuer("short intermediate", parent=E.ca, seconds=4)
+        expires = time.time() + 4
+        crt, key = inter.issue(os.path.join(E.work, "clients"), "long-leaf")
+        c = Conn(srv.port, ctx_with((crt, key)))
+        try:
+            check_review_reply(call(c, "POST", "/validate", fast_body("before-inter"), JSON_CT),
+                               "before-inter", False)
+            time.sleep(max(0.0, expires - time.time()) + 1.5)
+            rep = call(c, "POST", "/validate", fast_body("after-inter"), JSON_CT)
             check_status_reply(rep, 403, "Forbidden", "expired")
             eq(c.connects, 1, "connections")
         finally:
