@@ -44,21 +44,13 @@ static struct policy *capacity_policy;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    struct diag d;
-
     (void)argc;
     (void)argv;
     json_object_seed(1);
     fuzz_quiet_logs();
     capacity_policy = fuzz_policy("tests/data/policies/capacity.yaml");
-    for (size_t i = 0; i < 2; i++) {
-        diag_clear(&d);
-        decoded[i] = review_decode(reviews[i], strlen(reviews[i]), &d);
-        if (decoded[i] == NULL) {
-            fprintf(stderr, "fixed review %zu: %s\n", i, d.msg);
-            exit(2);
-        }
-    }
+    for (size_t i = 0; i < 2; i++)
+        decoded[i] = fuzz_fixed_review(reviews[i]);
     return 0;
 }
 

@@ -68,6 +68,20 @@ struct policy *fuzz_policy(const char *rel)
     return p;
 }
 
+struct review *fuzz_fixed_review(const char *json)
+{
+    struct diag d;
+    struct review *r;
+
+    diag_clear(&d);
+    r = review_decode(json, strlen(json), &d);
+    if (r == NULL) {
+        fprintf(stderr, "fixed review does not decode: %s\n", d.msg);
+        exit(2);
+    }
+    return r;
+}
+
 struct cluster *fuzz_view(const char *rel)
 {
     struct cluster_config cfg = {60};

@@ -36,6 +36,9 @@ const char *fuzz_src_path(const char *rel, char *buf, size_t len);
 
 /* Loads a policy file of the source tree; exits when it does not load. New reference. */
 struct policy *fuzz_policy(const char *rel);
+/* A review the target's own source holds, decoded once at start; exits 2 if it does not decode
+ * (the target is broken, not the input). */
+struct review *fuzz_fixed_review(const char *json);
 /* Loads a snapshot of the source tree into a new view; exits when it does not load. */
 struct cluster *fuzz_view(const char *rel);
 
