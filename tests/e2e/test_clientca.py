@@ -345,37 +345,33 @@ def bundle_reloaded_and_broken_bundle_refused():
             keep.close()
 
 
+def served_until(srv, cert, expires, tag):
+    """One connection presenting cert: served now, refused with "expired" on the same
+    connection once `expires` (time.time()) has passed."""
+    c = Conn(srv.port, ctx_with(cert))
+    try:
+        check_review_reply(call(c, "POST", "/validate", fast_body(tag + "-before"), JSON_CT),
+                           tag + "-before", False)
+        time.sleep(max(0.0, expires - time.time()) + 1.5)
+        rep = call(c, "POST", "/validate", fast_body(tag + "-after"), JSON_CT)
+        check_status_reply(rep, 403, "Forbidden", "expired")
+        eq(c.connects, 1, "connections")
+    finally:
+        c.close()
+
+
 @test
 def certificate_expiring_on_an_open_connection():
+    clients = os.path.join(E.work, "clients")
     with serve("--no-cluster", name="short") as srv:
         # made once the server is up, valid for 3 to 4 more seconds (whole seconds in X.509)
-        crt, key = E.ca.issue(os.path.join(E.work, "clients"), "short", days=(-1, 4 / 86400.0))
         expires = time.time() + 4
-        c = Conn(srv.port, ctx_with((crt, key)))
-        try:
-            check_review_reply(call(c, "POST", "/validate", fast_body("before-expiry"), JSON_CT),
-                               "before-expiry", False)
-            time.sleep(max(0.0, expires - time.time()) + 1.5)
-            rep = call(c, "POST", "/validate", fast_body("after-expiry"), JSON_CT)
-            check_status_reply(rep, 403, "Forbidden", "expired")
-            eq(c.connects, 1, "connections")
-        finally:
-            c.close()
+        served_until(srv, E.ca.issue(clients, "short", days=(-1, 4 / 86400.0)), expires, "leaf")
         # the leaf valid for 30 days, the intermediate it came with for 3 to 4 seconds: the
         # verdict ends with the first of the chain to expire
         inter = Issuer("short intermediate", parent=E.ca, seconds=4)
         expires = time.time() + 4
-        crt, key = inter.issue(os.path.join(E.work, "clients"), "long-leaf")
-        c = Conn(srv.port, ctx_with((crt, key)))
-        try:
-            check_review_reply(call(c, "POST", "/validate", fast_body("before-inter"), JSON_CT),
-                               "before-inter", False)
-            time.sleep(max(0.0, expires - time.time()) + 1.5)
-            rep = call(c, "POST", "/validate", fast_body("after-inter"), JSON_CT)
-            check_status_reply(rep, 403, "Forbidden", "expired")
-            eq(c.connects, 1, "connections")
-        finally:
-            c.close()
+        served_until(srv, inter.issue(clients, "long-leaf"), expires, "intermediate")
 
 
 @test

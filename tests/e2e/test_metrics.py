@@ -20,15 +20,12 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
-import threading
 import time
-import traceback
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from common import (SERVICE_DNS, SLOW, Fail, ServerProcess, check, eq, indent,  # noqa: E402
-                    kill_running, make_certs, t, tls_connect)
+                    make_certs, run_suite, t, tls_connect)
 
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -507,62 +504,23 @@ def exposition_passes_promtool():
 # ---------------------------------------------------------------------------------------------
 
 
-def watchdog(state):
-    sys.stdout.write("not ok - %s: suite watchdog: over %d s, killing the server\n"
-                     % (state.get("current", "?"), SUITE_LIMIT_S))
-    kill_running()
-    sys.stdout.write("e2e-metrics: %d passed, %d failed\n" % (state["passed"],
-                                                              state["failed"] + 1))
-    sys.stdout.flush()
-    os._exit(1)
+@test
+def clean_stop():
+    E.srv.check_clean_exit(E.srv.stop(t(10)))
+
+
+def setup(work):
+    check(os.access(BIN, os.X_OK), "GPUADMIT_BIN=%s is not an executable" % BIN)
+    E.work, E.certs = work, make_certs(os.path.join(work, "pki"))
+    E.srv = Server(work, E.certs).start()
 
 
 def main():
-    state = {"passed": 0, "failed": 0, "current": "setup"}
-    dog = threading.Timer(SUITE_LIMIT_S, watchdog, args=(state,))
-    dog.daemon = True
-    dog.start()
-    t0 = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="gpuadmit-metrics-") as work:
-        try:
-            check(os.access(BIN, os.X_OK), "GPUADMIT_BIN=%s is not an executable" % BIN)
-            E.work, E.certs = work, make_certs(os.path.join(work, "pki"))
-            E.srv = Server(work, E.certs).start()
-        except Exception as e:
-            sys.stdout.write("not ok - setup: %s\ne2e-metrics: 0 passed, 1 failed\n" % e)
-            kill_running()
-            return 1
-        try:
-            for fn in TESTS:
-                state["current"] = fn.__name__
-                try:
-                    fn()
-                    state["passed"] += 1
-                    sys.stdout.write("ok - %s\n" % fn.__name__)
-                except Fail as e:
-                    state["failed"] += 1
-                    sys.stdout.write("not ok - %s: %s\n"
-                                     % (fn.__name__, str(e).replace("\n", "\n#   ")))
-                except Exception as e:
-                    state["failed"] += 1
-                    sys.stdout.write("not ok - %s: %s: %s\n%s" % (
-                        fn.__name__, type(e).__name__, e,
-                        indent("traceback", traceback.format_exc())))
-                sys.stdout.flush()
-            state["current"] = "clean stop"
-            try:
-                E.srv.check_clean_exit(E.srv.stop(t(10)))
-                state["passed"] += 1
-                sys.stdout.write("ok - clean stop\n")
-            except Fail as e:
-                state["failed"] += 1
-                sys.stdout.write("not ok - clean stop: %s\n" % str(e).replace("\n", "\n#   "))
-        finally:
+    try:
+        return run_suite("e2e-metrics", TESTS, SUITE_LIMIT_S, setup)
+    finally:
+        if getattr(E, "srv", None) is not None:
             E.srv.kill()
-    dog.cancel()
-    sys.stdout.write("# total %.1f s\n" % (time.monotonic() - t0))
-    sys.stdout.write("e2e-metrics: %d passed, %d failed\n" % (state["passed"], state["failed"]))
-    return 1 if state["failed"] else 0
 
 
 if __name__ == "__main__":
