@@ -55,11 +55,11 @@ struct conn {
     unsigned finished;      /* Finished messages sent and received: 2 once complete */
     unsigned long requests; /* requests begun on it */
     /* --client-ca: the verdict on the client's certificate, taken at the first request that
-     * needs it and kept for the connection while no new handshake happens */
+     * needs it and kept until a new handshake, a new bundle or the chain's first expiry */
     signed char client_ok;       /* 0 not yet checked, 1 accepted, -1 refused */
     unsigned client_checked_at;  /* finished, when it was checked */
     unsigned long client_ca_gen; /* the client CA bundle it was checked against */
-    time_t client_not_after;     /* the accepted certificate's notAfter */
+    time_t client_not_after;     /* the earliest notAfter of the accepted chain */
     char client_why[CLIENT_WHY_MAX];
 };
 
@@ -434,7 +434,7 @@ static void defer_error(struct request *rq, unsigned status, const char *msg, co
 }
 
 /* --client-ca: whether the connection's client may call a route that is not open; false with
- * the reason in *why. The verdict is kept per connection until a new handshake. */
+ * the reason in *why. The verdict is kept per connection (struct conn says until when). */
 static bool client_allowed(struct server *s, struct MHD_Connection *c, const char **why)
 {
     const union MHD_ConnectionInfo *ci =
