@@ -311,13 +311,17 @@ static struct caset *caset_load(const char *path, struct diag *d)
         diag_set(d, path, 0, 0, "out of memory");
         goto fail;
     }
-    /* the list takes the certificates over */
-    if ((err = gnutls_x509_trust_list_add_cas(s->trust, crts, n, 0)) < 0) {
+    /* the list takes over the certificates it added (it returns how many: all of them, but
+     * for want of memory) */
+    err = gnutls_x509_trust_list_add_cas(s->trust, crts, n, 0);
+    if (err < (int)n) {
+        for (i = err > 0 ? (unsigned)err : 0; i < n; i++)
+            gnutls_x509_crt_deinit(crts[i]);
         gnutls_x509_trust_list_deinit(s->trust, 1);
         free(s);
-        s = NULL;
         gnutls_free(crts);
-        diag_set(d, path, 0, 0, "GnuTLS cannot use the CA certificates: %s", gnutls_strerror(err));
+        diag_set(d, path, 0, 0, "GnuTLS cannot use the CA certificates: %s",
+                 err < 0 ? gnutls_strerror(err) : "out of memory");
         return NULL;
     }
     s->count = n;
