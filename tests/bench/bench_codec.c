@@ -1,7 +1,7 @@
 /*
  * bench_codec.c: what one review costs in process, against the least any JSON webhook pays.
  *
- *   bench_codec RULES_DIR DATA_DIR REVIEW_POD [--reps N] [--ms M]
+ *   bench_codec RULES_DIR DATA_DIR K8S_DIR REVIEW_POD [--reps N] [--ms M]
  *
  * For each fixture, times review_decode + eval_review + review_encode + the frees (what the
  * server does between reading a body and queueing the answer, without the cluster view, as
@@ -12,8 +12,8 @@
  * Decision log lines go to /dev/null. Prints one JSON line per fixture for tests/bench/run.py.
  *
  * Fixtures: REVIEW_POD (a small GPU pod the default policy patches at /mutate), the bench's
- * training pod at /validate, and Kubernetes' all-fields roundtrip fixtures (DATA_DIR) wrapped in
- * a review: a Pod and a Deployment (CREATE) at /validate, a Scale (UPDATE of deployments/scale).
+ * training pod (DATA_DIR) at /validate, and Kubernetes' all-fields roundtrip fixtures (K8S_DIR,
+ * tests/data/k8s/testdata) wrapped in a review: a Pod and a Deployment (CREATE) at /validate, a Scale (UPDATE of deployments/scale).
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -201,11 +201,11 @@ int main(int argc, char **argv)
     double ms = 200;
     int devnull;
 
-    if (argc < 4) {
-        fprintf(stderr, "usage: bench_codec RULES_DIR DATA_DIR REVIEW_POD [--reps N] [--ms M]\n");
+    if (argc < 5) {
+        fprintf(stderr, "usage: bench_codec RULES_DIR DATA_DIR K8S_DIR REVIEW_POD [--reps N] [--ms M]\n");
         return 2;
     }
-    for (int i = 4; i + 1 < argc; i += 2) {
+    for (int i = 5; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--reps") == 0)
             reps = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--ms") == 0)
@@ -225,19 +225,19 @@ int main(int argc, char **argv)
         return 2;
     }
     fx[n] = (struct fixture){"small pod (/mutate, patched)", NULL, 0, true};
-    fx[n].body = read_file(argv[3], &fx[n].len), n++;
+    fx[n].body = read_file(argv[4], &fx[n].len), n++;
     snprintf(bench_pod, sizeof(bench_pod), "%s/training-pod-review.json", argv[2]);
     fx[n] = (struct fixture){"training pod (/validate)", NULL, 0, false};
     fx[n].body = read_file(bench_pod, &fx[n].len), n++;
-    snprintf(path, sizeof(path), "%s/core.v1.Pod.json", argv[2]);
+    snprintf(path, sizeof(path), "%s/core.v1.Pod.json", argv[3]);
     fx[n] = (struct fixture){"all-fields Pod (/validate)", NULL, 0, false};
     fx[n].body = wrap(path, "", "Pod", "", "pods", "", "CREATE", false, &fx[n].len), n++;
-    snprintf(path, sizeof(path), "%s/apps.v1.Deployment.json", argv[2]);
+    snprintf(path, sizeof(path), "%s/apps.v1.Deployment.json", argv[3]);
     fx[n] = (struct fixture){"all-fields Deployment (/validate)", NULL, 0, false};
     fx[n].body =
         wrap(path, "apps", "Deployment", "apps", "deployments", "", "CREATE", false, &fx[n].len),
     n++;
-    snprintf(path, sizeof(path), "%s/autoscaling.v1.Scale.json", argv[2]);
+    snprintf(path, sizeof(path), "%s/autoscaling.v1.Scale.json", argv[3]);
     fx[n] = (struct fixture){"Scale, deployments/scale (/validate)", NULL, 0, false};
     fx[n].body = wrap(path, "autoscaling", "Scale", "apps", "deployments", "scale", "UPDATE", true,
                       &fx[n].len),

@@ -375,6 +375,7 @@ def main():
     codec = []
     out = subprocess.run([os.path.join(build, "tests", "bench", "bench_codec"),
                           os.path.join(ROOT, "rules"), os.path.join(HERE, "data"),
+                          os.path.join(ROOT, "tests", "data", "k8s", "testdata"),
                           os.path.join(ROOT, "tests", "data", "review-pod.json"),
                           "--reps", "3" if QUICK else "7", "--ms", "50" if QUICK else "200"],
                          stdout=subprocess.PIPE, check=True).stdout

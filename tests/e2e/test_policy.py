@@ -14,7 +14,7 @@ What is tested:
     decision in the audit annotations and the log;
   * hot reload under load: the switch time, no failed answer, broken edits refused with
     FILE:LINE:COLUMN and without effect, a later good edit and SIGHUP taking effect;
-  * the all-fields fixtures of ../shared/k8s/testdata through rules/default.yaml (and through a
+  * the all-fields fixtures of tests/data/k8s/testdata through rules/default.yaml (and through a
     policy that adds GPU requests): well-formed answers, patches that apply to the object as
     sent, patched objects that validate against the OpenAPI v3 schemas and are valid in the ways
     the schemas do not check (priority matches the class, no duplicate tolerations, GPU
@@ -53,7 +53,7 @@ from common import (CertPair, SLOW, SERVICE_DNS, Fail, ServerProcess, check, ind
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
-K8S = os.path.join(ROOT, "..", "shared", "k8s")
+K8S = os.path.join(ROOT, "tests", "data", "k8s")
 TEMPLATE = os.path.join(HERE, "policy", "template.yaml")
 DEFAULT_RULES = os.path.join(ROOT, "rules", "default.yaml")
 SUITE_LIMIT_S = 150 if SLOW else 90  # last-resort watchdog; a normal run takes well under 60 s

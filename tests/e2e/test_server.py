@@ -33,7 +33,7 @@ from common import (CertPair, SLOW, SERVICE_DNS, Fail, ServerProcess, check, eq,
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
-FIXTURE = os.path.join(ROOT, "..", "shared", "k8s", "admission-examples",
+FIXTURE = os.path.join(ROOT, "tests", "data", "k8s", "admission-examples",
                        "kubewarden-pod-create-admissionreview.json")
 SUITE_LIMIT_S = 120 if SLOW else 90  # last-resort watchdog; a normal run takes 10-20 s
 JSON_CT = {"Content-Type": "application/json"}

@@ -7,7 +7,7 @@ sample objects.
     GPUADMIT_BIN=build/release/gpuadmit /usr/bin/python3 tests/manifests/test_manifests.py
 
 Environment: GPUADMIT_BIN (default build/release/gpuadmit) for "gpuadmit routes";
-GPUADMIT_SHARED (default ../shared beside the repository) for the OpenAPI documents; KUBECTL
+GPUADMIT_K8S_DATA (default tests/data/k8s, see its README) for the OpenAPI documents; KUBECTL
 (default kubectl). With kubectl, each overlay is rendered with "kubectl kustomize" and must equal
 its committed rendering in tests/manifests/rendered/ ("make manifests-golden" rewrites them);
 without it (Debian has no kubectl with a current kustomize) the committed renderings are
@@ -38,12 +38,12 @@ import jsonschema  # noqa: E402
 import yaml  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SHARED = os.environ.get("GPUADMIT_SHARED") or os.path.join(ROOT, "..", "shared")
+K8S_DATA = os.environ.get("GPUADMIT_K8S_DATA") or os.path.join(ROOT, "tests", "data", "k8s")
 BIN = os.environ.get("GPUADMIT_BIN", "build/release/gpuadmit")
 KUBECTL = os.environ.get("KUBECTL", "kubectl")
 OVERLAYS_DIR = os.path.join(ROOT, "manifests", "overlays")
 GOLDEN_DIR = os.path.join(HERE, "rendered")
-OPENAPI = os.path.join(SHARED, "k8s", "openapi-v3")
+OPENAPI = os.path.join(K8S_DATA, "openapi-v3")
 
 NAMESPACE = "gpuadmit-system"
 SERVICE = "gpuadmit"
@@ -88,7 +88,7 @@ SCHEMAS = {
         "apis__admissionregistration.k8s.io__v1_openapi.json",
         "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding"),
 }
-# cert-manager's CRDs have no schema in shared/: checked by hand (check_cert_manager_object).
+# cert-manager's CRDs have no schema in tests/data/k8s: checked by hand (check_cert_manager_object).
 CERT_MANAGER_KINDS = {("cert-manager.io/v1", "Issuer"), ("cert-manager.io/v1", "Certificate")}
 
 
@@ -200,7 +200,7 @@ def read_policy():
 _DOCUMENTS = {}
 
 
-# Fields newer than the shared schemas (their core and apps documents are of Kubernetes 1.26),
+# Fields newer than the copied schemas (their core and apps documents are of Kubernetes 1.26),
 # which the manifests use on purpose; any other unknown field is an error.
 NEWER_FIELDS = {
     "io.k8s.api.core.v1.LifecycleHandler": ["sleep"],  # preStop sleep, 1.30
@@ -298,7 +298,7 @@ def t_schemas(name, docs):
 
 def t_validator_rejects():
     """The schema check can fail: broken objects are refused, unknown kinds too."""
-    with open(os.path.join(SHARED, "k8s", "testdata",
+    with open(os.path.join(K8S_DATA, "testdata",
                            "admissionregistration.k8s.io.v1.ValidatingWebhookConfiguration.json")) as f:
         fixture = json.load(f)
     eq(schema_errors(fixture), [], "the upstream fixture")
@@ -963,9 +963,9 @@ def t_cel_ephemeral(docs):
 
 
 def t_cel_upstream(docs):
-    """Real objects from shared/k8s: NVIDIA's examples are sent; the all-fields fixtures and the
+    """Real objects from tests/data/k8s: NVIDIA's examples are sent; the all-fields fixtures and the
     device plugin's DaemonSet pod (by its controller) evaluate without error."""
-    k8s = os.path.join(SHARED, "k8s")
+    k8s = K8S_DATA
     with open(os.path.join(k8s, "nvidia", "readme-gpu-pod.yaml")) as f:
         pod = yaml.safe_load(f)
     with open(os.path.join(k8s, "nvidia", "testdata-job-1.yaml")) as f:
@@ -1158,8 +1158,8 @@ def t_exempt_label(overlay, docs):
 
 
 def main():
-    print("# manifests: shared folder %s, routes from %s, %s" % (
-        os.path.relpath(SHARED, ROOT) if not os.environ.get("GPUADMIT_SHARED") else SHARED, BIN,
+    print("# manifests: Kubernetes data %s, routes from %s, %s" % (
+        os.path.relpath(K8S_DATA, ROOT) if not os.environ.get("GPUADMIT_K8S_DATA") else K8S_DATA, BIN,
         "kubectl %s" % shutil.which(KUBECTL) if have_kubectl() else
         "no kubectl: the committed renderings are checked, not compared with kustomize"))
     run("validator rejects broken objects", t_validator_rejects)

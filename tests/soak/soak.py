@@ -66,7 +66,7 @@ from test_kube import (expected_view, mk_class, mk_node, mk_pod, mk_workload,  #
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
 RULES = os.path.join(ROOT, "rules", "default.yaml")
-SHARED_K8S = os.path.join(ROOT, "..", "shared", "k8s")  # CI clones the repo next to shared/
+K8S = os.path.join(ROOT, "tests", "data", "k8s")  # Kubernetes' own objects (its README)
 TOKEN = "soak-token-5f0c2e9d"
 GPU = "nvidia.com/gpu"
 MIB = 1024 * 1024
@@ -282,25 +282,21 @@ def valid_cases():
                      op="UPDATE", old=scale_obj("trainer", 2, 2), sub="scale")
         doc["request"]["kind"] = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
         cases.append(Case("workload", "deployment-scale-2-to-3", path, doc, (True, False)))
-    cases += shared_fixture_cases()
+    cases += k8s_fixture_cases()
     return cases
 
 
-def shared_fixture_cases():
-    """Real objects from ../shared/k8s, when the checkout has it: protocol checks only (their
-    verdicts are the policy suites' business)."""
+def k8s_fixture_cases():
+    """Kubernetes' own objects (tests/data/k8s): protocol checks only (their verdicts are the
+    policy suites' business)."""
     out = []
-    kw = os.path.join(SHARED_K8S, "admission-examples", "kubewarden-pod-create-admissionreview.json")
-    if os.path.exists(kw):
-        with open(kw) as f:
-            doc = json.load(f)
-        for path in ("/mutate", "/validate"):
-            out.append(Case("pod", "kubewarden-fixture", path, doc, None))
+    kw = os.path.join(K8S, "admission-examples", "kubewarden-pod-create-admissionreview.json")
+    with open(kw) as f:
+        doc = json.load(f)
+    for path in ("/mutate", "/validate"):
+        out.append(Case("pod", "kubewarden-fixture", path, doc, None))
     for fname, kind in (("core.v1.Pod.json", "Pod"), ("apps.v1.Deployment.json", "Deployment")):
-        p = os.path.join(SHARED_K8S, "testdata", fname)
-        if not os.path.exists(p):
-            continue
-        with open(p) as f:
+        with open(os.path.join(K8S, "testdata", fname)) as f:
             obj = json.load(f)
         group, resource = ("", "pods") if kind == "Pod" else ("apps", "deployments")
         ns = obj.get("metadata", {}).get("namespace") or "default"

@@ -6,7 +6,8 @@
 #include "limits.h"
 #include "review.h"
 
-#define SHARED "../shared/k8s/"
+/* Kubernetes' own objects, copied into the repository (tests/data/k8s/README.md) */
+#define K8S "tests/data/k8s/"
 
 static struct review *decode_str(const char *s, struct diag *d)
 {
@@ -37,7 +38,7 @@ static char *wrap(const char *object_path, const char *op)
 static void test_roundtrip_fixture(void)
 {
     size_t len;
-    char *body = harness_slurp(SHARED "testdata/admission.k8s.io.v1.AdmissionReview.json", &len);
+    char *body = harness_slurp(K8S "testdata/admission.k8s.io.v1.AdmissionReview.json", &len);
     struct diag d;
     struct review *r;
     char *op;
@@ -81,7 +82,7 @@ static void test_captured_pod_create(void)
 {
     size_t len;
     char *body =
-        harness_slurp(SHARED "admission-examples/kubewarden-pod-create-admissionreview.json", &len);
+        harness_slurp(K8S "admission-examples/kubewarden-pod-create-admissionreview.json", &len);
     struct diag d;
     struct review *r;
     struct decision dec;
@@ -134,7 +135,7 @@ static void test_object_fixtures(void)
     json_error_t jerr;
 
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-        snprintf(path, sizeof(path), SHARED "testdata/%s", files[i]);
+        snprintf(path, sizeof(path), K8S "testdata/%s", files[i]);
         body = wrap(path, "CREATE");
         r = decode_str(body, &d);
         CHECK(r != NULL);
