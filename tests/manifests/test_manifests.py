@@ -1040,6 +1040,15 @@ def t_prometheusrule():
                       "%s: metric %s is not exported by webhook/metrics.c" % (r["alert"], name))
             alerts.append(r["alert"])
     eq(len(alerts), len(set(alerts)), "alert names are unique")
+    # every alert has a promtool case that fires it and one that does not (a near miss, or the
+    # time before its "for:" has passed)
+    with open(os.path.join(HERE, "alerts_test.yaml")) as f:
+        cases = [c for t in yaml.safe_load(f)["tests"] for c in t.get("alert_rule_test", [])]
+    fired = {c["alertname"] for c in cases if c.get("exp_alerts")}
+    quiet = {c["alertname"] for c in cases if not c.get("exp_alerts")}
+    eq(sorted(set(alerts) - fired), [], "alerts no promtool case fires")
+    eq(sorted(set(alerts) - quiet), [], "alerts with no promtool case where they stay quiet")
+    eq(sorted((fired | quiet) - set(alerts)), [], "promtool cases of alerts that do not exist")
     check(os.access(PROMTOOL, os.X_OK), "promtool not found (Debian package prometheus)")
     tmp = tempfile.mkdtemp(prefix="gpuadmit-rules-")
     try:
