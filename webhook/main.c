@@ -667,6 +667,13 @@ out:
     return rc;
 }
 
+#define ROUTES_USAGE                                                                               \
+    "usage: gpuadmit routes\n"                                                                     \
+    "\n"                                                                                           \
+    "Prints, as JSON, the webhook rules (apiGroups, apiVersions, resources, operations) of the\n"  \
+    "requests each endpoint acts on: {\"mutating\": [...], \"validating\": [...]}. The\n"          \
+    "manifests' webhook configurations must send at least these.\n"
+
 /* The rules of the webhook configurations, from the evaluator's own table, so that the
  * manifests can be checked against the code. */
 static int cmd_routes(int argc, char **argv)
@@ -677,9 +684,15 @@ static int cmd_routes(int argc, char **argv)
     const struct eval_route *rt = eval_routes(&n);
     char *text;
 
-    (void)argv;
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        fputs(ROUTES_USAGE, stdout);
+        json_decref(out);
+        json_decref(lists[0]);
+        json_decref(lists[1]);
+        return 0;
+    }
     if (argc > 1) {
-        fprintf(stderr, "gpuadmit routes: takes no arguments\n");
+        fprintf(stderr, "gpuadmit routes: takes no arguments; see gpuadmit routes --help\n");
         json_decref(out);
         json_decref(lists[0]);
         json_decref(lists[1]);

@@ -13,7 +13,8 @@
  *
  * Fixtures: REVIEW_POD (a small GPU pod the default policy patches at /mutate), the bench's
  * training pod (DATA_DIR) at /validate, and Kubernetes' all-fields roundtrip fixtures (K8S_DIR,
- * tests/data/k8s/testdata) wrapped in a review: a Pod and a Deployment (CREATE) at /validate, a Scale (UPDATE of deployments/scale).
+ * tests/data/k8s/testdata) wrapped in a review: a Pod and a Deployment (CREATE) at /validate, a
+ * Scale (UPDATE of deployments/scale).
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -202,7 +203,8 @@ int main(int argc, char **argv)
     int devnull;
 
     if (argc < 5) {
-        fprintf(stderr, "usage: bench_codec RULES_DIR DATA_DIR K8S_DIR REVIEW_POD [--reps N] [--ms M]\n");
+        fprintf(stderr,
+                "usage: bench_codec RULES_DIR DATA_DIR K8S_DIR REVIEW_POD [--reps N] [--ms M]\n");
         return 2;
     }
     for (int i = 5; i + 1 < argc; i += 2) {

@@ -7,6 +7,7 @@ Run: GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_cli.py
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -296,6 +297,19 @@ def help_lists_the_commands():
     eq(rc, 0, "exit code")
     for cmd in ("check", "test", "capacity"):
         check(any(l.startswith("  %s " % cmd) for l in out.splitlines()), "%s: %s" % (cmd, out))
+
+
+@test
+def every_command_has_help():
+    """COMMAND --help prints the command's usage on standard output and exits 0, for every
+    command that gpuadmit --help lists."""
+    rc, out, err = run("--help")
+    cmds = [m.group(1) for m in (re.match(r"^  ([a-z]+)  +\S", l) for l in out.splitlines()) if m]
+    check(len(cmds) >= 6, "commands in --help: %r" % cmds)
+    for cmd in cmds:
+        rc, out, err = run(cmd, "--help")
+        eq(rc, 0, "%s --help: exit code (stderr %r)" % (cmd, err))
+        check(out.startswith("usage: gpuadmit %s" % cmd), "%s --help: %r" % (cmd, out[:200]))
 
 
 def setup(work):
