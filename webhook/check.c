@@ -3,8 +3,9 @@
  *
  * Each object of each file (multi-document YAML or JSON; a List's items one by one) is judged
  * as a CREATE by offline_admit(), i.e. by the server's own evaluator, and reported in text or
- * as one JSON document. Exit code: 0 when nothing was denied, 1 when something was, 2 for a
- * usage or input error (which wins: the report is incomplete then).
+ * as one JSON document. Exit code: 0 when nothing was denied, 1 when something was (or, with
+ * --fail-on, warned or patched), 2 for a usage or input error (which wins: the report is
+ * incomplete then). Without manifest files it only loads the policy: a lint, 0 or 2.
  */
 #include "check.h"
 
@@ -21,11 +22,13 @@
 
 static const char usage_check[] =
     "usage: gpuadmit check [OPTIONS] FILE...\n"
+    "       gpuadmit check [-r PATH]               (no files: only load the policy)\n"
     "\n"
     "Judges every object of the manifest files (multi-document YAML or JSON; - for standard\n"
     "input) as the webhook would judge its CREATE: the mutating phase, its patch applied, then\n"
     "the validating phase on the patched object. Prints per object the decision, each rule's\n"
-    "outcome and message, the warnings and the patch.\n"
+    "outcome and message, the warnings and the patch. Without files it loads the policy and\n"
+    "reports its errors, as gpuadmit serve would refuse it.\n"
     "\n"
     "  -r, --rules PATH          policy directory or file (default rules)\n"
     "  --cluster-snapshot FILE   judge capacity against this snapshot (kubectl get nodes,pods,\n"
@@ -34,8 +37,16 @@ static const char usage_check[] =
     "  --audit-only              as gpuadmit serve --audit-only: every rule only reports\n"
     "  -o, --output text|json    the report's format (default text)\n"
     "  --show-object             include the object as patched (in JSON: \"object\")\n"
+    "  --fail-on deny|warn|patch exit 1 when an object is denied (deny, the default); also\n"
+    "                            when it gets a warning or an Audit rule reports \"would deny\"\n"
+    "                            or \"would warn\" (warn); also when it is patched or \"would\n"
+    "                            patch\" (patch)\n"
     "\n"
-    "Exit code: 0 nothing denied, 1 something denied, 2 usage or input error.\n";
+    "Exit code: 0 nothing denied (nor, with --fail-on, warned or patched), 1 something was,\n"
+    "2 usage or input error (a policy that does not load, too).\n";
+
+/* What --fail-on fails on, weakest first: an object that reaches the level fails. */
+enum fail_level { FAIL_PATCH, FAIL_WARN, FAIL_DENY, FAIL_NONE };
 
 struct check_opts {
     const char *rules;
@@ -43,13 +54,15 @@ struct check_opts {
     bool audit_only;
     bool json;
     bool show_object;
+    enum fail_level fail_on;
 };
 
 struct tally {
     size_t allowed, patched, denied, not_judged, errors;
+    size_t failing; /* objects that reach --fail-on */
 };
 
-enum { OPT_SNAPSHOT = 256, OPT_AUDIT_ONLY, OPT_SHOW_OBJECT, OPT_HELP };
+enum { OPT_SNAPSHOT = 256, OPT_AUDIT_ONLY, OPT_SHOW_OBJECT, OPT_FAIL_ON, OPT_HELP };
 
 static const struct option longopts[] = {
     {"rules", required_argument, NULL, 'r'},
@@ -57,6 +70,7 @@ static const struct option longopts[] = {
     {"audit-only", no_argument, NULL, OPT_AUDIT_ONLY},
     {"output", required_argument, NULL, 'o'},
     {"show-object", no_argument, NULL, OPT_SHOW_OBJECT},
+    {"fail-on", required_argument, NULL, OPT_FAIL_ON},
     {"help", no_argument, NULL, OPT_HELP},
     {NULL, 0, NULL, 0},
 };
@@ -67,6 +81,7 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
     int ch;
 
     o->rules = "rules";
+    o->fail_on = FAIL_DENY;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, ":r:o:h", longopts, NULL)) != -1) {
@@ -75,6 +90,19 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
         case OPT_SNAPSHOT: o->snapshot = optarg; break;
         case OPT_AUDIT_ONLY: o->audit_only = true; break;
         case OPT_SHOW_OBJECT: o->show_object = true; break;
+        case OPT_FAIL_ON:
+            if (strcmp(optarg, "deny") == 0) {
+                o->fail_on = FAIL_DENY;
+            } else if (strcmp(optarg, "warn") == 0) {
+                o->fail_on = FAIL_WARN;
+            } else if (strcmp(optarg, "patch") == 0) {
+                o->fail_on = FAIL_PATCH;
+            } else {
+                fprintf(stderr, "gpuadmit check: --fail-on takes deny, warn or patch, got \"%s\"\n",
+                        optarg);
+                return -1;
+            }
+            break;
         case 'o':
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
                 fprintf(stderr, "gpuadmit check: -o takes text or json, got \"%s\"\n", optarg);
@@ -92,10 +120,6 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
                     argv[optind - 1]);
             return -1;
         }
-    }
-    if (optind >= argc) {
-        fprintf(stderr, "gpuadmit check: no manifest files; see gpuadmit check --help\n");
-        return -1;
     }
     return 0;
 }
@@ -161,6 +185,43 @@ static void print_text(const json_t *res, const char *where, const struct check_
 
 /* ---- the objects ---- */
 
+/* How far an object's judgement goes: denied, warned (a rule's warning, or a Warn or Audit
+ * rule found what enforcing would deny or warn about), patched (or would be), or none of these.
+ * Without a snapshot, capacity's "not checked" is the report's note, not the object's fault. */
+static enum fail_level reached(const json_t *res, bool have_view)
+{
+    const char *decision = json_string_value(json_object_get(res, "decision"));
+    enum fail_level level = FAIL_NONE;
+    const json_t *ru, *m;
+    size_t i, k;
+
+    if (strcmp(decision, "denied") == 0)
+        return FAIL_DENY;
+    if (strcmp(decision, "patched") == 0)
+        level = FAIL_PATCH;
+    json_array_foreach (json_object_get(res, "rules"), i, ru) {
+        const char *out = json_string_value(json_object_get(ru, "outcome"));
+        const char *type = json_string_value(json_object_get(ru, "type"));
+
+        if (!have_view && strcmp(type, "capacity") == 0)
+            continue;
+        if (strcmp(out, "warn") == 0 || strcmp(out, "deny") == 0)
+            return FAIL_WARN;
+        if (strcmp(out, "audit") != 0)
+            continue;
+        /* the finding's label leads its message (eval.c: "would deny: ..." and so on) */
+        json_array_foreach (json_object_get(ru, "messages"), k, m) {
+            const char *text = json_string_value(m);
+
+            if (strncmp(text, "would deny", 10) == 0 || strncmp(text, "would warn", 10) == 0)
+                return FAIL_WARN;
+            if (strncmp(text, "would patch", 11) == 0)
+                level = FAIL_PATCH;
+        }
+    }
+    return level;
+}
+
 static void count(struct tally *t, const char *decision)
 {
     if (strcmp(decision, "allowed") == 0)
@@ -220,6 +281,8 @@ static void judge_object(const struct offline_opts *oo, const struct check_opts 
         return;
     }
     count(t, json_string_value(json_object_get(res, "decision")));
+    if (reached(res, oo->view != NULL) >= o->fail_on && reached(res, oo->view != NULL) != FAIL_NONE)
+        t->failing++;
     snprintf(where, sizeof(where), "%s:%u", file, line);
     if (!o->json) {
         print_text(res, where, o);
@@ -270,6 +333,19 @@ int check_main(int argc, char **argv)
     log_set_level(LOG_ERROR); /* decisions are the report here, not log lines */
     if ((p = offline_load_policy("gpuadmit check", o.rules)) == NULL)
         goto out;
+    if (optind >= argc) {
+        size_t n = 0;
+
+        for (size_t i = 0; i < p->n_docs; i++)
+            n += p->docs[i].n_rules;
+        if (o.json)
+            printf("{\"policies\": %zu, \"rules\": %zu}\n", p->n_docs, n);
+        else
+            printf("%s: the policy loads: %zu polic%s, %zu rule%s (no manifest files to judge)\n",
+                   o.rules, p->n_docs, p->n_docs == 1 ? "y" : "ies", n, n == 1 ? "" : "s");
+        rc = 0;
+        goto out;
+    }
     diag_clear(&d);
     if (o.snapshot != NULL && (view = offline_load_snapshot(o.snapshot, &d)) == NULL) {
         fprintf(stderr, "gpuadmit check: %s\n", diag_format(&d, text, sizeof(text)));
@@ -302,7 +378,7 @@ int check_main(int argc, char **argv)
             printf("; %zu input error%s", t.errors, t.errors == 1 ? "" : "s");
         putchar('\n');
     }
-    rc = t.errors > 0 ? 2 : t.denied > 0 ? 1 : 0;
+    rc = t.errors > 0 ? 2 : t.failing > 0 ? 1 : 0;
 out:
     json_decref(objects);
     json_decref(errors);

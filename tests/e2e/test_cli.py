@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """End-to-end tests of the offline commands: gpuadmit check, gpuadmit test and gpuadmit
 capacity, running the real binary on the shipped policy, examples, snapshots and manifests.
-Standard library only.
+Standard library and python3-yaml.
 
 Run: GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_cli.py
 """
@@ -10,6 +10,8 @@ import os
 import re
 import subprocess
 import sys
+
+import yaml  # noqa: E402 (python3-yaml)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -159,8 +161,8 @@ def check_broken_yaml_exits_2_naming_the_line():
     eq(rc, 2, "exit code")
     check("<stdin>:5:1: document 2: not a Kubernetes object" in err, "stderr: %r" % err)
     # usage
-    rc, out, err = run("check")
-    eq(rc, 2, "no files")
+    rc, out, err = run("check", "--cluster-snapshot")
+    eq(rc, 2, "an option without its value")
     rc, out, err = run("check", "-o", "yaml", "x")
     eq(rc, 2, "bad -o")
     rc, out, err = run("check", "tests/data/manifests/nonexistent.yaml")
@@ -297,6 +299,51 @@ def help_lists_the_commands():
     eq(rc, 0, "exit code")
     for cmd in ("check", "test", "capacity"):
         check(any(l.startswith("  %s " % cmd) for l in out.splitlines()), "%s: %s" % (cmd, out))
+
+
+@test
+def check_fail_on():
+    """--fail-on: the exit code for CI. The stall ReplicaSet gets a capacity warning (only 4 of
+    8 fit now), the EKS Deployment is only patched, the clean one neither: each level fails on
+    its own kind of finding and on the stronger ones, Audit findings count as what they report
+    ("would warn", "would patch"), and without a snapshot capacity's "not checked" is no
+    finding."""
+    stall = ["--cluster-snapshot", STALL, "tests/data/manifests/stall-replicaset.yaml"]
+    eks = ["tests/data/manifests/eks-deployment.yaml"]
+    clean = ["tests/data/manifests/clean.yaml"]
+    for args, want in ((stall, {"deny": 0, "warn": 1, "patch": 1}),
+                       (["--audit-only"] + stall, {"deny": 0, "warn": 1, "patch": 1}),
+                       (eks, {"deny": 0, "warn": 0, "patch": 1}),
+                       (["--audit-only"] + eks, {"deny": 0, "warn": 0, "patch": 1}),
+                       (clean, {"deny": 0, "warn": 0, "patch": 0})):
+        for level, code in want.items():
+            rc, out, err = run("check", "--fail-on", level, *args)
+            eq(rc, code, "check --fail-on %s %s (stderr %r)" % (level, " ".join(args), err))
+        rc, out, err = run("check", *args)
+        eq(rc, want["deny"], "check %s: the default is --fail-on deny" % " ".join(args))
+    rc, out, err = run("check", "-r", deny_policy(), "--fail-on", "warn", *stall)
+    eq(rc, 1, "a denial fails --fail-on warn too")
+    rc, out, err = run("check", "--fail-on", "warning", *clean)
+    eq((rc, err.strip()), (2, 'gpuadmit check: --fail-on takes deny, warn or patch, got "warning"'),
+       "a bad level")
+
+
+@test
+def check_without_manifests_lints_the_policy():
+    """check -r PATH with no files loads the policy: 0 and a summary when it loads, 2 and each
+    error with file:line:column when it does not."""
+    with open(os.path.join(RULES, "default.yaml")) as f:
+        n = len(yaml.safe_load(f)["spec"]["rules"])
+    rc, out, err = run("check", "-r", RULES)
+    eq((rc, out), (0, "%s: the policy loads: 1 policy, %d rules (no manifest files to judge)\n"
+                   % (RULES, n)), "the default policy (stderr %r)" % err)
+    rc, out, err = run("check", "-r", RULES, "-o", "json")
+    eq((rc, json.loads(out)), (0, {"policies": 1, "rules": n}), "the same, in JSON")
+    dup = os.path.join(ROOT, "tests/data/rules/dup")
+    rc, out, err = run("check", "-r", dup)
+    eq((rc, out), (2, ""), "a broken policy: exit 2, nothing on stdout")
+    check("tests/data/rules/dup/b.yaml:7:13: duplicate rule name \"gpu-request\"" in err,
+          "the error names the file, line and column: %r" % err)
 
 
 @test
