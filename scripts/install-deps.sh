@@ -11,21 +11,42 @@ packages=(
   # promtool: the e2e test checks /metrics with it, make manifests-check the alerting rules
   prometheus
 )
-[[ $# -eq 0 ]] || packages=("$@")
+# yyjson (JSON): Debian 13's libyyjson-dev 0.10.0. Debian 12 has none, so where the machine's
+# own sources offer no libyyjson-dev, Debian 13's two packages (they need only libc6 >= 2.14)
+# are fetched with scripts/debian-fetch.sh and installed with dpkg, leaving apt's sources alone.
+want_yyjson=0
+if [[ $# -eq 0 ]]; then
+  pkg-config --exists yyjson 2>/dev/null || want_yyjson=1
+else
+  packages=("$@")
+fi
 
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$p")
 done
-[[ ${#missing[@]} -eq 0 ]] && exit 0
+[[ ${#missing[@]} -eq 0 && $want_yyjson -eq 0 ]] && exit 0
 
-echo "installing missing packages: ${missing[*]}" >&2
 sudo=()
 if [[ $(id -u) -ne 0 ]]; then
-  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]} yyjson" >&2; exit 1; }
   sudo=(sudo)
 fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo[@]}" apt-get update -qq
-"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+if [[ $want_yyjson -eq 1 ]]; then
+  if apt-cache policy libyyjson-dev 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+    missing+=(libyyjson-dev)
+  else
+    echo "installing Debian 13's libyyjson0 and libyyjson-dev (this release has no yyjson)" >&2
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+    "${sudo[@]}" "$(dirname "$0")/debian-fetch.sh" trixie "$tmp" libyyjson0 libyyjson-dev
+    "${sudo[@]}" dpkg -i "$tmp"/libyyjson0_*.deb "$tmp"/libyyjson-dev_*.deb >/dev/null
+  fi
+fi
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "installing missing packages: ${missing[*]}" >&2
+  "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
