@@ -197,42 +197,50 @@ clean:
 
 # ---------------------------------------------------------------------------------------------
 # Deployment manifests (manifests/README.md). Rendering needs kubectl (its built-in kustomize).
-#   make manifests [OVERLAY=audit|enforce|cert-manager|cert-manager-enforce] [CERTS_DIR=DIR]
-#                  [IMAGE_NAME=NAME IMAGE_TAG=TAG]
-#       writes build/manifests/$(OVERLAY).yaml. The static-CA overlays (audit, enforce) get the
-#       caBundle and the TLS Secret from $(CERTS_DIR), made when a file is missing, so their
-#       output holds a private key and is written mode 0600.
+#   make manifests [OVERLAY=audit|enforce|cert-manager|cert-manager-enforce|PATH] [CERTS_DIR=DIR]
+#                  [NAMESPACE=NS] [IMAGE_NAME=NAME IMAGE_TAG=TAG]
+#       writes build/manifests/$(OVERLAY).yaml (for a PATH, its last part). OVERLAY may be the
+#       folder of any kustomization built on manifests/. NAMESPACE moves every reference to the
+#       webhook's namespace (manifests/namespace/). An overlay with the static-CA placeholder
+#       (audit, enforce) gets the caBundle and the TLS Secret from $(CERTS_DIR), made when a
+#       file is missing, so its output holds a private key and is written mode 0600.
 #   make manifests-check    tests/manifests/test_manifests.py: schemas, routes, lock-out, CEL
 #   make manifests-golden   rewrites tests/manifests/rendered/ from kubectl kustomize
 .PHONY: manifests manifests-check manifests-golden
 OVERLAY ?= audit
 CERTS_DIR ?= certs/cluster
+NAMESPACE ?= gpuadmit-system
 # the image make image builds (docker.io/library/gpuadmit:VERSION); set both for your registry
 IMAGE_NAME ?= gpuadmit
 IMAGE_TAG ?= $(VERSION)
 KUBECTL ?= kubectl
 MANIFEST_OVERLAYS := $(notdir $(wildcard manifests/overlays/*))
-# Writes ca.crt, ca.key, tls.crt and tls.key for the Service gpuadmit.gpuadmit-system.svc:
+# Writes ca.crt, ca.key, tls.crt and tls.key for the Service gpuadmit.$(NAMESPACE).svc:
 MANIFESTS_CERTS = $(MAKE) --no-print-directory all && build/release/gpuadmit certs --service gpuadmit \
-	--namespace gpuadmit-system --out $(CERTS_DIR) >/dev/null
+	--namespace $(NAMESPACE) --out $(CERTS_DIR) >/dev/null
 
 manifests:
 	@set -euo pipefail; \
-	case " $(MANIFEST_OVERLAYS) " in *" $(OVERLAY) "*) ;; \
-	  *) echo "OVERLAY=$(OVERLAY): expected one of: $(MANIFEST_OVERLAYS)" >&2; exit 2;; esac; \
+	case " $(MANIFEST_OVERLAYS) " in *" $(OVERLAY) "*) dir=manifests/overlays/$(OVERLAY);; \
+	  *) dir=$(OVERLAY); [[ -f $$dir/kustomization.yaml || -f $$dir/Kustomization ]] || { \
+	    echo "OVERLAY=$(OVERLAY): expected one of: $(MANIFEST_OVERLAYS), or a kustomization's folder" >&2; \
+	    exit 2; };; esac; \
 	mkdir -p build/manifests; \
-	out=build/manifests/$(OVERLAY).yaml; raw=$$(mktemp); trap 'rm -f "$$raw" "$$out.tmp"' EXIT; \
-	k=$$(mktemp -d build/manifests/.kustomize.XXXXXX); trap 'rm -rf "$$raw" "$$out.tmp" "$$k"' EXIT; \
-	printf '%s\n' 'apiVersion: kustomize.config.k8s.io/v1beta1' 'kind: Kustomization' \
-	  'resources: [../../../manifests/overlays/$(OVERLAY)]' 'images:' '  - name: gpuadmit' \
-	  '    newName: $(IMAGE_NAME)' '    newTag: "$(IMAGE_TAG)"' > "$$k/kustomization.yaml"; \
-	$(KUBECTL) kustomize "$$k" > "$$raw"; \
+	out=build/manifests/$$(basename "$$dir").yaml; raw=$$(mktemp); trap 'rm -f "$$raw" "$$out.tmp"' EXIT; \
+	KUBECTL=$(KUBECTL) scripts/manifests-render.sh "$$dir" $(NAMESPACE) $(IMAGE_NAME) "$(IMAGE_TAG)" \
+	  > "$$raw"; \
 	if $(PYTHON) scripts/manifests-fill.py --needs-certs < "$$raw"; then \
 	  for f in ca.crt ca.key tls.crt tls.key; do \
 	    [[ -s $(CERTS_DIR)/$$f ]] || { $(MANIFESTS_CERTS); break; }; done; \
+	  $(MAKE) --no-print-directory all >/dev/null; \
+	  build/release/gpuadmit certs --check --service gpuadmit --namespace $(NAMESPACE) \
+	    --out $(CERTS_DIR) --min-days 1 >/dev/null || { echo "$(CERTS_DIR) holds no valid \
+	certificate for gpuadmit.$(NAMESPACE).svc (see gpuadmit certs --check); remove it, or set \
+	CERTS_DIR to another folder" >&2; exit 2; }; \
 	  secret=" (with the TLS Secret: it holds the private key, mode 0600)"; \
 	else secret=""; fi; \
-	(umask 077; $(PYTHON) scripts/manifests-fill.py $(CERTS_DIR) < "$$raw" > "$$out.tmp"); \
+	(umask 077; $(PYTHON) scripts/manifests-fill.py --namespace $(NAMESPACE) $(CERTS_DIR) \
+	  < "$$raw" > "$$out.tmp"); \
 	mv -f "$$out.tmp" "$$out"; \
 	echo "wrote $$out$$secret"; \
 	echo "apply it with:  kubectl apply -f $$out"

@@ -139,7 +139,8 @@ def golden(overlay):
 
 
 def fill(raw, certs):
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"), certs],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"),
+                        "--namespace", NAMESPACE, certs],
                        input=raw.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=60)
     if r.returncode != 0:
@@ -189,7 +190,14 @@ def is_unfiltered(w):
                for r in rule.get("resources") or [])
 
 
+# The policy the checks compare with: rules/default.yaml, or, in the renamed-namespace pass,
+# the one inside the rendered ConfigMap (make manifests NAMESPACE= moves its exclude list).
+POLICY_TEXT = None
+
+
 def read_policy():
+    if POLICY_TEXT is not None:
+        return yaml.safe_load(POLICY_TEXT)
     with open(os.path.join(ROOT, "rules", "default.yaml")) as f:
         return yaml.safe_load(f)
 
@@ -539,7 +547,9 @@ def t_deployment(docs):
     check(cms, "the rules volume names ConfigMap %s, which is not rendered" % cm)
     eq(cms[0]["metadata"].get("namespace"), NAMESPACE, "rules ConfigMap namespace")
     with open(os.path.join(ROOT, "rules", "default.yaml")) as f:
-        eq(cms[0].get("data"), {"default.yaml": f.read()}, "rules ConfigMap data")
+        # moved to another namespace, the policy's own mentions of it move too (manifests-fill)
+        want = re.sub(r"(?<![\w.-])gpuadmit-system(?![\w.-])", NAMESPACE, f.read())
+        eq(cms[0].get("data"), {"default.yaml": want}, "rules ConfigMap data")
     # service account
     sa = pod.get("serviceAccountName")
     check(any(d["metadata"]["name"] == sa and d["metadata"].get("namespace") == NAMESPACE
@@ -1065,8 +1075,8 @@ def t_prometheusrule():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def t_servicemonitor(golden_docs):
-    sm = one(monitoring_docs(), "ServiceMonitor")
+def t_servicemonitor(golden_docs, docs=None):
+    sm = one(docs if docs is not None else monitoring_docs(), "ServiceMonitor")
     eq(sm["apiVersion"], "monitoring.coreos.com/v1", "ServiceMonitor apiVersion")
     eq(sm["metadata"].get("namespace"), NAMESPACE, "ServiceMonitor namespace")
     svc = one(golden_docs, "Service")
@@ -1166,6 +1176,77 @@ def t_exempt_label(overlay, docs):
         eq(got, want, what)
 
 
+# ---------------------------------------------------------------------------------------------
+# Any namespace: every overlay as "make manifests NAMESPACE=gpu-system" renders it
+# (scripts/manifests-render.sh, then manifests-fill.py), through the same checks with the
+# webhook's namespace gpu-system: it must still be excluded everywhere the original was, its
+# certificates must name it, and no reference to gpuadmit-system may remain.
+
+RENAMED = "gpu-system"
+
+
+def render_renamed(overlay):
+    r = subprocess.run([os.path.join(ROOT, "scripts", "manifests-render.sh"),
+                        overlay if os.path.isabs(overlay) else os.path.join(OVERLAYS_DIR, overlay),
+                        RENAMED, "gpuadmit", "0.1.0"],
+                       env=dict(os.environ, KUBECTL=KUBECTL), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=120)
+    if r.returncode != 0:
+        raise Fail("manifests-render.sh %s %s: %s" % (overlay, RENAMED, r.stderr.decode()[-2000:]))
+    return r.stdout.decode()
+
+
+def t_renamed_nothing_left(filled):
+    left = [l.strip() for l in filled.splitlines() if "gpuadmit-system" in l]
+    eq(left, [], "references to gpuadmit-system left in the rendering")
+
+
+def renamed_pass(names, tmp, served):
+    global NAMESPACE, MUST_EXCLUDE, POLICY_TEXT
+    saved = (NAMESPACE, MUST_EXCLUDE, POLICY_TEXT)
+    NAMESPACE = RENAMED
+    MUST_EXCLUDE = [n for n in saved[1] if n != saved[0]] + [RENAMED]
+    try:
+        certs = os.path.join(tmp, "certs-" + RENAMED)
+        make_certs(certs)
+        for overlay in names:
+            what = "%s in namespace %s" % (overlay, RENAMED)
+            try:
+                raw = render_renamed(overlay)
+                filled = fill(raw, certs)
+                docs = load_docs(filled)
+                cms = [d for d in by_kind(docs, "ConfigMap")
+                       if d["metadata"]["name"].startswith("gpuadmit-rules")]
+                check(len(cms) == 1, "one rules ConfigMap")
+                POLICY_TEXT = cms[0]["data"]["default.yaml"]
+            except Fail as e:
+                RESULTS["failed"] += 1
+                print("not ok - %s: rendering: %s" % (what, e))
+                continue
+            run("%s: nothing left in gpuadmit-system" % what, t_renamed_nothing_left, filled)
+            run("%s: the policy excludes %s" % (what, RENAMED), lambda: check(
+                RENAMED in read_policy()["spec"]["exclude"]["namespaces"], "exclude.namespaces"))
+            run("%s: schemas" % what, t_schemas, overlay, docs)
+            if served is not None:
+                run("%s: rules equal gpuadmit routes" % what, t_routes, docs, served)
+            run("%s: webhook settings (lock-out, %s mode)" % (what, MODES.get(overlay)),
+                t_webhook_settings, overlay, docs)
+            run("%s: Deployment" % what, t_deployment, docs)
+            run("%s: Service and PDB" % what, t_service_pdb, docs)
+            run("%s: RBAC" % what, t_rbac, docs)
+            run("%s: Namespace and PriorityClass" % what, t_namespace_priorityclass, docs)
+            run("%s: certificates" % what, t_certificates, overlay, docs, certs, raw)
+            run("%s: who may set the opt-out label" % what, t_exempt_label, overlay, docs)
+            if overlay == "audit":
+                mon = render_renamed(MONITORING)
+                run("monitoring in namespace %s: nothing left in gpuadmit-system" % RENAMED,
+                    t_renamed_nothing_left, mon)
+                run("monitoring in namespace %s: ServiceMonitor scrapes the webhook Service"
+                    % RENAMED, t_servicemonitor, docs, load_docs(mon))
+    finally:
+        NAMESPACE, MUST_EXCLUDE, POLICY_TEXT = saved
+
+
 def main():
     print("# manifests: Kubernetes data %s, routes from %s, %s" % (
         os.path.relpath(K8S_DATA, ROOT) if not os.environ.get("GPUADMIT_K8S_DATA") else K8S_DATA, BIN,
@@ -1235,6 +1316,10 @@ def main():
             run("%s: CEL on upstream objects" % overlay, t_cel_upstream, docs)
             run("%s: who may set the opt-out label" % overlay, t_exempt_label, overlay, docs)
         run("no developer-machine paths in the renderings", t_no_local_paths, texts)
+        if have_kubectl():
+            renamed_pass(names, tmp, served)
+        else:
+            print("# no kubectl: the renamed-namespace renderings are not checked")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("manifests: %d passed, %d failed" % (RESULTS["passed"], RESULTS["failed"]))
