@@ -119,10 +119,50 @@ static void test_builder_round_trip(void)
     json_decref(doc);
 }
 
+/* JSON Pointer tokens (RFC 6901, section 3): "~" is written "~0" and "/" is written "~1", "~"
+ * first, so that a key holding "~1" comes back as "~01" and not as "/". Annotation and label
+ * keys hold "/" ("nvidia.com/gpu"); "~" is rare, but legal in a key. Each pointer is applied
+ * back (section 4 evaluates it) and must name the very key it was made from. */
+static void test_pointer_escapes(void)
+{
+    static const struct {
+        const char *token, *want;
+    } cases[] = {
+        {"nvidia.com/gpu", "/metadata/nvidia.com~1gpu"},
+        {"a~b", "/metadata/a~0b"},
+        {"~1", "/metadata/~01"},
+        {"/~", "/metadata/~1~0"},
+        {"~", "/metadata/~0"},
+        {"plain", "/metadata/plain"},
+    };
+    char buf[PATCH_PATH_MAX];
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *doc = js("{'metadata':{}}"), *ops, *got;
+        struct diag d;
+
+        snprintf(buf, sizeof(buf), "/metadata");
+        CHECK(patch_ptr_append(buf, sizeof(buf), cases[i].token) == 0);
+        CHECK_STR(buf, cases[i].want);
+        ops = json_pack("[{s:s, s:s, s:i}]", "op", "add", "path", buf, "value", 1);
+        diag_clear(&d);
+        got = patch_apply(doc, ops, &d);
+        CHECK(got != NULL && json_object_size(json_object_get(got, "metadata")) == 1 &&
+              json_is_integer(json_object_get(json_object_get(got, "metadata"), cases[i].token)));
+        json_decref(got);
+        json_decref(ops);
+        json_decref(doc);
+    }
+    /* no room for the second escape: -1 */
+    snprintf(buf, 8, "/ab");
+    CHECK(patch_ptr_append(buf, 8, "~~") == -1);
+}
+
 int main(void)
 {
     RUN(test_rfc6902_appendix_a);
     RUN(test_apply_errors);
     RUN(test_builder_round_trip);
+    RUN(test_pointer_escapes);
     TEST_MAIN_END("test_patch");
 }
