@@ -55,6 +55,53 @@ static void test_quantity(void)
     }
 }
 
+/* Every suffix of the grammar, as k8s.io/apimachinery/pkg/api/resource/suffix.go defines it:
+ * decimal n u m "" k M G T P E (10^-9 .. 10^18), binary Ki Mi Gi Ti Pi Ei (2^10 .. 2^60); and
+ * MilliValue() rounding up (quantity.go). Values in milli-units; int64 holds up to about
+ * 9.2e18 of them, so 1Ei (2^60 units) does not fit. */
+static void test_quantity_suffixes(void)
+{
+    static const struct {
+        const char *s;
+        int ok;
+        int64_t milli;
+    } cases[] = {
+        {"1M", 1, 1000000000LL},
+        {"1G", 1, 1000000000000LL},
+        {"1T", 1, 1000000000000000LL},
+        {"2P", 1, 2000000000000000000LL},
+        {"1Mi", 1, 1048576000LL},
+        {"1Gi", 1, 1073741824000LL},
+        {"1.5Gi", 1, 1610612736000LL},
+        {"1Ti", 1, 1099511627776000LL},
+        {"1Pi", 1, 1125899906842624000LL},
+        {"8Pi", 1, 9007199254740992000LL},
+        {"1Ei", 0, 0},
+        {"16Pi", 0, 0},
+        {"10E", 0, 0},
+        {"1m", 1, 1},
+        {"1u", 1, 1},
+        {"1500u", 1, 2},
+        {"3k", 1, 3000000LL},
+        {"1K", 0, 0}, /* the kilo suffix is lower case only */
+        {"1gi", 0, 0},
+        {"1GI", 0, 0},
+    };
+    int64_t m;
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int rc = quantity_parse_milli(cases[i].s, &m);
+
+        if (cases[i].ok ? (rc == 0 && m == cases[i].milli) : rc < 0) {
+            harness_passed++;
+        } else {
+            harness_failed++;
+            printf("quantity \"%s\": rc %d milli %lld, want ok=%d milli %lld\n", cases[i].s, rc,
+                   (long long)m, cases[i].ok, (long long)cases[i].milli);
+        }
+    }
+}
+
 static char *gpu_globs_v[] = {"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"};
 static const struct strlist gpu_globs = {gpu_globs_v, 3};
 
@@ -163,6 +210,7 @@ static void test_demand_errors(void)
 int main(void)
 {
     RUN(test_quantity);
+    RUN(test_quantity_suffixes);
     RUN(test_demand);
     RUN(test_demand_errors);
     TEST_MAIN_END("test_pod");
