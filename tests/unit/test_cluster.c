@@ -993,6 +993,101 @@ static void test_snapshot_size_limit(void)
     cluster_free(c);
 }
 
+/* The device-plugin grace runs from when allocatable first fell to 0: a kubelet that keeps
+ * updating its node (status every 10 s or so, or on any change) while the plugin stays away
+ * does not stretch it, or a dead plugin's GPUs would be counted for ever. */
+static void test_grace_runs_from_the_first_zero(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    const struct node *n;
+    double first;
+    struct timespec ms = {0, 2000000};
+
+    apply(c, CLUSTER_NODES, "ADDED", NODE("a", "4", "4", ""));
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
+    n = table_get(&c->kinds[CLUSTER_NODES], "a");
+    CHECK(n != NULL && n->n_res == 1 && n->res[0].zero_since > 0);
+    if (n == NULL || n->n_res != 1)
+        goto out;
+    first = n->res[0].zero_since;
+    for (int i = 0; i < 3; i++) { /* the kubelet updates the node again, later */
+        nanosleep(&ms, NULL);
+        apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
+    }
+    n = table_get(&c->kinds[CLUSTER_NODES], "a");
+    CHECK(n != NULL && n->res[0].zero_since == first);
+    if (n == NULL)
+        goto out;
+    /* within the grace from the first zero the last allocatable stands; a millisecond past
+     * its end (less than the updates above came after the first zero), 0 */
+    CHECK(cluster_effective_allocatable(c, &n->res[0], first + 59.5) == 4);
+    CHECK(cluster_effective_allocatable(c, &n->res[0], first + 60.001) == 0);
+    /* back, then gone again: a new grace, from the new zero */
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "4", ""));
+    nanosleep(&ms, NULL);
+    apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
+    n = table_get(&c->kinds[CLUSTER_NODES], "a");
+    CHECK(n != NULL && n->res[0].zero_since > first);
+out:
+    cluster_free(c);
+}
+
+/* A template whose class says preemptionPolicy: Never can use only free GPUs: the scheduler
+ * does not preempt for it (k8s.io/kubernetes pkg/scheduler/framework/plugins/
+ * defaultpreemption/default_preemption.go, PodEligibleToPreemptOthers: "if pod.Spec.
+ * PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == v1.PreemptNever { return false }"),
+ * and the Priority admission plugin copies the class's policy into the pod. Both ways of
+ * summing a node are checked: node "few" (one priority) is read from its res_sum line, node
+ * "many" (more priorities than a line holds) from its records. Every GPU is in use by pods of
+ * lower priority. */
+#define POOL_NODE(name, n)                                                                         \
+    "{'kind':'Node','metadata':{'name':'" name "','labels':{'pool':'" name "'}},'status':{"        \
+    "'conditions':[{'type':'Ready','status':'True'}],'capacity':{'nvidia.com/gpu':'" n "'},"       \
+    "'allocatable':{'nvidia.com/gpu':'" n "'}}}"
+#define IN_POOL(pool, extra)                                                                       \
+    "{'nodeSelector':{'pool':'" pool "'}" extra ",'containers':[{'name':'t','resources':{"         \
+    "'limits':{'nvidia.com/gpu':'1'}}}]}"
+static void test_never_preempts(void)
+{
+    struct cluster *c = empty_view();
+    char name[32];
+    const struct node *many;
+
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'never'},'value':100,"
+          "'preemptionPolicy':'Never'}");
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'preempts'},'value':100}");
+    apply(c, CLUSTER_NODES, "ADDED", POOL_NODE("few", "4"));
+    apply(c, CLUSTER_NODES, "ADDED", POOL_NODE("many", "6"));
+    for (int p = 0; p < 4; p++) {
+        snprintf(name, sizeof(name), "few-%d", p);
+        pod_at(c, "ADDED", name, "few", 5, "nvidia.com/gpu", 1);
+    }
+    for (int p = 0; p < 6; p++) { /* six priorities: past RES_SUM_PRIO */
+        snprintf(name, sizeof(name), "many-%d", p);
+        pod_at(c, "ADDED", name, "many", 10 + p, "nvidia.com/gpu", 1);
+    }
+    many = table_get(&c->kinds[CLUSTER_NODES], "many");
+    CHECK(many != NULL && many->n_res == 1 && !c->sums[many->res[0].sum].exact);
+
+    CHECK(judge(c, IN_POOL("few", ",'priorityClassName':'preempts'"), 1, 0).fit_now == 4);
+    CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'preempts'"), 1, 0).fit_now == 6);
+    CHECK(judge(c, IN_POOL("few", ",'priorityClassName':'never'"), 1, 0).fit_now == 0);
+    CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'never'"), 1, 0).fit_now == 0);
+    /* the pod's own preemptionPolicy (set from its class at admission) wins */
+    CHECK(
+        judge(c, IN_POOL("few", ",'priorityClassName':'preempts','preemptionPolicy':'Never'"), 1, 0)
+            .fit_now == 0);
+    CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'preempts','preemptionPolicy':'Never'"), 1,
+                0)
+              .fit_now == 0);
+    /* ever: what the nodes hold, whoever runs there now */
+    CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'never'"), 1, 0).fit_ever == 6);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1010,5 +1105,7 @@ int main(void)
     RUN(test_interned_names_and_sums);
     RUN(test_fit_paths_agree);
     RUN(test_place_keys);
+    RUN(test_grace_runs_from_the_first_zero);
+    RUN(test_never_preempts);
     TEST_MAIN_END("test_cluster");
 }
