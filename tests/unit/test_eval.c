@@ -1360,6 +1360,145 @@ static void test_routes(void)
     json_decref(obj);
 }
 
+/* Runs a table of cases, each as check_case does. */
+#define CHECK_CASES(table)                                                                         \
+    do {                                                                                           \
+        for (size_t i_ = 0; i_ < sizeof(table) / sizeof(table[0]); i_++)                           \
+            check_case(&(table)[i_]);                                                              \
+    } while (0)
+
+/* A Deny rule under Warn at /validate: the pod is allowed, and the would-be denial comes back
+ * as a warning, one per problem, prefixed with the rule's name; /mutate is left alone (Deny
+ * rules never patch). */
+static void test_deny_warn_at_validate(void)
+{
+    static const struct ecase table[] = {
+        {.name = "Deny+Warn warns at /validate",
+         .policy = "deny-warn.yaml",
+         .object = GPU_POD,
+         .allowed = 1,
+         .warning = "gpuadmit [tolerations]: would deny: GPU pod does not tolerate the GPU node "
+                    "taint nvidia.com/gpu:NoSchedule"},
+        {.name = "Deny+Warn: every rule that finds a problem warns",
+         .policy = "deny-warn.yaml",
+         .object = GPU_POD,
+         .allowed = 1,
+         .warning = "gpuadmit [priority-class]: would deny: GPU pod has no priorityClassName"},
+        {.name = "Deny+Warn is silent at /mutate",
+         .policy = "deny-warn.yaml",
+         .mutating = true,
+         .object = GPU_POD,
+         .allowed = 1},
+        {.name = "Deny+Warn: a settled pod gets no warning",
+         .policy = "deny-warn.yaml",
+         .object = SETTLED_POD,
+         .allowed = 1},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* A toleration whose effect is empty matches every effect of its key, as the scheduler has it
+ * (k8s.io/api/core/v1 toleration.go, ToleratesTaint: "if len(t.Effect) > 0 && t.Effect !=
+ * taint.Effect { return false }"). */
+#define ANY_EFFECT "{'key':'nvidia.com/gpu','operator':'Exists','effect':''}"
+#define NO_EFFECT  "{'key':'nvidia.com/gpu','operator':'Exists'}"
+static void test_empty_effect_tolerates_every_effect(void)
+{
+    static const struct ecase table[] = {
+        {.name = "effect \"\" tolerates NoSchedule: nothing to patch",
+         .policy = "mutate.yaml",
+         .mutating = true,
+         .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                       "'tolerations':[" ANY_EFFECT "],'nodeSelector':{'nvidia.com/"
+                       "gpu.present':'true'}}"),
+         .allowed = 1},
+        {.name = "effect \"\" tolerates NoSchedule: nothing to deny",
+         .policy = "deny.yaml",
+         .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                       "'tolerations':[" ANY_EFFECT "],'nodeSelector':{'nvidia.com/"
+                       "gpu.present':'true'}}"),
+         .allowed = 1},
+        {.name = "no effect at all tolerates NoSchedule too",
+         .policy = "deny.yaml",
+         .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                       "'tolerations':[" NO_EFFECT "],'nodeSelector':{'nvidia.com/"
+                       "gpu.present':'true'}}"),
+         .allowed = 1},
+        {.name = "another effect does not tolerate NoSchedule",
+         .policy = "deny.yaml",
+         .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                       "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':"
+                       "'NoExecute'}],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+         .allowed = 0,
+         .message = "[tolerations] GPU pod does not tolerate the GPU node taint "
+                    "nvidia.com/gpu:NoSchedule"},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* NVIDIA_VISIBLE_DEVICES asks the NVIDIA container runtime for GPUs unless it is "void", empty
+ * (the runtime then acts as runc) or "none" (no GPU, only the driver's capabilities):
+ * NVIDIA Container Toolkit, "Specialized Configurations with Docker", Environment variables. */
+#define VISIBLE(value)                                                                             \
+    POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':'" value       \
+        "'}]}]}")
+static void test_visible_devices_without_a_gpu(void)
+{
+    static const struct ecase table[] = {
+        {.name = "NVIDIA_VISIBLE_DEVICES=none asks for no GPU",
+         .policy = "mutate.yaml",
+         .object = VISIBLE("none"),
+         .allowed = 1},
+        {.name = "NVIDIA_VISIBLE_DEVICES=\"\" asks for no GPU",
+         .policy = "mutate.yaml",
+         .object = VISIBLE(""),
+         .allowed = 1},
+        {.name = "NVIDIA_VISIBLE_DEVICES=all asks for every GPU",
+         .policy = "mutate.yaml",
+         .object = VISIBLE("all"),
+         .allowed = 0,
+         .message = "(NVIDIA_VISIBLE_DEVICES in container \"c\") but requests no nvidia.com/gpu"},
+        {.name = "NVIDIA_VISIBLE_DEVICES=0 asks for a GPU",
+         .policy = "mutate.yaml",
+         .object = VISIBLE("0"),
+         .allowed = 0,
+         .message = "(NVIDIA_VISIBLE_DEVICES in container \"c\") but requests no nvidia.com/gpu"},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* Init containers run on the node like the others (k8s.io/api/core/v1 types.go, PodSpec
+ * InitContainers), with the same environment and security context: each way to a GPU counts
+ * in them too. */
+static void test_init_containers_are_judged(void)
+{
+    static const struct ecase table[] = {
+        {.name = "NVIDIA_VISIBLE_DEVICES in an init container only",
+         .policy = "mutate.yaml",
+         .object = POD("{'initContainers':[{'name':'init','env':[{'name':'NVIDIA_VISIBLE_DEVICES',"
+                       "'value':'all'}]}],'containers':[" CPU_CONTAINER "]}"),
+         .allowed = 0,
+         .message = "NVIDIA_VISIBLE_DEVICES in container \"init\""},
+        {.name = "a privileged init container on GPU nodes",
+         .policy = "mutate.yaml",
+         .object = POD("{'initContainers':[{'name':'init','securityContext':{'privileged':true}}],"
+                       "'containers':[" CPU_CONTAINER "],'tolerations':[" TOL "]}"),
+         .allowed = 0,
+         .message = "privileged container \"init\" can reach GPU devices"},
+        {.name = "envFrom in an init container on a pod that reaches GPU nodes",
+         .policy = "mutate.yaml",
+         .object = POD("{'initContainers':[{'name':'init','envFrom':[{'configMapRef':{'name':"
+                       "'x'}}]}],'containers':[" CPU_CONTAINER "],'nodeName':'n'}"),
+         .allowed = 0,
+         .message = "takes its environment from envFrom"},
+    };
+
+    CHECK_CASES(table);
+}
+
 int main(void)
 {
     FILE *logf = tmpfile();
@@ -1371,5 +1510,9 @@ int main(void)
     RUN(test_routes);
     RUN(test_two_policies_share_lists);
     RUN(test_reservation_per_review);
+    RUN(test_deny_warn_at_validate);
+    RUN(test_empty_effect_tolerates_every_effect);
+    RUN(test_visible_devices_without_a_gpu);
+    RUN(test_init_containers_are_judged);
     TEST_MAIN_END("test_eval");
 }
