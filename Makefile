@@ -52,6 +52,13 @@ build/$(1)/tests/test_%: build/$(1)/tests/unit/test_%.o $$($(1)_LIB_OBJ)
 	@echo "  LD [$(1)] $$@"
 	$$(Q)$$(CC) $(2) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
 
+# test_kube_watch includes webhook/kube.c whole, to reach its static functions: not kube.o
+build/$(1)/tests/test_kube_watch: build/$(1)/tests/unit/test_kube_watch.o \
+		$$(filter-out build/$(1)/webhook/kube.o,$$($(1)_LIB_OBJ))
+	@mkdir -p $$(@D)
+	@echo "  LD [$(1)] $$@"
+	$$(Q)$$(CC) $(2) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
+
 -include $$(patsubst %.o,%.d,$$($(1)_OBJ))
 -include $$(patsubst %,build/$(1)/tests/unit/%.d,$$(UNIT_NAMES))
 endef
