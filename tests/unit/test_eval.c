@@ -1499,6 +1499,107 @@ static void test_init_containers_are_judged(void)
     CHECK_CASES(table);
 }
 
+/* maxPerPod is the most a pod may ask: exactly that many is allowed. */
+static void test_max_per_pod_is_inclusive(void)
+{
+    static const struct ecase table[] = {
+        {.name = "exactly maxPerPod (8) GPUs is allowed",
+         .policy = "deny.yaml",
+         .object = POD("{'containers':[{'name':'big','resources':{'limits':{'nvidia.com/"
+                       "gpu':'8'}}}]," SETTLED_SPEC "}"),
+         .allowed = 1},
+        {.name = "one past maxPerPod is denied",
+         .policy = "deny.yaml",
+         .object = POD("{'containers':[{'name':'big','resources':{'limits':{'nvidia.com/"
+                       "gpu':'9'}}}]," SETTLED_SPEC "}"),
+         .allowed = 0,
+         .message = "pod requests 9 nvidia.com/gpu, more than the maximum of 8 per pod"},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* A Deployment without a strategy rolls out with maxSurge 25%, rounded up (k8s.io/api apps/v1
+ * types.go, RollingUpdateDeployment.MaxSurge: "Defaults to 25%. Absolute number is calculated
+ * from percentage by rounding up."): a new template that also scales 12 replicas to 13 brings
+ * 1 + ceil(3.25) = 5 more pods at once, and the stall view has room for 4 (16 in all). */
+#define DEPLOY(n, labels)                                                                          \
+    "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n ",'template':{'metadata':{'labels':"   \
+    "{'v':'" labels "'}},'spec':" TEMPLATE_SPEC("batch-low") "}}}"
+static void test_default_surge(void)
+{
+    static const struct ecase table[] = {
+        {.name = "capacity: the default surge is 25% of the replicas, rounded up",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "apps/deployments",
+         .op = "UPDATE",
+         .object = DEPLOY(13, "2"),
+         .old_object = DEPLOY(12, "1"),
+         .allowed = 0,
+         .message = "only 4 of 5 more pods fit now"},
+        {.name = "capacity: 12 replicas surge by 3, which fit",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "apps/deployments",
+         .op = "UPDATE",
+         .object = DEPLOY(12, "2"),
+         .old_object = DEPLOY(12, "1"),
+         .allowed = 1},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* hostPath paths are judged as the kernel resolves them: ".." takes the segment before it
+ * away, so a detour through another directory still lands on the device nodes, and one out
+ * of /dev leaves them. */
+static void test_host_path_dot_dot(void)
+{
+    static const struct ecase table[] = {
+        {.name = "/home/../dev/nvidia0 is /dev/nvidia0",
+         .policy = "mutate.yaml",
+         .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{"
+                       "'path':'/home/../dev/nvidia0'}}],'nodeName':'n'}"),
+         .allowed = 0,
+         .message = "hostPath volume \"/home/../dev/nvidia0\" exposes GPU device nodes"},
+        {.name = "/opt/.. is the root, and every device node under it",
+         .policy = "mutate.yaml",
+         .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{"
+                       "'path':'/opt/..'}}],'nodeName':'n'}"),
+         .allowed = 0,
+         .message = "hostPath volume \"/opt/..\" exposes GPU device nodes"},
+        {.name = "/dev/../var/log is /var/log",
+         .policy = "mutate.yaml",
+         .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'d','hostPath':{"
+                       "'path':'/dev/../var/log'}}],'nodeName':'n'}"),
+         .allowed = 1},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* With operator Equal a toleration matches only a taint of the same value (core/v1
+ * toleration.go, ToleratesTaint: TolerationOpEqual compares t.Value == taint.Value). A policy
+ * taint without a value stands for any value, which an Equal toleration cannot be known to
+ * match: it needs Exists. */
+static void test_equal_toleration_needs_the_value(void)
+{
+    static const struct ecase table[] = {
+        {.name = "Equal with a value does not tolerate a taint of any value",
+         .policy = "deny.yaml",
+         .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                       "'tolerations':[{'key':'nvidia.com/gpu','operator':'Equal','value':"
+                       "'present','effect':'NoSchedule'}],'nodeSelector':{'nvidia.com/"
+                       "gpu.present':'true'}}"),
+         .allowed = 0,
+         .message = "[tolerations] GPU pod does not tolerate the GPU node taint "
+                    "nvidia.com/gpu:NoSchedule"},
+    };
+
+    CHECK_CASES(table);
+}
+
 int main(void)
 {
     FILE *logf = tmpfile();
@@ -1514,5 +1615,9 @@ int main(void)
     RUN(test_empty_effect_tolerates_every_effect);
     RUN(test_visible_devices_without_a_gpu);
     RUN(test_init_containers_are_judged);
+    RUN(test_max_per_pod_is_inclusive);
+    RUN(test_default_surge);
+    RUN(test_host_path_dot_dot);
+    RUN(test_equal_toleration_needs_the_value);
     TEST_MAIN_END("test_eval");
 }
