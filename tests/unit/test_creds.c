@@ -356,6 +356,82 @@ static void test_secret_volume_swap(void)
     rmdir(dir);
 }
 
+/* A self-signed CA certificate (basicConstraints CA:TRUE), PEM, appended to f. */
+static void append_ca_pem(FILE *f, int serial)
+{
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    X509V3_CTX v3;
+    X509_EXTENSION *bc;
+
+    X509_set_version(x, 2); /* v3: extensions */
+    ASN1_INTEGER_set(X509_get_serialNumber(x), serial);
+    X509_gmtime_adj(X509_getm_notBefore(x), -60);
+    X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+    X509_set_pubkey(x, key);
+    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+                               (const unsigned char *)"test ca", -1, -1, 0);
+    X509_set_issuer_name(x, X509_get_subject_name(x));
+    X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
+    bc = X509V3_EXT_conf_nid(NULL, &v3, NID_basic_constraints, "critical,CA:TRUE");
+    X509_add_ext(x, bc, -1);
+    X509_EXTENSION_free(bc);
+    X509_sign(x, key, EVP_sha256());
+    PEM_write_X509(f, x);
+    X509_free(x);
+    EVP_PKEY_free(key);
+}
+
+/* A --client-ca bundle holds at most CLIENT_CA_MAX certificates: that many are taken, one
+ * more is refused with a message that says the limit (a bundle is read whole on every
+ * reload, and each handshake may be checked against all of it). */
+static void test_client_ca_count_limit(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[256], cert[300], key[300], bundle[300];
+    struct pem a;
+    struct creds *c;
+    struct diag d;
+    FILE *f;
+    char want[128];
+
+    snprintf(dir, sizeof(dir), "%s/gpuadmit-test-ca-XXXXXX", tmp && tmp[0] ? tmp : P_tmpdir);
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(cert, sizeof(cert), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    snprintf(bundle, sizeof(bundle), "%s/ca.crt", dir);
+    make_pem(&a, 100, 0);
+    write_file(cert, a.cert);
+    write_file(key, a.key);
+    diag_clear(&d);
+    c = creds_new(cert, key, &d);
+    CHECK(c != NULL);
+    if (c == NULL)
+        return;
+    f = fopen(bundle, "w");
+    for (unsigned i = 0; i < CLIENT_CA_MAX; i++)
+        append_ca_pem(f, (int)i + 1);
+    fclose(f);
+    diag_clear(&d);
+    CHECK(creds_set_client_ca(c, bundle, NULL, 0, &d) == 0);
+    if (d.msg[0])
+        printf("  %u CAs: %s\n", CLIENT_CA_MAX, d.msg);
+    CHECK(creds_client_ca_enabled(c));
+    f = fopen(bundle, "a");
+    append_ca_pem(f, (int)CLIENT_CA_MAX + 1);
+    fclose(f);
+    diag_clear(&d);
+    CHECK(creds_set_client_ca(c, bundle, NULL, 0, &d) == -1);
+    snprintf(want, sizeof(want), "%u certificates; at most %u are accepted", CLIENT_CA_MAX + 1,
+             CLIENT_CA_MAX);
+    CHECK_CONTAINS(d.msg, want);
+    creds_free(c);
+    unlink(bundle);
+    unlink(cert);
+    unlink(key);
+    rmdir(dir);
+}
+
 int main(void)
 {
     /* refusals are logged by design: capture the log and count them */
@@ -372,6 +448,7 @@ int main(void)
     RUN(test_refuses_certificates_clients_would_refuse);
     RUN(test_secret_volume_swap);
     RUN(test_expiry_warning);
+    RUN(test_client_ca_count_limit);
     fflush(stderr);
     loglen = (size_t)lseek(fileno(logf), 0, SEEK_END);
     logtext = calloc(1, loglen + 1);
