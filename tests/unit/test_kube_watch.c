@@ -142,6 +142,30 @@ static void test_list_continue_410_restarts(void)
     listing_restart(&L);
 }
 
+/* One event may be KUBE_LINE_MAX bytes long, and not one more: past it the stream is broken
+ * (and relisted) rather than held in memory without end. */
+static void test_event_size_limit(void)
+{
+    struct worker *w = fresh_worker();
+    size_t piece = 1024u * 1024u, fed = 0;
+    char *x = malloc(piece);
+    int rc = 0;
+
+    memset(x, 'x', piece);
+    w->mode = REQ_WATCH;
+    while (rc == 0 && fed < KUBE_LINE_MAX) {
+        size_t n = KUBE_LINE_MAX - fed < piece ? KUBE_LINE_MAX - fed : piece;
+
+        rc = watch_feed(w, x, n);
+        fed += n;
+    }
+    CHECK(rc == 0 && w->verdict == V_OK && w->line.len == KUBE_LINE_MAX);
+    CHECK(watch_feed(w, x, 1) == -1);
+    CHECK(w->verdict == V_BROKEN);
+    CHECK_CONTAINS(w->why, "an event longer than 16777216 bytes");
+    free(x);
+}
+
 int main(void)
 {
     FILE *logf = tmpfile();
@@ -156,6 +180,7 @@ int main(void)
     RUN(test_other_error_event_relists);
     RUN(test_clean_end_resumes);
     RUN(test_list_continue_410_restarts);
+    RUN(test_event_size_limit);
     buf_free(&k.w[CLUSTER_NODES].line);
     buf_free(&k.w[CLUSTER_NODES].body);
     cluster_free(k.view);
