@@ -10,6 +10,8 @@
  * - A chunked body (no Content-Length) past the limit is drained and answered with 413, never
  *   truncated and judged; one at the limit is judged. Past BODY_DRAIN_FACTOR times the limit
  *   the connection is dropped.
+ * - --max-body-memory is one budget for all requests at once: 503 past it, free again after.
+ * - Content-Type is application/json in any case, with parameters; anything else gets 415.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "certgen.h"
@@ -103,7 +106,7 @@ static int setup(void)
     cfg.max_queue_ms = MAX_MAX_QUEUE_MS;
     cfg.idle_timeout_s = 10;
     cfg.request_timeout_s = 10;
-    cfg.max_body_memory = 1024u * 1024u;
+    cfg.max_body_memory = MAX_BODY + MAX_BODY / 2; /* one body at the limit, not two */
     cfg.shutdown_grace_s = 1;
     cfg.policies = policies;
     if ((srv = server_start(&cfg, creds, &d)) == NULL) {
@@ -225,12 +228,16 @@ static void read_reply(struct client *cl, int ms, struct reply *r)
     set_timeout(cl->fd, WAIT_MS);
 }
 
-static void headers(char *buf, size_t len, const char *framing)
+static void headers_typed(char *buf, size_t len, const char *type, const char *framing)
 {
     snprintf(buf, len,
-             "POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-             "%s\r\n\r\n",
+             "POST /validate HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n%s\r\n\r\n", type,
              framing);
+}
+
+static void headers(char *buf, size_t len, const char *framing)
+{
+    headers_typed(buf, len, "application/json", framing);
 }
 
 /* n bytes that are not JSON: a body that is judged gets 400 for them. */
@@ -331,6 +338,68 @@ static void test_chunked_body_limit(void)
     CHECK(chunked((size_t)MAX_BODY * BODY_DRAIN_FACTOR + CHUNK_BYTES, &r) == -1);
 }
 
+/* Sends a whole request of n filler bytes with Content-Length and reads the answer. */
+static int whole(const char *type, size_t n, struct reply *r)
+{
+    char req[512], framing[64], *body = filler(n);
+    struct client cl;
+
+    snprintf(framing, sizeof(framing), "Content-Length: %zu", n);
+    headers_typed(req, sizeof(req), type, framing);
+    CHECK(client_open(&cl) == 0);
+    if (send_text(&cl, req) == 0)
+        (void)send_all(&cl, body, n);
+    read_reply(&cl, WAIT_MS, r);
+    client_close(&cl);
+    free(body);
+    return r->status;
+}
+
+/* --max-body-memory is shared by all requests: with one body at the limit held (its
+ * Content-Length reserves it at once), a second gets 503 and may retry; once the first is
+ * answered its share is free again. */
+static void test_body_memory_is_shared(void)
+{
+    char req[512], framing[64], *body = filler(MAX_BODY);
+    struct client held;
+    struct reply r;
+    int status = 0;
+
+    snprintf(framing, sizeof(framing), "Content-Length: %u", MAX_BODY);
+    headers(req, sizeof(req), framing);
+    CHECK(client_open(&held) == 0);
+    CHECK(send_text(&held, req) == 0);
+    read_reply(&held, QUIET_MS, &r); /* the server now waits for its body */
+    CHECK(r.status == 0);
+    CHECK(whole("application/json", MAX_BODY, &r) == 503);
+    CHECK_CONTAINS(r.text, "too many large requests in flight (--max-body-memory); retry");
+    CHECK(send_all(&held, body, MAX_BODY) == 0);
+    read_reply(&held, WAIT_MS, &r);
+    CHECK(r.status == 400);
+    client_close(&held);
+    /* the completion callback releases the share just after the answer is sent */
+    for (int i = 0; i < 50 && (status = whole("application/json", MAX_BODY, &r)) == 503; i++) {
+        struct timespec ms = {0, 10000000};
+
+        nanosleep(&ms, NULL);
+    }
+    CHECK(status == 400);
+    free(body);
+}
+
+/* Media types are case-insensitive, parameters allowed (RFC 9110, section 8.3.1: "The type
+ * and subtype tokens are case-insensitive"); anything but JSON gets 415. */
+static void test_content_type(void)
+{
+    struct reply r;
+
+    CHECK(whole("Application/JSON; charset=utf-8", 10, &r) == 400); /* judged: not JSON */
+    CHECK(whole("application/json;charset=UTF-8", 10, &r) == 400);
+    CHECK(whole("text/plain", 10, &r) == 415);
+    CHECK_CONTAINS(r.text, "Content-Type must be application/json, got \\\"text/plain\\\"");
+    CHECK(whole("application/jsonx", 10, &r) == 415);
+}
+
 int main(void)
 {
     FILE *logf = tmpfile();
@@ -345,6 +414,8 @@ int main(void)
     }
     RUN(test_content_length_refused_before_the_body);
     RUN(test_chunked_body_limit);
+    RUN(test_body_memory_is_shared);
+    RUN(test_content_type);
     teardown();
     fclose(logf);
     TEST_MAIN_END("test_server");
