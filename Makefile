@@ -7,6 +7,8 @@
 #   make fmt-check  clang-format conformance;  make lint  cppcheck
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each;  make fuzz-check  short pass
 #   make soak       SOAK_SECONDS of mixed load and chaos, then SOAK_VALGRIND_SECONDS under valgrind
+#   make mutation   each one-line bug in tests/mutation/mutants.txt must fail its test command
+#                   (MUTANTS="ID ..." for some); about 2 minutes, not part of check
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 
@@ -290,6 +292,16 @@ image-check: image
 tls-audit: deps build/release/gpuadmit
 	@scripts/install-deps.sh testssl.sh
 	@GPUADMIT_BIN=build/release/gpuadmit $(PYTHON) tests/tls/audit.py
+
+# make mutation (tests/mutation/run.py, README "Mutation"): every mutant of
+# tests/mutation/mutants.txt applied in turn to a scratch copy of the tree (build/mutation/tree,
+# removed afterwards), built and tested there; the last line is "N killed, M survived", and a
+# survivor, a broken mutant or a command that fails without a mutant fails the target. The
+# release objects built here first are copied, so that each mutant costs one compile.
+.PHONY: mutation
+MUTANTS ?=
+mutation: build/release/gpuadmit $(release_UNIT)
+	@$(PYTHON) tests/mutation/run.py $(MUTANTS)
 
 # make soak (tests/soak/soak.py, README "Soak"): the release build serving a simulated API server
 # (--kubeconfig) under mixed load for SOAK_SECONDS, while rule files, certificate and watches are
