@@ -224,9 +224,10 @@ IMAGE_NAME ?= gpuadmit
 IMAGE_TAG ?= $(VERSION)
 KUBECTL ?= kubectl
 MANIFEST_OVERLAYS := $(notdir $(wildcard manifests/overlays/*))
-# Writes ca.crt, ca.key, tls.crt and tls.key for the Service gpuadmit.$(NAMESPACE).svc:
-MANIFESTS_CERTS = $(MAKE) --no-print-directory all && build/release/gpuadmit certs --service gpuadmit \
-	--namespace $(NAMESPACE) --out $(CERTS_DIR) >/dev/null
+# Writes ca.crt, ca.key, tls.crt and tls.key for the Service gpuadmit.$$ns.svc (ns: the
+# namespace the rendering gives it):
+MANIFESTS_CERTS = build/release/gpuadmit certs --service gpuadmit --namespace $$ns \
+	--out $(CERTS_DIR) >/dev/null
 
 manifests:
 	@set -euo pipefail; \
@@ -238,18 +239,18 @@ manifests:
 	out=build/manifests/$$(basename "$$dir").yaml; raw=$$(mktemp); trap 'rm -f "$$raw" "$$out.tmp"' EXIT; \
 	KUBECTL=$(KUBECTL) scripts/manifests-render.sh "$$dir" $(NAMESPACE) $(IMAGE_NAME) "$(IMAGE_TAG)" \
 	  > "$$raw"; \
+	ns=$$($(PYTHON) scripts/manifests-fill.py --namespace-of < "$$raw") || exit 2; \
 	if $(PYTHON) scripts/manifests-fill.py --needs-certs < "$$raw"; then \
+	  $(MAKE) --no-print-directory all >/dev/null; \
 	  for f in ca.crt ca.key tls.crt tls.key; do \
 	    [[ -s $(CERTS_DIR)/$$f ]] || { $(MANIFESTS_CERTS); break; }; done; \
-	  $(MAKE) --no-print-directory all >/dev/null; \
-	  build/release/gpuadmit certs --check --service gpuadmit --namespace $(NAMESPACE) \
+	  build/release/gpuadmit certs --check --service gpuadmit --namespace $$ns \
 	    --out $(CERTS_DIR) --min-days 1 >/dev/null || { echo "$(CERTS_DIR) holds no valid \
-	certificate for gpuadmit.$(NAMESPACE).svc (see gpuadmit certs --check); remove it, or set \
+	certificate for gpuadmit.$$ns.svc (see gpuadmit certs --check); remove it, or set \
 	CERTS_DIR to another folder" >&2; exit 2; }; \
 	  secret=" (with the TLS Secret: it holds the private key, mode 0600)"; \
 	else secret=""; fi; \
-	(umask 077; $(PYTHON) scripts/manifests-fill.py --namespace $(NAMESPACE) $(CERTS_DIR) \
-	  < "$$raw" > "$$out.tmp"); \
+	(umask 077; $(PYTHON) scripts/manifests-fill.py $(CERTS_DIR) < "$$raw" > "$$out.tmp"); \
 	mv -f "$$out.tmp" "$$out"; \
 	echo "wrote $$out$$secret"; \
 	echo "apply it with:  kubectl apply -f $$out"

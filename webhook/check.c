@@ -22,7 +22,7 @@
 
 static const char usage_check[] =
     "usage: gpuadmit check [OPTIONS] FILE...\n"
-    "       gpuadmit check [-r PATH]               (no files: only load the policy)\n"
+    "       gpuadmit check -r PATH [--cluster-snapshot FILE]   (no files: only load them)\n"
     "\n"
     "Judges every object of the manifest files (multi-document YAML or JSON; - for standard\n"
     "input) as the webhook would judge its CREATE: the mutating phase, its patch applied, then\n"
@@ -50,6 +50,7 @@ enum fail_level { FAIL_PATCH, FAIL_WARN, FAIL_DENY, FAIL_NONE };
 
 struct check_opts {
     const char *rules;
+    bool rules_given;
     const char *snapshot;
     bool audit_only;
     bool json;
@@ -86,7 +87,10 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
     optind = 1;
     while ((ch = getopt_long(argc, argv, ":r:o:h", longopts, NULL)) != -1) {
         switch (ch) {
-        case 'r': o->rules = optarg; break;
+        case 'r':
+            o->rules = optarg;
+            o->rules_given = true;
+            break;
         case OPT_SNAPSHOT: o->snapshot = optarg; break;
         case OPT_AUDIT_ONLY: o->audit_only = true; break;
         case OPT_SHOW_OBJECT: o->show_object = true; break;
@@ -120,6 +124,11 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
                     argv[optind - 1]);
             return -1;
         }
+    }
+    if (optind >= argc && !o->rules_given) {
+        fprintf(stderr, "gpuadmit check: no manifest files (to check the policy alone, give "
+                        "-r PATH); see gpuadmit check --help\n");
+        return -1;
     }
     return 0;
 }
@@ -333,6 +342,11 @@ int check_main(int argc, char **argv)
     log_set_level(LOG_ERROR); /* decisions are the report here, not log lines */
     if ((p = offline_load_policy("gpuadmit check", o.rules)) == NULL)
         goto out;
+    diag_clear(&d);
+    if (o.snapshot != NULL && (view = offline_load_snapshot(o.snapshot, &d)) == NULL) {
+        fprintf(stderr, "gpuadmit check: %s\n", diag_format(&d, text, sizeof(text)));
+        goto out;
+    }
     if (optind >= argc) {
         size_t n = 0;
 
@@ -346,11 +360,6 @@ int check_main(int argc, char **argv)
         rc = 0;
         goto out;
     }
-    diag_clear(&d);
-    if (o.snapshot != NULL && (view = offline_load_snapshot(o.snapshot, &d)) == NULL) {
-        fprintf(stderr, "gpuadmit check: %s\n", diag_format(&d, text, sizeof(text)));
-        goto out;
-    }
     oo.policy = p;
     oo.view = view;
     oo.audit_only = o.audit_only;
@@ -359,11 +368,11 @@ int check_main(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         check_file(&oo, &o, argv[i], objects, errors, &t);
     if (o.json) {
-        report = json_pack("{s:b, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I}}", "capacityChecked",
+        report = json_pack("{s:b, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I}}", "capacityChecked",
                            view != NULL, "objects", objects, "errors", errors, "summary", "allowed",
                            (json_int_t)t.allowed, "patched", (json_int_t)t.patched, "denied",
                            (json_int_t)t.denied, "notJudged", (json_int_t)t.not_judged, "errors",
-                           (json_int_t)t.errors);
+                           (json_int_t)t.errors, "failing", (json_int_t)t.failing);
         dump = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
         if (dump != NULL)
             puts(dump);
@@ -376,6 +385,8 @@ int check_main(int argc, char **argv)
                t.patched, t.denied, t.not_judged);
         if (t.errors > 0)
             printf("; %zu input error%s", t.errors, t.errors == 1 ? "" : "s");
+        if (o.fail_on != FAIL_DENY && t.failing > 0)
+            printf("; %zu fail --fail-on %s", t.failing, o.fail_on == FAIL_WARN ? "warn" : "patch");
         putchar('\n');
     }
     rc = t.errors > 0 ? 2 : t.failing > 0 ? 1 : 0;

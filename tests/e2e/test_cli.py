@@ -100,7 +100,8 @@ def check_stall_denied_with_available_deny():
                            "json", "-", stdin=f.read())
     eq(rc, 1, "exit code of -o json")
     doc = json.loads(out)
-    eq(doc["summary"], {"allowed": 0, "patched": 0, "denied": 1, "notJudged": 0, "errors": 0},
+    eq(doc["summary"], {"allowed": 0, "patched": 0, "denied": 1, "notJudged": 0, "errors": 0,
+                        "failing": 1},
        "summary")
     o = doc["objects"][0]
     eq((o["file"], o["document"], o["line"], o["decision"]), ("<stdin>", 1, 3, "denied"),
@@ -161,6 +162,8 @@ def check_broken_yaml_exits_2_naming_the_line():
     eq(rc, 2, "exit code")
     check("<stdin>:5:1: document 2: not a Kubernetes object" in err, "stderr: %r" % err)
     # usage
+    rc, out, err = run("check")
+    eq(rc, 2, "no files and no -r: a usage error (an empty file list in CI must not pass)")
     rc, out, err = run("check", "--cluster-snapshot")
     eq(rc, 2, "an option without its value")
     rc, out, err = run("check", "-o", "yaml", "x")
@@ -321,6 +324,9 @@ def check_fail_on():
             eq(rc, code, "check --fail-on %s %s (stderr %r)" % (level, " ".join(args), err))
         rc, out, err = run("check", *args)
         eq(rc, want["deny"], "check %s: the default is --fail-on deny" % " ".join(args))
+    rc, out, err = run("check", "--fail-on", "warn", *stall)
+    expect(rc, out, err, 1, "1 object: 1 allowed, 0 patched, 0 denied, 0 not judged; "
+           "1 fail --fail-on warn")
     rc, out, err = run("check", "-r", deny_policy(), "--fail-on", "warn", *stall)
     eq(rc, 1, "a denial fails --fail-on warn too")
     rc, out, err = run("check", "--fail-on", "warning", *clean)
@@ -339,6 +345,10 @@ def check_without_manifests_lints_the_policy():
                    % (RULES, n)), "the default policy (stderr %r)" % err)
     rc, out, err = run("check", "-r", RULES, "-o", "json")
     eq((rc, json.loads(out)), (0, {"policies": 1, "rules": n}), "the same, in JSON")
+    rc, out, err = run("check", "-r", RULES, "--cluster-snapshot", STALL)
+    eq(rc, 0, "with a snapshot that loads")
+    rc, out, err = run("check", "-r", RULES, "--cluster-snapshot", "tests/data/nonexistent.json")
+    eq(rc, 2, "a snapshot given is read, files or not (stderr %r)" % err)
     dup = os.path.join(ROOT, "tests/data/rules/dup")
     rc, out, err = run("check", "-r", dup)
     eq((rc, out), (2, ""), "a broken policy: exit 2, nothing on stdout")

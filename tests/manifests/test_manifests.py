@@ -139,8 +139,7 @@ def golden(overlay):
 
 
 def fill(raw, certs):
-    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"),
-                        "--namespace", NAMESPACE, certs],
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"), certs],
                        input=raw.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=60)
     if r.returncode != 0:
@@ -1185,14 +1184,14 @@ def t_exempt_label(overlay, docs):
 RENAMED = "gpu-system"
 
 
-def render_renamed(overlay):
+def render_renamed(overlay, namespace=RENAMED):
     r = subprocess.run([os.path.join(ROOT, "scripts", "manifests-render.sh"),
                         overlay if os.path.isabs(overlay) else os.path.join(OVERLAYS_DIR, overlay),
-                        RENAMED, "gpuadmit", "0.1.0"],
+                        namespace, "gpuadmit", "0.1.0"],
                        env=dict(os.environ, KUBECTL=KUBECTL), stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, timeout=120)
     if r.returncode != 0:
-        raise Fail("manifests-render.sh %s %s: %s" % (overlay, RENAMED, r.stderr.decode()[-2000:]))
+        raise Fail("manifests-render.sh %s %s: %s" % (overlay, namespace, r.stderr.decode()[-2000:]))
     return r.stdout.decode()
 
 
@@ -1201,11 +1200,69 @@ def t_renamed_nothing_left(filled):
     eq(left, [], "references to gpuadmit-system left in the rendering")
 
 
+def t_cluster_scoped_without_namespace(docs):
+    scoped = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
+              "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+              "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+    eq(sorted("%s/%s" % (d["kind"], d["metadata"]["name"]) for d in docs
+              if d["kind"] in scoped and "namespace" in d["metadata"]), [],
+       "cluster-scoped objects with a metadata.namespace")
+
+
+def check_renamed(what, overlay, raw, certs):
+    """The checks of an overlay on a rendering in namespace RENAMED (globals switched)."""
+    global POLICY_TEXT
+    try:
+        filled = fill(raw, certs)
+        docs = load_docs(filled)
+        cms = [d for d in by_kind(docs, "ConfigMap")
+               if d["metadata"]["name"].startswith("gpuadmit-rules")]
+        check(len(cms) == 1, "one rules ConfigMap")
+        POLICY_TEXT = cms[0]["data"]["default.yaml"]
+    except Fail as e:
+        RESULTS["failed"] += 1
+        print("not ok - %s: rendering: %s" % (what, e))
+        return
+    run("%s: nothing left in gpuadmit-system" % what, t_renamed_nothing_left, filled)
+    run("%s: the policy excludes %s" % (what, RENAMED), lambda: check(
+        RENAMED in read_policy()["spec"]["exclude"]["namespaces"], "exclude.namespaces"))
+    run("%s: cluster-scoped objects have no namespace" % what,
+        t_cluster_scoped_without_namespace, docs)
+    run("%s: schemas" % what, t_schemas, overlay, docs)
+    if SERVED is not None:
+        run("%s: rules equal gpuadmit routes" % what, t_routes, docs, SERVED)
+    run("%s: webhook settings (lock-out, %s mode)" % (what, MODES.get(overlay)),
+        t_webhook_settings, overlay, docs)
+    run("%s: Deployment" % what, t_deployment, docs)
+    run("%s: Service and PDB" % what, t_service_pdb, docs)
+    run("%s: RBAC" % what, t_rbac, docs)
+    run("%s: Namespace and PriorityClass" % what, t_namespace_priorityclass, docs)
+    run("%s: certificates" % what, t_certificates, overlay, docs, certs, raw)
+    run("%s: who may set the opt-out label" % what, t_exempt_label, overlay, docs)
+    return docs
+
+
+def t_shared_namespaces_refused(raw_by_ns):
+    """A namespace others use is never made the webhook's: its Namespace object, quota and
+    Pod Security labels would be applied there, and deleting the install would delete it."""
+    for ns, raw in raw_by_ns.items():
+        r = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"),
+                            "--namespace-of"], input=raw.encode(), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=60)
+        eq(r.returncode, 2, "manifests-fill.py --namespace-of for namespace %s" % ns)
+        check(("namespace %s is not the webhook's own" % ns) in r.stderr.decode(),
+              "the refusal says why: %r" % r.stderr.decode())
+
+
+SERVED = None
+
+
 def renamed_pass(names, tmp, served):
-    global NAMESPACE, MUST_EXCLUDE, POLICY_TEXT
+    global NAMESPACE, MUST_EXCLUDE, POLICY_TEXT, SERVED
     saved = (NAMESPACE, MUST_EXCLUDE, POLICY_TEXT)
     NAMESPACE = RENAMED
     MUST_EXCLUDE = [n for n in saved[1] if n != saved[0]] + [RENAMED]
+    SERVED = served
     try:
         certs = os.path.join(tmp, "certs-" + RENAMED)
         make_certs(certs)
@@ -1213,38 +1270,43 @@ def renamed_pass(names, tmp, served):
             what = "%s in namespace %s" % (overlay, RENAMED)
             try:
                 raw = render_renamed(overlay)
-                filled = fill(raw, certs)
-                docs = load_docs(filled)
-                cms = [d for d in by_kind(docs, "ConfigMap")
-                       if d["metadata"]["name"].startswith("gpuadmit-rules")]
-                check(len(cms) == 1, "one rules ConfigMap")
-                POLICY_TEXT = cms[0]["data"]["default.yaml"]
             except Fail as e:
                 RESULTS["failed"] += 1
                 print("not ok - %s: rendering: %s" % (what, e))
                 continue
-            run("%s: nothing left in gpuadmit-system" % what, t_renamed_nothing_left, filled)
-            run("%s: the policy excludes %s" % (what, RENAMED), lambda: check(
-                RENAMED in read_policy()["spec"]["exclude"]["namespaces"], "exclude.namespaces"))
-            run("%s: schemas" % what, t_schemas, overlay, docs)
-            if served is not None:
-                run("%s: rules equal gpuadmit routes" % what, t_routes, docs, served)
-            run("%s: webhook settings (lock-out, %s mode)" % (what, MODES.get(overlay)),
-                t_webhook_settings, overlay, docs)
-            run("%s: Deployment" % what, t_deployment, docs)
-            run("%s: Service and PDB" % what, t_service_pdb, docs)
-            run("%s: RBAC" % what, t_rbac, docs)
-            run("%s: Namespace and PriorityClass" % what, t_namespace_priorityclass, docs)
-            run("%s: certificates" % what, t_certificates, overlay, docs, certs, raw)
-            run("%s: who may set the opt-out label" % what, t_exempt_label, overlay, docs)
-            if overlay == "audit":
+            docs = check_renamed(what, overlay, raw, certs)
+            if overlay == "audit" and docs is not None:
                 mon = render_renamed(MONITORING)
                 run("monitoring in namespace %s: nothing left in gpuadmit-system" % RENAMED,
                     t_renamed_nothing_left, mon)
                 run("monitoring in namespace %s: ServiceMonitor scrapes the webhook Service"
                     % RENAMED, t_servicemonitor, docs, load_docs(mon))
+        # manifests/README's recipe for kustomize alone: an overlay of one's own with a
+        # namespace: line and replacements.yaml beside it, filled by make manifests OVERLAY=path
+        own = os.path.join(tmp, "own-overlay")
+        os.makedirs(own)
+        shutil.copy(os.path.join(ROOT, "manifests", "namespace", "replacements.yaml"), own)
+        with open(os.path.join(own, "kustomization.yaml"), "w") as f:
+            f.write("namespace: %s\nresources: [%s]\nreplacements:\n  - path: replacements.yaml\n"
+                    % (RENAMED, os.path.relpath(os.path.join(OVERLAYS_DIR, "enforce"), own)))
+        try:
+            raw = render_renamed(own, "gpuadmit-system")
+        except Fail as e:
+            RESULTS["failed"] += 1
+            print("not ok - an overlay of its own in namespace %s: rendering: %s" % (RENAMED, e))
+        else:
+            check_renamed("an overlay of its own in namespace %s" % RENAMED, "enforce", raw, certs)
+        refused = {}
+        for ns in ("kube-system", "default", "gpu-operator"):
+            try:
+                refused[ns] = render_renamed("enforce", ns)
+            except Fail as e:
+                refused[ns] = ""
+                print("# %s" % e)
+        run("shared namespaces are refused", t_shared_namespaces_refused, refused)
     finally:
         NAMESPACE, MUST_EXCLUDE, POLICY_TEXT = saved
+        SERVED = None
 
 
 def main():
