@@ -8,7 +8,7 @@
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each;  make fuzz-check  short pass
 #   make soak       SOAK_SECONDS of mixed load and chaos, then SOAK_VALGRIND_SECONDS under valgrind
 #   make mutation   each one-line bug in tests/mutation/mutants.txt must fail its test command
-#                   (MUTANTS="ID ..." for some); about 2 minutes, not part of check
+#                   (MUTANTS="ID ..." for some); about 3 minutes, not part of check
 .DEFAULT_GOAL := all
 SHELL := /bin/bash
 

@@ -4,7 +4,8 @@ tree, runs the test command that must catch it, and says whether it did.
 
 The scratch copy is build/mutation/tree: the tracked (and untracked, not ignored) files of this
 tree, with its build/release objects, so that a mutant costs one compile, the links and its
-command. Every command first runs once without a mutant and must pass there (a command that
+command. Everything a command builds under the copy's build/ (release, san, ...) is put back
+after each mutant, so that no mutant's objects reach the next one. Every command first runs once without a mutant and must pass there (a command that
 fails anyway would "kill" everything). After each mutant the file and the objects are put back
 as they were (contents and times), so the next build starts from the unmutated objects. The
 real tree is never written; the copy is removed at the end. Logs: build/mutation/logs/ID.log.
@@ -26,9 +27,19 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORK = os.path.join(ROOT, "build", "mutation")
 TREE = os.path.join(WORK, "tree")
-BASE = os.path.join(WORK, "base")  # build/release as it is without a mutant
+BASE = os.path.join(WORK, "base")  # the copy's build/ as it is without a mutant
 LOGS = os.path.join(WORK, "logs")
 TIMEOUT_S = 900  # a mutant that hangs its tests is killed by the timeout
+CHILD = None  # the command running now (its own process group), for the signal handlers
+
+
+def on_signal(signum, frame):
+    """SIGINT and SIGTERM: stop the running command's whole group, then unwind through the
+    finally blocks that restore and remove the scratch tree."""
+    if CHILD is not None and CHILD.poll() is None:
+        os.killpg(CHILD.pid, signal.SIGKILL)
+        CHILD.wait()
+    raise KeyboardInterrupt
 
 
 def unescape(field):
@@ -76,11 +87,13 @@ def make_tree():
 
 def run(cmd, log):
     """True when cmd passes (in the scratch tree), with its output in log."""
+    global CHILD
     env = dict(os.environ, MAKEFLAGS=os.environ.get("MUTATION_MAKEFLAGS", "-j2"))
     env.pop("MAKELEVEL", None)
     with open(log, "a") as out:
-        p = subprocess.Popen(["bash", "-c", cmd], cwd=TREE, stdout=out, stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        CHILD = p = subprocess.Popen(["bash", "-c", cmd], cwd=TREE, stdout=out,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
         try:
             return p.wait(timeout=TIMEOUT_S) == 0
         except subprocess.TimeoutExpired:
@@ -88,6 +101,8 @@ def run(cmd, log):
             p.wait()
             out.write("\nmutation: timed out after %d s\n" % TIMEOUT_S)
             return False
+        finally:
+            CHILD = None
 
 
 def object_of(fname):
@@ -109,8 +124,9 @@ def snapshot(src):
 
 
 def restore_build(base_index):
-    """Puts build/release back as BASE holds it: changed files copied back, new ones removed."""
-    release = os.path.join(TREE, "build", "release")
+    """Puts the copy's build/ back as BASE holds it: changed files copied back, new ones
+    removed."""
+    release = os.path.join(TREE, "build")
     now = snapshot(release)
     for rel, meta in now.items():
         if rel not in base_index:
@@ -129,6 +145,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep build/mutation/tree afterwards")
     ap.add_argument("ids", nargs="*")
     args = ap.parse_args()
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
     start = time.monotonic()
     mutants, errors = read_mutants(args.list)
     for e in errors:
@@ -154,7 +172,7 @@ def main():
                 print("0 killed, 0 survived")
                 return 1
         shutil.rmtree(BASE, ignore_errors=True)
-        shutil.copytree(os.path.join(TREE, "build", "release"), BASE, symlinks=True)
+        shutil.copytree(os.path.join(TREE, "build"), BASE, symlinks=True)
         base_index = snapshot(BASE)
         for mid, fname, search, repl, cmd, no in mutants:
             path = os.path.join(TREE, fname)
@@ -167,8 +185,8 @@ def main():
                 continue
             n = text.count(search)
             if n != 1:
-                print("BROKEN   %-28s %s: its text occurs %d times, not once (mutants.txt:%d)"
-                      % (mid, fname, n, no))
+                print("BROKEN   %-28s %s: its text occurs %d times, not once (%s:%d)"
+                      % (mid, fname, n, os.path.basename(args.list), no))
                 broken += 1
                 continue
             st = os.stat(path)
@@ -208,4 +226,8 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("make mutation: interrupted; the scratch tree is removed")
+        sys.exit(130)

@@ -1076,13 +1076,9 @@ static void test_never_preempts(void)
     CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'preempts'"), 1, 0).fit_now == 6);
     CHECK(judge(c, IN_POOL("few", ",'priorityClassName':'never'"), 1, 0).fit_now == 0);
     CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'never'"), 1, 0).fit_now == 0);
-    /* the pod's own preemptionPolicy (set from its class at admission) wins */
-    CHECK(
-        judge(c, IN_POOL("few", ",'priorityClassName':'preempts','preemptionPolicy':'Never'"), 1, 0)
-            .fit_now == 0);
-    CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'preempts','preemptionPolicy':'Never'"), 1,
-                0)
-              .fit_now == 0);
+    /* no case of a pod whose own preemptionPolicy differs from its class's: the apiserver's
+     * Priority admission plugin refuses such a pod (plugin/pkg/admission/priority/admission.go,
+     * "must not be provided in pod spec"), so the class decides, as above */
     /* ever: what the nodes hold, whoever runs there now */
     CHECK(judge(c, IN_POOL("many", ",'priorityClassName':'never'"), 1, 0).fit_ever == 6);
     cluster_free(c);
