@@ -292,7 +292,7 @@ static json_t *workload_report(struct cluster *view, const struct policy *p, con
                                const struct strlist *globs, int64_t headroom, struct diag *d)
 {
     struct yamljson y;
-    struct offline_opts oo = {p, NULL, false, NULL};
+    struct offline_opts oo = {p, NULL, false, NULL, NULL};
     json_t *out = NULL;
 
     if (yamljson_read_file(path, 0, &y, d) < 0)

@@ -69,6 +69,13 @@ static struct review *make_review(const struct offline_opts *o, const char *grou
                    "userInfo", "username", o->user ? o->user : OFFLINE_USER, "groups",
                    "system:authenticated", "gpuadmit:offline", "object", obj, "oldObject", "dryRun",
                    true, "options", "apiVersion", "meta.k8s.io/v1", "kind", "CreateOptions");
+    if (rv != NULL && o->old_object != NULL) {
+        json_t *req = json_object_get(rv, "request");
+
+        json_object_set_new(req, "operation", json_string("UPDATE"));
+        json_object_set(req, "oldObject", (json_t *)o->old_object);
+        json_object_set_new(json_object_get(req, "options"), "kind", json_string("UpdateOptions"));
+    }
     body = rv ? json_dumps(rv, JSON_COMPACT) : NULL;
     if (body == NULL)
         diag_set(d, NULL, 0, 0, "out of memory");

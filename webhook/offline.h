@@ -1,5 +1,6 @@
 /*
- * offline.h: one object judged as the apiserver would judge its CREATE, through the server's
+ * offline.h: one object judged as the apiserver would judge its CREATE (or its UPDATE from an
+ * old object), through the server's
  * own code: the AdmissionReview the apiserver would send (kind and resource from the object's
  * apiVersion and kind, for the kinds of the route table, eval_routes()), the mutating
  * evaluation, its JSON Patch applied (patch_apply), a reinvocation of the mutating evaluation on
@@ -29,6 +30,8 @@ struct offline_opts {
     struct cluster *view;        /* borrowed; NULL: capacity is not checked */
     bool audit_only;             /* as gpuadmit serve --audit-only */
     const char *user;            /* userInfo.username; OFFLINE_USER when NULL */
+    const json_t *old_object;    /* borrowed; set: an UPDATE from it (gpuadmit test's
+                                    oldResource), else a CREATE */
 };
 
 /* The judgement of obj (borrowed), a new JSON object:

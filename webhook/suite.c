@@ -442,7 +442,8 @@ static void load_spec(struct sfile *s, const json_t *root, struct loaded *L)
 
 static void run_suite(const char *path, struct run *R)
 {
-    static const char *const case_keys[] = {"name", "resource", "file", "document", "expect", NULL};
+    static const char *const case_keys[] = {"name",        "resource", "file", "document",
+                                            "oldResource", "expect",   NULL};
     struct sfile s = {.path = path};
     struct loaded L = {0};
     struct offline_opts oo = {0};
@@ -490,6 +491,13 @@ static void run_suite(const char *path, struct run *R)
         }
         if (objs != NULL)
             objs[i] = case_resource(&s, ptr, c);
+        if (json_object_get(c, "oldResource") != NULL &&
+            !json_is_object(json_object_get(c, "oldResource"))) {
+            char p2[80];
+
+            snprintf(p2, sizeof(p2), "%s/oldResource", ptr);
+            serr(&s, p2, "oldResource must be a mapping (the object before an UPDATE)");
+        }
     }
     if (s.bad || L.policy == NULL || objs == NULL)
         goto out;
@@ -504,6 +512,7 @@ static void run_suite(const char *path, struct run *R)
         line = column = 0;
         yamljson_mark(s.doc, ptr, &line, &column);
         diag_clear(&d);
+        oo.old_object = json_object_get(c, "oldResource"); /* an UPDATE from it, if given */
         got = offline_admit(&oo, objs[i], &d);
         if (got == NULL) {
             serr(&s, ptr, "case \"%.64s\": %s", name, d.msg);
