@@ -1321,7 +1321,7 @@ static void measure_judge(const struct bench *B, struct cluster *c, struct judge
     char *globs_v[] = {glob};
     struct strlist globs = {globs_v, 1};
     json_t *spec = json_loads(judge_tmpl, 0, NULL), **labels;
-    struct capacity_request rq = {spec, &globs, 8, 16, 0};
+    struct capacity_request rq = {spec, &globs, 8, 16, 0, 0, 0};
     double *tj = calloc((size_t)B->calls, sizeof(double));
     double *tb = calloc((size_t)B->calls, sizeof(double));
     volatile size_t sink = 0;
@@ -1376,7 +1376,7 @@ static void count_judge(const struct bench *B)
     char *globs_v[] = {glob};
     struct strlist globs = {globs_v, 1};
     json_t *spec = json_loads(judge_tmpl, 0, NULL), **labels;
-    struct capacity_request rq = {spec, &globs, 8, 16, 0};
+    struct capacity_request rq = {spec, &globs, 8, 16, 0, 0, 0};
     struct capacity_result res;
     struct cluster *c = cluster_new(&B->cfg);
     volatile size_t sink = 0;

@@ -153,13 +153,25 @@ static bool term_matches(const json_t *term, const struct node *n)
     return true;
 }
 
-/* Whether the node cannot take the pod; why into *w. */
+/* The taints the node lifecycle controller and kubectl cordon put on a node while it is
+ * NotReady, unreachable or unschedulable (kubernetes/kubernetes pkg/controller/nodelifecycle,
+ * TaintNodesByCondition; k8s.io/api/core/v1 well_known_taints.go): they come and go with the
+ * condition, so they make a node transiently ineligible, as the condition does. */
+static bool lifecycle_taint(const char *key)
+{
+    return strcmp(key, "node.kubernetes.io/unschedulable") == 0 ||
+           strcmp(key, "node.kubernetes.io/not-ready") == 0 ||
+           strcmp(key, "node.kubernetes.io/unreachable") == 0;
+}
+
+/* Whether the node cannot take the pod; why into *w. WHY_CORDONED and WHY_NOT_READY are the
+ * transient reasons: the node matches the template otherwise. */
 static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
 {
     const json_t *sel = json_object_get(spec, "nodeSelector"), *v, *terms, *term, *tols, *tol;
     const char *key;
     size_t i, k;
-    bool any;
+    bool any, transient = false;
 
     memset(w, 0, sizeof(*w));
     json_object_foreach ((json_t *)sel, key, v) {
@@ -190,6 +202,10 @@ static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
 
         if (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0)
             continue;
+        if (lifecycle_taint(t->key)) {
+            transient = true; /* a cordon or a NotReady condition, judged below */
+            continue;
+        }
         json_array_foreach (tols, k, tol) {
             const char *tk = or_empty(json_string_value(json_object_get(tol, "key")));
             const char *op = json_string_value(json_object_get(tol, "operator"));
@@ -210,8 +226,8 @@ static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
             return true;
         }
     }
-    if (n->unschedulable || !n->ready) {
-        w->k = n->unschedulable ? WHY_CORDONED : WHY_NOT_READY;
+    if (n->unschedulable || !n->ready || transient) {
+        w->k = n->unschedulable || (n->ready && transient) ? WHY_CORDONED : WHY_NOT_READY;
         return true;
     }
     return false;
@@ -278,8 +294,21 @@ struct held {
     size_t n;
 };
 
-/* -1 when out of memory: the decision then fails rather than forget what is held. */
-static int held_load(struct cluster *c, struct held *h, double now)
+/* A reservation rq would replace: the same workload's, from the same base (a retry). */
+static bool own_reservation(const struct reservation *r, const struct capacity_request *rq)
+{
+    return rq->key != 0 && r->key == rq->key && r->base == rq->base;
+}
+
+static bool held_counts(const struct reservation *r, const struct capacity_request *rq, double now)
+{
+    return r->until > now && !own_reservation(r, rq);
+}
+
+/* The reservations that count against rq. -1 when out of memory: the decision then fails
+ * rather than forget what is held. */
+static int held_load(struct cluster *c, struct held *h, const struct capacity_request *rq,
+                     double now)
 {
     size_t live = 0;
 
@@ -287,13 +316,13 @@ static int held_load(struct cluster *c, struct held *h, double now)
     h->n = 0;
     pthread_mutex_lock(&c->reserve_lock);
     for (size_t i = 0; i < c->n_reservations; i++)
-        live += c->reservations[i].until > now;
+        live += held_counts(&c->reservations[i], rq, now);
     if (live > 0 && (h->r = malloc(live * sizeof(*h->r))) == NULL) {
         pthread_mutex_unlock(&c->reserve_lock);
         return -1;
     }
     for (size_t i = 0; live > 0 && i < c->n_reservations; i++) {
-        if (c->reservations[i].until > now)
+        if (held_counts(&c->reservations[i], rq, now))
             h->r[h->n++] = c->reservations[i];
     }
     pthread_mutex_unlock(&c->reserve_lock);
@@ -430,7 +459,7 @@ static void amounts_at(const struct cluster *c, const struct elig_set *set, size
 static void fit_free(const struct capacity_request *rq, const struct amounts *a, int64_t held,
                      int64_t per_pod, int64_t *now_fit, int64_t *ever_fit)
 {
-    int64_t free_ever = a->alloc - rq->headroom;
+    int64_t free_ever = a->alloc; /* the headroom is kept free now; it is not lost forever */
     int64_t free_now = a->alloc - a->used - rq->headroom + a->lower - held;
 
     if (free_now > free_ever)
@@ -476,6 +505,28 @@ static void node_fit(struct cluster *c, const struct node *n, const struct capac
         used_out[r] = a[r].used;
     }
     node_fit_with(rq, out, h, n->name, a, now_fit, ever_fit);
+}
+
+/* The nodes of the set that a cordon or NotReady keeps out now: into fit_ever and the totals
+ * only, the pods they can hold once the drain or the outage ends. */
+static void fit_transient(const struct cluster *c, const struct elig_set *set,
+                          struct capacity_result *out, const char *const *rn, double now)
+{
+    struct amounts a;
+
+    for (size_t i = set->n; i < set->n + set->n_transient; i++) {
+        int64_t fe = INT64_MAX;
+
+        for (size_t r = 0; r < out->n_res; r++) {
+            amounts_at(c, set, i, r, rn, out, now, &a);
+            out->total_gpus[r] += a.alloc;
+            if (a.alloc / out->res[r].per_pod < fe)
+                fe = a.alloc / out->res[r].per_pod;
+        }
+        out->fit_ever += fe;
+        out->fit_transient += fe;
+    }
+    out->transient = (int)set->n_transient;
 }
 
 /* Every node of the set into out's fits and totals, in any template's case. */
@@ -694,13 +745,20 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
     bool all_shared = true;
     struct why w;
     struct elig_set *s;
+    const struct node **later = NULL; /* the transient nodes, appended after the eligible */
+    size_t n_later = 0;
 
+    if (nodes->n > 0 && (later = malloc(nodes->n * sizeof(*later))) == NULL)
+        return -1;
     s = malloc(sizeof(*s) + (nodes->n + 1) * (sizeof(s->nodes[0]) + sizeof(*s->by_slot) +
                                               out->n_res * sizeof(*s->sums)));
-    if (s == NULL)
+    if (s == NULL) {
+        free(later);
         return -1;
+    }
     s->refs = 1;
     s->n = 0;
+    s->n_transient = 0;
     s->n_res = out->n_res;
     s->by_slot = (struct elig_slot *)&s->nodes[nodes->n + 1];
     s->sums = (uint32_t *)&s->by_slot[nodes->n + 1];
@@ -719,6 +777,8 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
             }
             if (bad || ineligible(nd, rq->pod_spec, &w)) {
                 reason_add(&rs, &w);
+                if (!bad && (w.k == WHY_CORDONED || w.k == WHY_NOT_READY))
+                    later[n_later++] = nd;
                 continue;
             }
             for (size_t r = 0; r < out->n_res; r++) /* it offers each: node_res_of finds it */
@@ -734,6 +794,14 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
     out->all_shared = s->n > 0 && all_shared;
     format_reasons(&rs, out);
     qsort(s->by_slot, s->n, sizeof(*s->by_slot), by_slot_cmp);
+    for (size_t i = 0; i < n_later; i++, s->n_transient++) {
+        size_t at = s->n + s->n_transient;
+
+        for (size_t r = 0; r < out->n_res; r++)
+            s->sums[at * s->n_res + r] = node_res_of(later[i], rn[r])->sum;
+        s->nodes[at] = later[i];
+    }
+    free(later);
     *set = s;
     return 0;
 }
@@ -863,6 +931,158 @@ out:
     return rc;
 }
 
+/* Waiters whose pods go to the same nodes (one place hash): one walk of their nodes. */
+#define WAIT_GROUPS_MAX 16
+struct wait_group {
+    uint64_t place;
+    const struct waiter *first;
+    int64_t gpus, pending, owed;
+};
+
+/* Free GPUs (of the template's first resource) on the nodes of gset that are in set too: a
+ * binary search of each by its res_sum slot, which names one resource of one node. */
+static int64_t free_on_both(const struct cluster *c, const struct elig_set *set,
+                            const struct elig_set *gset, const char *const *rn,
+                            const struct capacity_result *out, double now)
+{
+    struct amounts a;
+    int64_t sum = 0;
+
+    for (size_t i = 0; i < gset->n; i++) {
+        uint32_t slot = gset->sums[i * gset->n_res];
+        size_t lo = 0, hi = set->n;
+
+        if (gset == set) {
+            lo = i; /* the same nodes: no search */
+            hi = i + 1;
+        } else {
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+
+                if (set->by_slot[mid].slot < slot)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo == set->n || set->by_slot[lo].slot != slot)
+                continue;
+            lo = set->by_slot[lo].i;
+        }
+        amounts_at(c, set, lo, 0, rn, out, now, &a);
+        sum += a.alloc > a.used ? a.alloc - a.used : 0;
+    }
+    return sum;
+}
+
+/* "4 Pending pods (ReplicaSet ml/trainer-7f9)" into out->waiting. */
+static void waiting_text(struct capacity_result *out, int64_t pending, int64_t owed,
+                         const struct waiter *named, bool more)
+{
+    const char *slash = strchr(named->key, '/');
+    int kind_len = slash ? (int)(slash - named->key) : 0;
+    char who[120];
+
+    snprintf(who, sizeof(who), "%.*s %s%s", kind_len, named->key, slash ? slash + 1 : "",
+             more ? ", ..." : "");
+    if (pending > 0 && owed > 0)
+        snprintf(out->waiting, sizeof(out->waiting),
+                 "%lld Pending pod%s and %lld replica%s their controllers still owe (%s)",
+                 (long long)pending, pending == 1 ? "" : "s", (long long)owed, owed == 1 ? "" : "s",
+                 who);
+    else if (pending > 0)
+        snprintf(out->waiting, sizeof(out->waiting), "%lld Pending pod%s (%s)", (long long)pending,
+                 pending == 1 ? "" : "s", who);
+    else
+        snprintf(out->waiting, sizeof(out->waiting), "%lld replica%s a controller still owes (%s)",
+                 (long long)owed, owed == 1 ? "" : "s", who);
+}
+
+static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
+                          struct capacity_result *out, const char *const *rn,
+                          struct elig_set **set);
+
+/* Pods already waiting for the GPUs the template's pods would take: unbound Pending pods and
+ * replicas owed, of equal or higher priority (the scheduler's queue pops them first; a
+ * lower-priority one waits behind the template's pods), on the nodes both can use. They
+ * lower fit_now. Called under the read lock; reads the few waiting entries, never the pods. */
+static void count_waiting(struct cluster *c, const struct capacity_request *rq,
+                          struct capacity_result *out, const char *const *rn,
+                          const struct elig_set *set, double now)
+{
+    struct wait_group g[WAIT_GROUPS_MAX];
+    size_t ng = 0, used_groups = 0;
+    int64_t pending = 0, owed = 0, lost;
+    const struct waiter *named = NULL;
+
+    for (size_t i = 0; i < c->n_waiting; i++) {
+        const struct waiter *w = c->waiting[i];
+        size_t k = 0;
+        int64_t n = waiter_count(w);
+
+        if (w->priority < out->priority || strcmp(w->res, out->res[0].name) != 0)
+            continue;
+        while (k < ng && g[k].place != w->place)
+            k++;
+        if (k == ng) {
+            if (ng == WAIT_GROUPS_MAX)
+                continue; /* so many kinds of placement: the rest are not counted */
+            g[ng++] = (struct wait_group){w->place, w, 0, 0, 0};
+        }
+        g[k].gpus += n * w->per_pod;
+        g[k].pending += w->pending;
+        g[k].owed += n - w->pending;
+    }
+    for (size_t k = 0; k < ng; k++) {
+        struct capacity_request grq = {g[k].first->spec, rq->gpu_globs, 0, 0, 0, 0, 0};
+        struct capacity_result *gout = calloc(1, sizeof(*gout));
+        struct elig_set *gset;
+        int64_t both, take;
+
+        if (gout == NULL)
+            continue;
+        gout->n_res = 1;
+        gout->res[0] = out->res[0];
+        if (eligible_nodes(c, &grq, gout, rn, &gset) < 0) {
+            free(gout);
+            continue;
+        }
+        free(gout);
+        both = free_on_both(c, set, gset, rn, out, now);
+        elig_release(c, gset);
+        take = g[k].gpus < both ? g[k].gpus : both;
+        if (take <= 0)
+            continue;
+        out->waiting_gpus += take;
+        pending += g[k].pending;
+        owed += g[k].owed;
+        named = named ? named : g[k].first;
+        used_groups++;
+    }
+    if (named == NULL)
+        return;
+    out->waiting_pods = pending + owed;
+    waiting_text(out, pending, owed, named, used_groups > 1);
+    lost = (out->waiting_gpus + out->res[0].per_pod - 1) / out->res[0].per_pod;
+    out->fit_now = out->fit_now > lost ? out->fit_now - lost : 0;
+}
+
+/* Drops the reservations the view now sees as waiting pods: a workload's reservation stands
+ * for pods not yet in the view, and once its ReplicaSet or pods are, they count instead. */
+static void held_drop_waiting(const struct cluster *c, struct held *h)
+{
+    size_t w = 0;
+
+    for (size_t i = 0; i < h->n; i++) {
+        bool seen = false;
+
+        for (size_t k = 0; !seen && k < c->n_waiting; k++)
+            seen = c->waiting[k]->reserve_key == h->r[i].key;
+        if (!seen)
+            h->r[w++] = h->r[i];
+    }
+    h->n = w;
+}
+
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out)
 {
@@ -876,7 +1096,7 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         return -1;
     if (!out->judged)
         return 0;
-    if (held_load(c, &held, now) < 0) {
+    if (held_load(c, &held, rq, now) < 0) {
         snprintf(out->reasons, sizeof(out->reasons), "out of memory reading reservations");
         return -1;
     }
@@ -889,11 +1109,16 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         snprintf(out->reasons, sizeof(out->reasons), "out of memory listing the eligible nodes");
         return -1;
     }
+    if (held.n > 0 && c->n_waiting > 0)
+        held_drop_waiting(c, &held);
     out->eligible = (int)set->n;
     if (out->n_res == 1 && held.n == 0)
         fit_all_one(c, set, rq, out, rn, now);
     else
         fit_all(c, set, rq, out, rn, now, &held);
+    fit_transient(c, set, out, rn, now);
+    if (c->n_waiting > 0 && set->n > 0)
+        count_waiting(c, rq, out, rn, set, now);
     list_nodes(c, set, out, rn, now, &held);
     pthread_rwlock_unlock(&c->lock);
     elig_release(c, set);
@@ -925,9 +1150,20 @@ void capacity_explain(const struct capacity_request *rq, const struct capacity_r
              res->eligible == 1 ? "" : "s", res->eligible ? res->nodes : "none",
              (long long)res->total_gpus[0], res->res[0].name);
     l = strlen(buf);
-    snprintf(buf + l, len - l, "; %lld more fit now%s, %lld at most", (long long)res->fit_now,
-             res->preempts ? " (it may preempt lower-priority pods)" : "",
-             (long long)res->fit_ever);
+    snprintf(buf + l, len - l, "; %lld more fit now%s", (long long)res->fit_now,
+             res->preempts ? " (it may preempt lower-priority pods)" : "");
+    if (rq->headroom > 0) {
+        l = strlen(buf);
+        snprintf(buf + l, len - l, " keeping the headroom of %lld free on each node",
+                 (long long)rq->headroom);
+    }
+    l = strlen(buf);
+    snprintf(buf + l, len - l, ", %lld at most", (long long)res->fit_ever);
+    if (res->transient > 0) {
+        l = strlen(buf);
+        snprintf(buf + l, len - l, " (%lld of them on %d cordoned or not Ready node%s)",
+                 (long long)res->fit_transient, res->transient, res->transient == 1 ? "" : "s");
+    }
     if (res->shared_why[0]) {
         l = strlen(buf);
         snprintf(buf + l, len - l, "; GPUs are shared (%s)", res->shared_why);
@@ -952,7 +1188,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     memset(&out, 0, sizeof(out));
     if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
         return;
-    if (held_load(c, &held, now) < 0)
+    if (held_load(c, &held, rq, now) < 0)
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     pthread_rwlock_rdlock(&c->lock);
     intern_names(c, &out, rn);
@@ -962,8 +1198,8 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     }
     pthread_mutex_lock(&c->reserve_lock);
-    for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired */
-        if (c->reservations[i].until > now)
+    for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired and replaced */
+        if (held_counts(&c->reservations[i], rq, now))
             c->reservations[w++] = c->reservations[i];
     }
     c->n_reservations = w;
@@ -984,6 +1220,8 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
             }
             rv = &c->reservations[c->n_reservations++];
             rv->until = now + window_s;
+            rv->key = rq->key;
+            rv->base = rq->base;
             snprintf(rv->node, sizeof(rv->node), "%s", n->name);
             snprintf(rv->name, sizeof(rv->name), "%s", out.res[r].name);
             rv->gpus = take * out.res[r].per_pod;

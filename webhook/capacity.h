@@ -6,8 +6,12 @@
  * NoExecute taints; each pod lands whole on one node, so a node holds floor(free / per-pod) of
  * them per GPU resource. "Now" counts a node's effective allocatable minus what bound pods use
  * and the headroom, plus what pods of lower priority use when the template's class may preempt;
- * "ever" counts the eligible nodes' allocatable alone. Recent admissions are reserved for a
- * short window, so a burst cannot overcommit.
+ * Pods already waiting for GPUs (unbound Pending pods, replicas a controller still owes) of
+ * equal or higher priority take the free GPUs of the nodes they can go to first.
+ * "ever" counts the eligible nodes' allocatable alone (no headroom), and also the nodes that
+ * would be eligible but for a cordon or a NotReady condition, which a drain or a reboot ends.
+ * Recent admissions are reserved for a short window, so a burst cannot overcommit; they are
+ * keyed by the workload, so that a retried request is not charged its own reservation.
  */
 #ifndef GPUADMIT_CAPACITY_H
 #define GPUADMIT_CAPACITY_H
@@ -28,7 +32,9 @@ struct capacity_request {
     const struct strlist *gpu_globs; /* which extended resources are GPUs */
     int64_t increase;                /* how many more pods (surge included) */
     int64_t total;                   /* replicas after the change */
-    int64_t headroom;                /* GPUs kept free on each node */
+    int64_t headroom;                /* GPUs kept free on each node (free now only) */
+    uint64_t key;                    /* the workload's (cluster_workload_key()); 0: none */
+    int64_t base;                    /* its replicas before the change */
 };
 
 struct capacity_result {
@@ -44,8 +50,14 @@ struct capacity_result {
     int64_t fit_ever;                           /* pods that fit the eligible nodes' allocatable */
     int64_t total_gpus[CAPACITY_RESOURCES_MAX]; /* allocatable of the eligible nodes */
     int eligible;
-    bool all_shared;                 /* every eligible node shares its GPUs (time-slicing, MPS) */
-    char shared_why[128];            /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
+    int transient;         /* nodes eligible but for a cordon or NotReady: in fit_ever only */
+    int64_t fit_transient; /* of fit_ever, the pods those nodes hold */
+    int64_t waiting_pods;  /* pods already waiting (Pending, or owed by their controller) at
+                              equal or higher priority that can go to the eligible nodes */
+    int64_t waiting_gpus;  /* of the free GPUs of the first resource, those they take */
+    char waiting[256];     /* e.g. "4 Pending pods (ml/old-0, ...)" */
+    bool all_shared;       /* every eligible node shares its GPUs (time-slicing, MPS) */
+    char shared_why[128];  /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
     char nodes[CAPACITY_TEXT_MAX];   /* eligible nodes and their free/total GPUs */
     char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
 };
@@ -61,7 +73,9 @@ void capacity_explain(const struct capacity_request *rq, const struct capacity_r
 
 /* Reserves an admitted increase of pods of rq's template for window seconds on the eligible
  * nodes that have room, where the scheduler would put them; a node's reservation shrinks as
- * its use grows in the view (the pods arriving). */
+ * its use grows in the view (the pods arriving). It replaces what rq->key holds from the same
+ * base (a retry, a resync, a request another webhook refused): capacity_judge does not count
+ * those against rq either. */
 void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int64_t pods,
                       double window_s);
 

@@ -337,7 +337,7 @@ static json_t *workload_report(struct cluster *view, const struct policy *p, con
         ns = json_string_value(json_object_get(meta, "namespace"));
         name = json_string_value(json_object_get(meta, "name"));
         spec = template_of(judged, &replicas);
-        struct capacity_request rq = {spec, globs, replicas, replicas, headroom};
+        struct capacity_request rq = {spec, globs, replicas, replicas, headroom, 0, 0};
 
         memset(&res, 0, sizeof(res));
         if (spec == NULL || capacity_judge(view, &rq, &res) < 0) {

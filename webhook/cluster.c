@@ -357,6 +357,7 @@ static void vpod_free(void *p)
     if (v == NULL)
         return;
     free(v->node);
+    free(v->owner);
     for (size_t i = 0; i < v->n_demand; i++)
         free(v->demand[i].name);
     free(v->demand);
@@ -378,13 +379,19 @@ static void binding_free(void *ctx, void *p)
     free(b);
 }
 
+static void waiter_update(struct cluster *c, struct waiter *w);
+
 static void workload_free(void *ctx, void *p)
 {
     struct workload *w = p;
 
-    (void)ctx;
     if (w == NULL)
         return;
+    if (w->waiter != NULL && w->waiter->rec == w) { /* not replaced by a newer record */
+        w->waiter->rec = NULL;
+        w->waiter->wants = -1;
+        waiter_update(ctx, w->waiter);
+    }
     json_decref(w->spec);
     free(w->owner_deployment);
     free(w);
@@ -662,6 +669,26 @@ static const char *controlling_deployment(const json_t *obj)
     return NULL;
 }
 
+/* The pods a Job's controller keeps running now: none while suspended, else parallelism
+ * capped by the completions still to go (pkg/controller/job/job_controller.go, manageJob). */
+static int64_t job_wants(const json_t *obj)
+{
+    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *par = json_object_get(spec, "parallelism");
+    const json_t *comp = json_object_get(spec, "completions");
+    int64_t want = json_is_integer(par) ? json_integer_value(par) : 1, left;
+
+    if (json_is_true(json_object_get(spec, "suspend")))
+        return 0;
+    if (json_is_integer(comp)) {
+        left = json_integer_value(comp) -
+               json_integer_value(json_object_get(json_object_get(obj, "status"), "succeeded"));
+        if (left < want)
+            want = left > 0 ? left : 0;
+    }
+    return want;
+}
+
 static struct workload *workload_from_json(enum cluster_kind k, const json_t *obj, bool *skip)
 {
     const json_t *spec = json_object_get(obj, "spec");
@@ -682,6 +709,7 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
         return NULL;
     replicas = json_object_get(spec, k == CLUSTER_JOBS ? "parallelism" : "replicas");
     w->replicas = replicas ? json_integer_value(replicas) : 1;
+    w->wants = k == CLUSTER_DEPLOYMENTS ? -1 : k == CLUSTER_JOBS ? job_wants(obj) : w->replicas;
     w->spec = json_pack("{s:o, s:O*, s:O*, s:O*}", "template", trim_pod_spec(tspec), "strategy",
                         json_object_get(spec, "strategy"), "completions",
                         json_object_get(spec, "completions"), "parallelism",
@@ -694,6 +722,214 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
         return NULL;
     }
     return w;
+}
+
+/* ---- waiters ---- */
+
+static uint64_t fnv(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return (h ^ '/') * 1099511628211ull;
+}
+
+uint64_t cluster_workload_key(const char *resource, const char *ns, const char *name)
+{
+    uint64_t h = fnv(fnv(fnv(1469598103934665603ull, resource), ns), name);
+
+    return h ? h : 1;
+}
+
+/* Where a spec's pods may go, as a hash: waiters with the same one share eligible nodes. */
+static uint64_t place_hash(const json_t *spec)
+{
+    static const char *const keys[] = {"nodeSelector", "affinity", "tolerations"};
+    uint64_t h = 1469598103934665603ull;
+
+    for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+        const json_t *v = json_object_get(spec, keys[k]);
+        char *text = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+
+        h = fnv(h, keys[k]);
+        if (text != NULL)
+            h = fnv(h, text);
+        free(text);
+    }
+    return h;
+}
+
+static void waiter_free(void *ctx, void *p)
+{
+    struct waiter *w = p;
+
+    (void)ctx;
+    if (w != NULL) {
+        free(w->key);
+        json_decref(w->spec);
+    }
+    free(w);
+}
+
+/* The waiter of key, created when create is set (NULL when absent or out of memory). */
+static struct waiter *waiter_get(struct cluster *c, const char *key, bool create)
+{
+    struct waiter *w = table_get(&c->waiters, key);
+
+    if (w != NULL || !create)
+        return w;
+    if ((w = calloc(1, sizeof(*w))) == NULL || (w->key = strdup(key)) == NULL) {
+        free(w);
+        return NULL;
+    }
+    w->wants = -1;
+    w->at = SIZE_MAX;
+    if (table_put(&c->waiters, key, w, 0) < 0)
+        return NULL; /* table_put freed it */
+    return w;
+}
+
+/* The pods of w have spec (borrowed; trimmed): where they go and what they ask for. */
+static void waiter_set_spec(struct waiter *w, json_t *spec, int64_t priority)
+{
+    struct pod_demand dm;
+    struct diag d;
+
+    diag_clear(&d);
+    if (pod_gpu_demand(spec, NULL, &dm, &d) < 0 || dm.n == 0)
+        return;
+    json_decref(w->spec);
+    w->spec = json_incref(spec);
+    w->place = place_hash(spec);
+    snprintf(w->res, sizeof(w->res), "%s", dm.r[0].name);
+    w->per_pod = (dm.r[0].milli + 999) / 1000;
+    w->priority = priority;
+}
+
+/* Keeps cluster.waiting to the waiters with pods to wait for, and drops a waiter that has
+ * neither pods nor a workload. Out of memory, a waiter is simply not counted. */
+static void waiter_update(struct cluster *c, struct waiter *w)
+{
+    bool waits = waiter_count(w) > 0 && w->spec != NULL;
+    struct waiter **grown;
+
+    if (waits && w->at == SIZE_MAX) {
+        if (c->n_waiting == c->cap_waiting) {
+            size_t cap = c->cap_waiting ? 2 * c->cap_waiting : 16;
+
+            if ((grown = realloc(c->waiting, cap * sizeof(*grown))) == NULL)
+                return;
+            c->waiting = grown;
+            c->cap_waiting = cap;
+        }
+        w->at = c->n_waiting;
+        c->waiting[c->n_waiting++] = w;
+    } else if (!waits && w->at != SIZE_MAX) {
+        c->waiting[w->at] = c->waiting[--c->n_waiting];
+        c->waiting[w->at]->at = w->at;
+        w->at = SIZE_MAX;
+    }
+    if (w->pods <= 0 && w->rec == NULL)
+        table_del(&c->waiters, w->key);
+}
+
+static const char *const owner_kinds[] = {"ReplicaSet", "StatefulSet", "Job"};
+
+/* The waiter key of a pod: its controller's when that is a kind whose replicas the view
+ * counts, else its own while unbound; "" for neither. */
+static void pod_waiter_key(const json_t *obj, bool unbound, char *buf, size_t len)
+{
+    const json_t *meta = json_object_get(obj, "metadata"), *o;
+    const char *ns = str_at(meta, "namespace");
+    size_t i;
+
+    buf[0] = '\0';
+    json_array_foreach (json_object_get(meta, "ownerReferences"), i, o) {
+        if (!json_is_true(json_object_get(o, "controller")))
+            continue;
+        for (size_t k = 0; k < sizeof(owner_kinds) / sizeof(owner_kinds[0]); k++) {
+            if (strcmp(str_at(o, "kind"), owner_kinds[k]) == 0) {
+                snprintf(buf, len, "%s/%s/%s", owner_kinds[k], ns, str_at(o, "name"));
+                return;
+            }
+        }
+    }
+    if (unbound)
+        snprintf(buf, len, "Pod/%s/%s", ns, str_at(meta, "name"));
+}
+
+/* A pod record joins its waiter (obj: the pod). */
+static void waiter_add_pod(struct cluster *c, struct vpod *v, const json_t *obj)
+{
+    char key[600];
+    bool unbound = v->node[0] == '\0';
+    struct waiter *w;
+    json_t *spec;
+
+    pod_waiter_key(obj, unbound, key, sizeof(key));
+    if (key[0] == '\0' || (w = waiter_get(c, key, true)) == NULL ||
+        (v->owner = strdup(key)) == NULL)
+        return;
+    w->pods++;
+    w->pending += unbound;
+    if (w->rec == NULL)
+        w->reserve_key = cluster_workload_key("pods", "", key);
+    if (unbound && w->spec == NULL &&
+        (spec = trim_pod_spec(json_object_get(obj, "spec"))) != NULL) {
+        waiter_set_spec(w, spec, v->priority);
+        json_decref(spec);
+    }
+    waiter_update(c, w);
+}
+
+static void waiter_drop_pod(struct cluster *c, const struct vpod *v)
+{
+    struct waiter *w = v->owner ? table_get(&c->waiters, v->owner) : NULL;
+
+    if (w == NULL)
+        return;
+    w->pods--;
+    w->pending -= v->node[0] == '\0';
+    waiter_update(c, w);
+}
+
+/* The value of the class a template names, else its spec.priority, else 0. */
+static int64_t template_class_value(struct cluster *c, const json_t *spec)
+{
+    const struct vclass *v =
+        table_get(&c->kinds[CLUSTER_PRIORITYCLASSES], str_at(spec, "priorityClassName"));
+
+    return v ? v->value : json_integer_value(json_object_get(spec, "priority"));
+}
+
+/* A workload record of kind k under key ("NS/NAME") sets its waiter's wants. */
+static void waiter_set_workload(struct cluster *c, enum cluster_kind k, const char *key,
+                                struct workload *rec)
+{
+    char wkey[600];
+    struct waiter *w;
+    const char *slash = strchr(key, '/');
+
+    if (rec->wants < 0 || slash == NULL)
+        return;
+    snprintf(wkey, sizeof(wkey), "%s/%s", kinds[k].object, key);
+    if ((w = waiter_get(c, wkey, true)) == NULL)
+        return;
+    rec->waiter = w;
+    w->rec = rec;
+    w->wants = rec->wants;
+    waiter_set_spec(w, json_object_get(rec->spec, "template"),
+                    template_class_value(c, json_object_get(rec->spec, "template")));
+    {
+        char ns[256];
+
+        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+        /* an admission reserves for the workload it judged: a Deployment's ReplicaSet is
+         * the Deployment's pods */
+        w->reserve_key = rec->owner_deployment
+                             ? cluster_workload_key("deployments", ns, rec->owner_deployment)
+                             : cluster_workload_key(kinds[k].plural, ns, slash + 1);
+    }
+    waiter_update(c, w);
 }
 
 /* ---- bindings ---- */
@@ -893,6 +1129,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     for (int k = CLUSTER_REPLICASETS; k < CLUSTER_KINDS; k++)
         rc |= table_init(&c->kinds[k], workload_free, c);
     rc |= table_init(&c->bindings, binding_free, c);
+    rc |= table_init(&c->waiters, waiter_free, c);
     if (rc != 0) {
         cluster_free(c);
         return NULL;
@@ -917,6 +1154,8 @@ void cluster_free(struct cluster *c)
     for (int k = 0; k < CLUSTER_KINDS; k++)
         table_free(&c->kinds[k]);
     table_free(&c->bindings);
+    table_free(&c->waiters); /* after the workloads, which point at theirs */
+    free(c->waiting);
     table_free(&c->rnames); /* empty by now: every user is gone */
     free(c->sums);
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
@@ -938,6 +1177,7 @@ static void remove_pod(struct cluster *c, const char *key)
     if (old == NULL)
         return;
     unbind_pod(c, old);
+    waiter_drop_pod(c, old);
     table_del(&c->kinds[CLUSTER_PODS], key);
     vpod_free(old);
 }
@@ -1017,6 +1257,7 @@ static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, str
             vpod_free(v);
             goto oom;
         }
+        waiter_add_pod(c, v, obj);
         return 0;
     }
     case CLUSTER_PRIORITYCLASSES: rec = vclass_from_json(obj); break;
@@ -1028,6 +1269,8 @@ static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, str
         }
         break;
     }
+    if (rec != NULL && k >= CLUSTER_REPLICASETS)
+        waiter_set_workload(c, k, key, rec); /* before the old record goes */
     if (rec == NULL || table_put(t, key, rec, c->list_gen[k]) < 0)
         goto oom;
     return 0;
@@ -1089,6 +1332,7 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
             for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
                 if (e->gen != c->list_gen[k]) {
                     unbind_pod(c, e->value);
+                    waiter_drop_pod(c, e->value);
                     vpod_free(e->value);
                 }
             }

@@ -89,6 +89,10 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d);
 json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
                                   const char *name, int64_t *replicas);
 
+/* The key an admission's reservation is made under, from "resource/namespace/name"
+ * ("deployments", "ml", "trainer"); never 0. */
+uint64_t cluster_workload_key(const char *resource, const char *ns, const char *name);
+
 /* The PriorityClass name in the view: its value and whether it may preempt. */
 bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value, bool *preempt);
 

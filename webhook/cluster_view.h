@@ -88,7 +88,8 @@ struct pod_res {
 
 /* A non-terminal pod that requests an extended resource. */
 struct vpod {
-    char *node; /* "" while unbound */
+    char *node;  /* "" while unbound */
+    char *owner; /* its waiter's key (struct waiter), or NULL: a bound pod of no tracked owner */
     int64_t priority;
     struct pod_res *demand;
     size_t n_demand;
@@ -123,9 +124,41 @@ struct vclass {
     bool global_default;
 };
 
+/* Pods that wait for GPUs, per controller: the scheduler's queue gives free GPUs to the
+ * Pending pods already in it (ordered by priority, kubernetes/kubernetes
+ * pkg/scheduler/backend/queue/scheduling_queue.go), and a controller creates the replicas it
+ * still owes (a StatefulSet's OrderedReady one by one, pkg/controller/statefulset) before
+ * anything admitted later. Kept as pods and workloads come and go, so that a decision reads
+ * the few waiting entries, never the pods. */
+struct waiter {
+    char *key;                   /* "ReplicaSet/NS/NAME" (StatefulSet, Job) of the controller, or
+                                    "Pod/NS/NAME" of an unbound pod of none */
+    json_t *spec;                /* the trimmed pod template spec of its pods; NULL until known */
+    uint64_t place;              /* a hash of the spec's nodeSelector, affinity and tolerations */
+    char res[RESOURCE_NAME_MAX]; /* the first GPU resource its pods ask for */
+    int64_t per_pod;             /* how much of it */
+    int64_t priority;            /* of its pods (their spec.priority, else the class value) */
+    int64_t pods;                /* its non-terminal GPU pods in the view */
+    int64_t pending;             /* of them, unbound */
+    int64_t wants;               /* pods its controller wants now; -1: no workload record */
+    uint64_t reserve_key;       /* cluster_workload_key of the workload a reservation is made for */
+    const struct workload *rec; /* the workload record that sets wants, or NULL */
+    size_t at;                  /* its place in cluster.waiting, or SIZE_MAX: not waiting */
+};
+
+/* Pods a waiter waits for: the unbound ones and those its controller has yet to create. */
+static inline int64_t waiter_count(const struct waiter *w)
+{
+    return w->pending + (w->wants > w->pods ? w->wants - w->pods : 0);
+}
+
 /* A workload whose pod template requests an extended resource. */
 struct workload {
     int64_t replicas;
+    int64_t wants;         /* pods its controller wants now (a Job: min(parallelism, the
+                              completions to go), 0 suspended); -1 for a Deployment, whose
+                              ReplicaSets own its pods */
+    struct waiter *waiter; /* the entry it sets wants on, or NULL */
     json_t *spec; /* owned: the parts of the workload's spec a decision needs, the pod template
                      spec under "template" */
     char *owner_deployment; /* a ReplicaSet's controlling Deployment, or NULL */
@@ -136,6 +169,8 @@ struct workload {
 #define CLUSTER_RESERVATIONS_MAX 1024
 struct reservation {
     double until; /* monotonic seconds */
+    uint64_t key; /* the workload's (cluster_workload_key) */
+    int64_t base; /* its replicas before the admitted change */
     char node[254];
     char name[RESOURCE_NAME_MAX];
     int64_t gpus;
@@ -156,9 +191,11 @@ struct elig_slot {
 struct elig_set {
     unsigned refs; /* the entry's, and one per decision reading it; changed under elig_lock */
     size_t n, n_res;
-    uint32_t *sums; /* n * n_res: node i's res_sum of the template's resource r at i*n_res+r;
-                       stable, like the node pointers, while node_gen is unchanged */
-    struct elig_slot *by_slot; /* n, sorted by slot: the order the lines lie in memory */
+    size_t n_transient; /* nodes[n..n+n_transient): eligible but for a cordon or NotReady */
+    uint32_t *sums;     /* n * n_res: node i's res_sum of the template's resource r at i*n_res+r;
+                           stable, like the node pointers, while node_gen is unchanged */
+    struct elig_slot *by_slot; /* n, sorted by slot: the order the lines lie in memory (the
+                                  eligible nodes only) */
     const struct node *nodes[];
 };
 
@@ -185,8 +222,11 @@ struct cluster {
     struct table bindings;             /* node name -> struct binding */
     struct res_sum *sums;              /* 64-byte aligned; grows under the write lock */
     uint32_t n_sums, cap_sums, free_sum;
-    struct table rnames; /* interned resource names: the key is the name every node_res and
-                            bound_res points to, the value counts them; gone at 0 */
+    struct table rnames;     /* interned resource names: the key is the name every node_res and
+                                bound_res points to, the value counts them; gone at 0 */
+    struct table waiters;    /* key -> struct waiter; freed last */
+    struct waiter **waiting; /* the waiters with waiter_count() > 0, in any order */
+    size_t n_waiting, cap_waiting;
     unsigned list_gen[CLUSTER_KINDS];
     bool listed[CLUSTER_KINDS];
     double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */

@@ -1380,9 +1380,15 @@ struct cap_target {
     json_t *spec; /* the pod template spec (owned) */
     int64_t increase;
     int64_t total;
-    bool hpa; /* a HorizontalPodAutoscaler: warnings only */
-    bool pod; /* a bare pod: the sharing check only */
-    bool job; /* a Job: its pods run as others finish, so "never" is only a warning */
+    int64_t surge; /* of increase, the rollout's surge pods (maxUnavailable 0): a stall, never
+                      "never" */
+    bool grew;    /* the replicas (a Job's width) grow, or it is new: only then can it be "never" */
+    bool hpa;     /* a HorizontalPodAutoscaler: warnings only */
+    bool pod;     /* a bare pod: the sharing check only */
+    bool job;     /* a Job: its pods run as others finish, so its width is clamped to at most */
+    bool cron;    /* a CronJob's jobTemplate: its Jobs come later, so "not now" only warns */
+    uint64_t key; /* its reservations' (cluster_workload_key) */
+    int64_t before; /* replicas (a Job's width) before the change */
     char what[300];
 };
 
@@ -1393,32 +1399,68 @@ static int64_t int_at(const json_t *obj, const char *path, int64_t dflt)
     return json_is_integer(v) ? json_integer_value(v) : dflt;
 }
 
-/* A Deployment's rollout surge for replicas: maxSurge (int or percent, rounded up; default
- * 25%), 0 with the Recreate strategy. */
-static int64_t deployment_surge(const json_t *obj, int64_t replicas)
+/* An IntOrString of a rolling update scaled to replicas, as the apimachinery's
+ * intstr.GetScaledValueFromIntOrPercent does: an integer as it is, "N%" of replicas rounded up
+ * or down; dflt_pct when absent. A string that is not a percent counts as 0 (the apiserver's
+ * validation refuses it). */
+static int64_t scaled_intstr(const json_t *v, int64_t dflt_pct, int64_t replicas, bool round_up)
+{
+    long long pct = dflt_pct;
+    const char *s;
+    char *end;
+
+    if (json_is_integer(v))
+        return json_integer_value(v) > 0 ? json_integer_value(v) : 0;
+    if (json_is_string(v)) {
+        s = json_string_value(v);
+        pct = strtoll(s, &end, 10);
+        if (end == s || strcmp(end, "%") != 0 || pct < 0 || pct > 100)
+            return 0;
+    }
+    return round_up ? (replicas * pct + 99) / 100 : replicas * pct / 100;
+}
+
+/* The extra pods a Deployment's rollout to a new template needs GPUs for beyond its replicas.
+ * The controller resolves maxSurge (rounded up) and maxUnavailable (rounded down), both 25% by
+ * default, and makes maxUnavailable 1 when both are 0 (kubernetes/kubernetes
+ * pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts). With maxUnavailable
+ * above 0, reconcileOldReplicaSets (rolling.go) scales the old ReplicaSet down in the same sync
+ * and the surge pods take the GPUs it frees: no new demand. With maxUnavailable 0, the old pods
+ * keep their GPUs until the surge pods are available, and NewRSNewReplicas creates up to
+ * maxSurge of them (at most replicas). The Recreate strategy deletes the old pods first. */
+static int64_t rollout_surge(const json_t *obj, int64_t replicas)
 {
     const json_t *strategy = patch_get((json_t *)obj, "/spec/strategy");
-    const json_t *surge = json_object_get(json_object_get(strategy, "rollingUpdate"), "maxSurge");
+    const json_t *ru = json_object_get(strategy, "rollingUpdate");
     const char *type = json_string_value(json_object_get(strategy, "type"));
-    const char *pct;
-    long v;
+    int64_t surge, unavailable;
 
     if (type != NULL && strcmp(type, "Recreate") == 0)
         return 0;
-    if (json_is_integer(surge))
-        return json_integer_value(surge);
-    pct = json_is_string(surge) ? json_string_value(surge) : "25%";
-    v = strtol(pct, NULL, 10);
-    return (replicas * v + 99) / 100;
+    surge = scaled_intstr(json_object_get(ru, "maxSurge"), 25, replicas, true);
+    unavailable = scaled_intstr(json_object_get(ru, "maxUnavailable"), 25, replicas, false);
+    if (unavailable > 0 || surge == 0)
+        return 0;
+    return surge < replicas ? surge : replicas;
 }
 
-/* A Job runs min(parallelism, completions) pods at once. */
-static int64_t job_width(const json_t *obj)
+/* A Job runs min(parallelism, completions) pods at once (pkg/controller/job/job_controller.go,
+ * manageJob: wantActive is parallelism, capped by the completions still to go). at is the
+ * JobSpec ("/spec" of a Job, "/spec/jobTemplate/spec" of a CronJob). */
+static int64_t job_width(const json_t *obj, const char *at)
 {
-    int64_t par = int_at(obj, "/spec/parallelism", 1);
-    int64_t comp = int_at(obj, "/spec/completions", -1);
+    const json_t *spec = patch_get((json_t *)obj, at);
+    const json_t *p = json_object_get(spec, "parallelism"),
+                 *c = json_object_get(spec, "completions");
+    int64_t par = json_is_integer(p) ? json_integer_value(p) : 1;
+    int64_t comp = json_is_integer(c) ? json_integer_value(c) : -1;
 
     return comp >= 0 && comp < par ? comp : par;
+}
+
+static bool job_suspended(const json_t *obj)
+{
+    return json_is_true(patch_get((json_t *)obj, "/spec/suspend"));
 }
 
 static bool owned_by_deployment(const json_t *obj)
@@ -1435,6 +1477,34 @@ static bool owned_by_deployment(const json_t *obj)
     return false;
 }
 
+/* A CronJob CREATE or UPDATE: its jobTemplate, judged as the cronjob controller's Jobs will be
+ * (pkg/controller/cronjob/cronjob_controllerv2.go creates each Job from spec.jobTemplate; this
+ * webhook then judges that Job's CREATE), so that a CronJob whose Jobs would all be refused is
+ * refused itself instead of failing at every schedule with FailedCreate events. */
+static bool cap_cronjob(const struct review *r, struct cap_target *ct)
+{
+    const json_t *tmpl = patch_get(r->object, "/spec/jobTemplate/spec/template/spec");
+    int64_t now, before = 0;
+
+    if (!gvr_is(r, "batch", "cronjobs") || r->sub_resource[0] ||
+        (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || !json_is_object(tmpl) ||
+        json_is_true(patch_get(r->object, "/spec/jobTemplate/spec/suspend")))
+        return false;
+    now = job_width(r->object, "/spec/jobTemplate/spec");
+    if (r->op == REVIEW_UPDATE && r->old_object != NULL &&
+        json_equal(patch_get(r->object, "/spec/jobTemplate"),
+                   patch_get(r->old_object, "/spec/jobTemplate")))
+        before = now; /* the Jobs it makes are unchanged: nothing new to judge */
+    ct->total = now;
+    ct->before = before;
+    ct->increase = now > before ? now - before : 0;
+    ct->grew = ct->increase > 0;
+    ct->job = ct->cron = true;
+    ct->spec = json_incref((json_t *)tmpl);
+    snprintf(ct->what, sizeof(ct->what), "cronjobs %s/%s (its Jobs)", r->ns, object_name(r));
+    return true;
+}
+
 /* A workload CREATE or UPDATE: the template, and how many more pods it asks for. */
 static bool cap_workload(const struct review *r, const struct rule *ru, struct cap_target *ct)
 {
@@ -1442,7 +1512,7 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     static const char *const grp[] = {"apps", "apps", "apps", "batch"};
     int which = -1;
     int64_t now, before = 0;
-    bool changed;
+    bool changed, update = r->op == REVIEW_UPDATE && r->old_object != NULL;
     const json_t *tmpl = patch_get(r->object, "/spec/template/spec");
 
     for (int i = 0; i < 4; i++)
@@ -1456,20 +1526,28 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     if (which == 1 && !ru->owned_replicasets && owned_by_deployment(r->object) &&
         controller_identity(r->username))
         return false;
-    if (which == 3 && json_is_true(patch_get(r->object, "/spec/suspend")))
+    if (which == 3 && job_suspended(r->object))
         return false; /* a suspended Job runs no pods */
-    now = which == 3 ? job_width(r->object) : int_at(r->object, "/spec/replicas", 1);
-    if (r->op == REVIEW_UPDATE && r->old_object != NULL)
-        before = which == 3 ? job_width(r->old_object) : int_at(r->old_object, "/spec/replicas", 1);
+    now = which == 3 ? job_width(r->object, "/spec") : int_at(r->object, "/spec/replicas", 1);
+    /* a suspended Job runs none: the UPDATE that resumes it (Kueue admitting it, kubectl
+     * patch) starts its pods as a CREATE would (the job controller's manageJob deletes the
+     * active pods while suspended and creates them on resume) */
+    if (update && !(which == 3 && job_suspended(r->old_object)))
+        before = which == 3 ? job_width(r->old_object, "/spec")
+                            : int_at(r->old_object, "/spec/replicas", 1);
     /* any change of the template (its labels too) rolls a Deployment out */
     changed = r->op == REVIEW_CREATE || r->old_object == NULL ||
               !json_equal(patch_get(r->object, "/spec/template"),
                           patch_get(r->old_object, "/spec/template"));
     ct->total = now;
+    ct->before = before;
+    ct->key = cluster_workload_key(res[which], r->ns, object_name(r));
     ct->increase = now > before ? now - before : 0;
-    /* a new template rolls out: a Deployment runs up to maxSurge extra pods meanwhile */
-    if (which == 0 && changed && r->op == REVIEW_UPDATE)
-        ct->increase += deployment_surge(r->object, now);
+    ct->grew = ct->increase > 0;
+    if (which == 0 && changed && r->op == REVIEW_UPDATE) {
+        ct->surge = rollout_surge(r->object, now);
+        ct->increase += ct->surge;
+    }
     ct->spec = json_incref((json_t *)tmpl);
     ct->job = which == 3;
     snprintf(ct->what, sizeof(ct->what), "%s %s/%s", res[which], r->ns, object_name(r));
@@ -1498,7 +1576,10 @@ static bool cap_scale(const struct review *r, struct cluster *view, struct cap_t
         now = int_at(r->object, "/spec/replicas", 0);
         before = r->old_object ? int_at(r->old_object, "/spec/replicas", replicas) : replicas;
         ct->total = now;
+        ct->before = before;
+        ct->key = cluster_workload_key(res[i], r->ns, name);
         ct->increase = now > before ? now - before : 0;
+        ct->grew = ct->increase > 0;
         snprintf(ct->what, sizeof(ct->what), "%s %s/%s (scale)", res[i], r->ns, name);
         return true;
     }
@@ -1522,6 +1603,7 @@ static bool cap_hpa(const struct review *r, struct cluster *view, struct cap_tar
         return false;
     ct->total = int_at(r->object, "/spec/maxReplicas", replicas);
     ct->increase = ct->total > replicas ? ct->total - replicas : 0;
+    ct->grew = ct->increase > 0;
     ct->hpa = true;
     snprintf(ct->what, sizeof(ct->what),
              "HorizontalPodAutoscaler %s/%s (target %s %s, "
@@ -1562,28 +1644,46 @@ static void shared_multiple(const struct cap_target *ct, const struct capacity_r
     }
 }
 
+/* How strong a capacity finding is: CAP_NEVER is denied under Enforce whatever `available`
+ * says; CAP_NOT_NOW is denied only with `available: Deny`; CAP_NOTE is only ever a warning. */
+enum cap_severity { CAP_NOTE, CAP_NOT_NOW, CAP_NEVER };
+
+/* What an operator can do about a finding, one fix each: a warning of its own, since the
+ * apiserver cuts each warning to 256 characters (WARNING_MAX_RUNES). */
+#define CAP_HINTS_MAX 4
+struct cap_hints {
+    const char *subject; /* "deployments ml/trainer" */
+    char h[CAP_HINTS_MAX][480];
+    int n;
+};
+
 /* A capacity finding: what (the whole arithmetic) goes into denials, annotations and the log;
- * a warning carries brief (the first sentence), since the apiserver cuts warnings to 256
- * characters under load. */
+ * a warning carries brief (the first sentence), then each hint as its own warning. */
 static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
-                            bool hard, const char *what, const char *brief)
+                            enum cap_severity sev, const char *what, const char *brief,
+                            const struct cap_hints *hints)
 {
     char text[MSG_MAX + 160];
+    bool denies = sev == CAP_NEVER || (sev == CAP_NOT_NOW && ru->deny_unavailable);
 
-    if (eff == ENFORCE_ENFORCE && (hard || ru->deny_unavailable)) {
+    if (eff == ENFORCE_ENFORCE && denies) {
         record_deny(rn, ru, what);
     } else if (eff == ENFORCE_WARN || eff == ENFORCE_ENFORCE) {
         snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, brief);
         decision_warn(rn->dec, text);
+        for (int i = 0; hints != NULL && i < hints->n; i++) {
+            snprintf(text, sizeof(text), "gpuadmit [%s]: %s: %s", ru->name, hints->subject,
+                     hints->h[i]);
+            decision_warn(rn->dec, text);
+        }
         snprintf(text, sizeof(text), "warned: %s", what);
         decision_annotate(rn->dec, ru->name, text);
         /* under Warn, a finding that enforcing would deny counts as would_deny */
         log_decision(rn, ru, eff, "warned", what,
-                     eff == ENFORCE_WARN && (hard || ru->deny_unavailable) ? "would_deny" : "warn");
+                     eff == ENFORCE_WARN && denies ? "would_deny" : "warn");
     } else {
         /* Audit reports what enforcing would do: deny, or only warn */
-        record_report(rn, ru, eff, hard || ru->deny_unavailable ? "would deny" : "would warn",
-                      what);
+        record_report(rn, ru, eff, denies ? "would deny" : "would warn", what);
     }
 }
 
@@ -1619,17 +1719,83 @@ static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enfo
     if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)
         record_deny(rn, ru, text);
     else
-        capacity_report(rn, ru, eff == ENFORCE_ENFORCE ? ENFORCE_WARN : eff, false, text, text);
+        capacity_report(rn, ru, eff == ENFORCE_ENFORCE ? ENFORCE_WARN : eff, CAP_NOT_NOW, text,
+                        text, NULL);
+}
+
+/* Where the template asks its pods to go, for a message: "nodeSelector pool=c" (the first
+ * pairs), "required node affinity", or both. */
+static void placement_text(const json_t *spec, char *buf, size_t len)
+{
+    const json_t *sel = json_object_get(spec, "nodeSelector"), *v;
+    const char *key;
+    size_t at = 0;
+    int n = 0;
+
+    buf[0] = '\0';
+    json_object_foreach ((json_t *)sel, key, v) {
+        if (at + 1 >= len || n == 4)
+            break;
+        at += (size_t)snprintf(buf + at, len - at, "%s%s=%s", n++ ? "," : "nodeSelector ", key,
+                               json_is_string(v) ? json_string_value(v) : "?");
+    }
+    if (at < len &&
+        patch_get((json_t *)spec, "/affinity/nodeAffinity/"
+                                  "requiredDuringSchedulingIgnoredDuringExecution") != NULL)
+        snprintf(buf + at, len - at, "%srequired node affinity", n ? " and " : "");
+    if (buf[0] == '\0')
+        snprintf(buf, len, "its GPU resources and tolerations");
+}
+
+/* What an operator can do about an increase that does not fit now: the reasons that are
+ * transient or of the operator's making, each with its fix. */
+static void not_now_hints(const struct rule *ru, const struct cap_target *ct,
+                          const struct capacity_result *res, struct cap_hints *hs)
+{
+    hs->subject = ct->what;
+    hs->n = 0;
+    if (ct->surge > 0)
+        snprintf(hs->h[hs->n++], sizeof(hs->h[0]),
+                 "the rollout stalls: with maxUnavailable 0 the old pods keep their GPUs until "
+                 "%lld surge pod%s run, so set maxSurge: 0 (or maxUnavailable above 0)",
+                 (long long)ct->surge, ct->surge == 1 ? "" : "s");
+    if (res->waiting_pods > 0)
+        snprintf(hs->h[hs->n++], sizeof(hs->h[0]),
+                 "%lld of the free GPUs go first to %s of equal or higher priority, already "
+                 "waiting: let them run first",
+                 (long long)res->waiting_gpus, res->waiting);
+    if (res->transient > 0)
+        snprintf(hs->h[hs->n++], sizeof(hs->h[0]),
+                 "%d matching node%s cordoned or not Ready (%lld pods' worth of GPUs): wait for "
+                 "the drain or the node%s to return",
+                 res->transient, res->transient == 1 ? " is" : "s are",
+                 (long long)res->fit_transient, res->transient == 1 ? "" : "s");
+    if (ru->headroom > 0)
+        snprintf(hs->h[hs->n++], sizeof(hs->h[0]),
+                 "the capacity rule's headroom keeps %lld GPU%s free on each node: lower it to "
+                 "admit more",
+                 (long long)ru->headroom, ru->headroom == 1 ? "" : "s");
+}
+
+/* brief, then each hint after "; ", into buf (len bytes). */
+static void with_hints(const char *brief, const struct cap_hints *hs, char *buf, size_t len)
+{
+    size_t l = (size_t)snprintf(buf, len, "%s", brief);
+
+    for (int i = 0; i < hs->n && l < len; i++)
+        l += (size_t)snprintf(buf + l, len - l, "; %s", hs->h[i]);
 }
 
 /* One capacity rule on one judged object. */
 static void capacity_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
                           enum rule_enforcement eff, struct cap_target *ct)
 {
-    struct capacity_request rq = {ct->spec, &doc->gpu_resources, ct->increase, ct->total,
-                                  ru->headroom};
+    struct capacity_request rq = {
+        ct->spec, &doc->gpu_resources, ct->increase, ct->total, ru->headroom, ct->key, ct->before};
     struct capacity_result res;
-    char text[2 * MSG_MAX + 8], expl[MSG_MAX], shared[MSG_MAX] = "", brief[MSG_MAX];
+    char text[3 * MSG_MAX + 8], expl[MSG_MAX], shared[MSG_MAX] = "", brief[MSG_MAX], where[200];
+    char full[2 * MSG_MAX];
+    struct cap_hints hs;
     enum rule_enforcement as = ct->hpa ? ENFORCE_WARN : eff;
     struct pod_demand dm;
     struct diag d;
@@ -1641,11 +1807,14 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
         return; /* a pod gets only the sharing check, which needs the view */
     if (rn->view == NULL || !cluster_synced(rn->view) ||
         cluster_age_s(rn->view) > (double)ru->max_view_age_s) {
-        capacity_stale(rn, ru, eff, ct);
+        /* only a change that adds GPU demand meets whenStale: a scale-down, a metadata-only
+         * UPDATE or the garbage collector's finalizer removal adds none */
+        if (ct->increase > 0)
+            capacity_stale(rn, ru, eff, ct);
         return;
     }
     if (capacity_judge(rn->view, &rq, &res) < 0) {
-        capacity_report(rn, ru, eff, true, res.reasons, res.reasons);
+        capacity_report(rn, ru, eff, CAP_NEVER, res.reasons, res.reasons, NULL);
         return;
     }
     if (!res.judged)
@@ -1653,36 +1822,72 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
     if (ru->deny_shared_multiple && res.all_shared)
         shared_multiple(ct, &res, &doc->gpu_resources, shared, sizeof(shared));
     if (shared[0])
-        capacity_report(rn, ru, as, true, shared, shared);
+        capacity_report(rn, ru, as, CAP_NEVER, shared, shared, NULL);
     if (ct->pod || ct->increase == 0)
         return;
     capacity_explain(&rq, &res, expl, sizeof(expl));
-    if (res.eligible == 0) {
-        /* no node can take it now; a node autoscaler may add one (a pool scaled to zero), so
-         * this is "not now", never "never" */
-        snprintf(brief, sizeof(brief),
-                 "%s: no node can take its pods now; they will wait Pending unless a node "
-                 "autoscaler adds a matching node",
-                 ct->what);
+    if (res.eligible == 0 && res.transient == 0) {
+        /* no node matches; only a node autoscaler can add one (a pool scaled to zero). With
+         * `autoscaling: false` written in the rule none will, and the pods would wait
+         * forever: a typo in a selector is caught here */
+        bool never = ru->autoscaling_set && !ru->autoscaling && ct->grew;
+
+        placement_text(ct->spec, where, sizeof(where));
+        if (never)
+            snprintf(brief, sizeof(brief),
+                     "%s can never run: no node matches %s, and the capacity rule says no node "
+                     "autoscaler adds nodes (autoscaling: false): fix the typo or the labels",
+                     ct->what, where);
+        else
+            snprintf(brief, sizeof(brief),
+                     "%s: no node matches %s now: check it for a typo; its pods wait Pending "
+                     "unless a node autoscaler adds a matching node (autoscaling: false in the "
+                     "rule says none runs)",
+                     ct->what, where);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
-        capacity_report(rn, ru, as, false, text, brief);
-    } else if (ct->total > res.fit_ever) {
+        capacity_report(rn, ru, as, never ? CAP_NEVER : CAP_NOTE, text, brief, NULL);
+        return;
+    }
+    if (ct->job && ct->total > res.fit_ever && res.fit_ever > 0) {
+        /* a Job's pods run as others finish: its width is clamped to what the eligible nodes
+         * hold at most, and that is what must fit now */
+        snprintf(brief, sizeof(brief),
+                 "%s runs at most %lld of its %lld pods at once on the eligible nodes (%lld %s "
+                 "in all); the others run as those finish: lower parallelism to %lld to say so",
+                 ct->what, (long long)res.fit_ever, (long long)ct->total,
+                 (long long)res.total_gpus[0], res.res[0].name, (long long)res.fit_ever);
+        snprintf(text, sizeof(text), "%s; %s", brief, expl);
+        capacity_report(rn, ru, as, CAP_NOTE, text, brief, NULL);
+        if (ct->increase > res.fit_ever)
+            ct->increase = res.fit_ever;
+        ct->total = res.fit_ever;
+    } else if (ct->grew && ct->total > res.fit_ever) {
         snprintf(brief, sizeof(brief),
                  "%s can never fit: %lld pod%s at once, at most %lld fit the eligible nodes "
-                 "(%lld %s in all)",
+                 "(%lld %s in all, cordoned and not Ready nodes included); lower replicas to "
+                 "%lld or add nodes",
                  ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)res.fit_ever,
-                 (long long)res.total_gpus[0], res.res[0].name);
+                 (long long)res.total_gpus[0], res.res[0].name, (long long)res.fit_ever);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
-        /* a Job's pods run as others finish, and an autoscaled cluster can grow: a warning */
-        capacity_report(rn, ru, as, !ct->job && !ru->autoscaling, text, brief);
-    } else if (ct->increase > res.fit_now) {
-        snprintf(brief, sizeof(brief),
-                 "%s: only %lld of %lld more pods fit now, the rest will wait Pending", ct->what,
-                 (long long)res.fit_now, (long long)ct->increase);
-        snprintf(text, sizeof(text), "%s; %s", brief, expl);
-        capacity_report(rn, ru, as, false, text, brief);
-        hold(rn, ru, &rq, res.fit_now);
-    } else if (!ct->hpa) {
+        /* an autoscaled cluster can grow: a warning; a Job none of whose pods fits any node
+         * never runs */
+        capacity_report(rn, ru, as, !ru->autoscaling ? CAP_NEVER : CAP_NOT_NOW, text, brief, NULL);
+        return;
+    }
+    if (ct->increase > res.fit_now) {
+        snprintf(brief, sizeof(brief), "%s: only %lld of %lld more pods fit now, the rest %s",
+                 ct->what, (long long)res.fit_now, (long long)ct->increase,
+                 ct->cron ? "of each Job's pods will wait Pending (or, with available: Deny, "
+                            "the Job is refused) unless GPUs are free when the schedule fires"
+                          : "will wait Pending");
+        not_now_hints(ru, ct, &res, &hs);
+        with_hints(brief, &hs, full, sizeof(full));
+        snprintf(text, sizeof(text), "%s; %s", full, expl);
+        /* a CronJob's Jobs come later, and are judged when they do */
+        capacity_report(rn, ru, as, ct->cron ? CAP_NOTE : CAP_NOT_NOW, text, brief, &hs);
+        if (!ct->cron)
+            hold(rn, ru, &rq, res.fit_now);
+    } else if (!ct->hpa && !ct->cron) {
         hold(rn, ru, &rq, ct->increase);
     }
 }
@@ -1702,8 +1907,8 @@ static void capacity_pass(struct run *rn, const struct policy *p)
                 first = &p->docs[i].rules[k];
     if (first == NULL)
         return;
-    if (!cap_workload(rn->r, first, &ct) && !cap_scale(rn->r, rn->view, &ct) &&
-        !cap_hpa(rn->r, rn->view, &ct)) {
+    if (!cap_workload(rn->r, first, &ct) && !cap_cronjob(rn->r, &ct) &&
+        !cap_scale(rn->r, rn->view, &ct) && !cap_hpa(rn->r, rn->view, &ct)) {
         if (!gvr_is(rn->r, "", "pods") || rn->r->op != REVIEW_CREATE || rn->r->sub_resource[0] ||
             !json_is_object(patch_get(rn->r->object, "/spec")))
             return;
@@ -1736,9 +1941,11 @@ static void capacity_pass(struct run *rn, const struct policy *p)
         }
     }
     /* reserve only what is admitted for real: not a dry run, and nothing denied it here */
-    if (rn->reserve_pods > 0 && rn->n_deny == 0 && !rn->r->dry_run && !ct.hpa && !ct.pod) {
-        struct capacity_request rq = {ct.spec, rn->reserve_globs, rn->reserve_pods,
-                                      rn->reserve_pods, rn->reserve_headroom};
+    if (rn->reserve_pods > 0 && rn->n_deny == 0 && !rn->r->dry_run && !ct.hpa && !ct.pod &&
+        !ct.cron) {
+        struct capacity_request rq = {ct.spec,          rn->reserve_globs,    rn->reserve_pods,
+                                      rn->reserve_pods, rn->reserve_headroom, ct.key,
+                                      ct.before};
 
         capacity_reserve(rn->view, &rq, rn->reserve_pods, (double)rn->reserve_s);
     }

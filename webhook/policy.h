@@ -130,6 +130,8 @@ struct rule {
     int64_t max_view_age_s;
     bool deny_shared_multiple; /* more than one shared GPU per container where all are shared */
     bool autoscaling;          /* nodes can be added: "can never fit" is only a warning */
+    bool autoscaling_set;      /* autoscaling written in the rule: false then says no node
+                                  autoscaler runs, so no matching node at all is "never" */
 
     /* node-selector: the labels added (Mutate); empty means every GPU node label of the policy
      * that has a value */

@@ -1677,8 +1677,10 @@ static void load_capacity_rule(struct loader *L, const struct ynode **v, const c
     if (given(v[R_SHARED]))
         get_bool(L, v[R_SHARED], p, &r->deny_shared_multiple);
     path_key(p, path, "autoscaling");
-    if (given(v[R_AUTOSCALING]))
+    if (given(v[R_AUTOSCALING])) {
         get_bool(L, v[R_AUTOSCALING], p, &r->autoscaling);
+        r->autoscaling_set = true;
+    }
 }
 
 /* Records a rule name, or reports it as a duplicate of an earlier one in any file. */

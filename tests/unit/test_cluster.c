@@ -223,7 +223,7 @@ static struct capacity_result judge(struct cluster *c, const char *tmpl, int64_t
                                     int64_t headroom)
 {
     json_t *spec = js(tmpl);
-    struct capacity_request rq = {spec, &gpus, inc, inc, headroom};
+    struct capacity_request rq = {spec, &gpus, inc, inc, headroom, 0, 0};
     struct capacity_result res;
 
     CHECK(capacity_judge(c, &rq, &res) == 0);
@@ -237,7 +237,7 @@ static void test_capacity_stall(void)
     struct capacity_result r;
     char text[2048];
     json_t *spec = js(TEMPLATE("batch-low"));
-    struct capacity_request rq = {spec, &gpus, 8, 8, 0};
+    struct capacity_request rq = {spec, &gpus, 8, 8, 0, 0, 0};
 
     /* equal priority: nothing to preempt; 4 GPUs free of 16 */
     r = judge(c, TEMPLATE("batch-low"), 8, 0);
@@ -257,9 +257,14 @@ static void test_capacity_stall(void)
     /* a preempting class counts the 12 lower-priority GPUs */
     r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
     CHECK(r.fit_now == 16 && r.preempts && r.priority == 1000000);
-    /* headroom keeps one GPU free per node */
+    /* headroom keeps one GPU free per node now; at most is the allocatable alone, as the
+     * README says (the headroom is the policy's, the scheduler knows nothing of it) */
     r = judge(c, TEMPLATE("gpu-critical"), 8, 1);
-    CHECK(r.fit_now == 12 && r.fit_ever == 12);
+    CHECK(r.fit_now == 12 && r.fit_ever == 16);
+    capacity_explain(&(struct capacity_request){spec, &gpus, 8, 8, 1, 0, 0}, &r, text,
+                     sizeof(text));
+    CHECK_CONTAINS(text, "12 more fit now (it may preempt lower-priority pods) keeping the "
+                         "headroom of 1 free on each node, 16 at most");
     /* without the toleration the taint keeps it off every GPU node */
     r = judge(c, "{'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}", 1,
               0);
@@ -292,7 +297,7 @@ static void test_reservations(void)
     struct capacity_result r;
     json_t *a = js("{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':"
                    "{'limits':{'nvidia.com/gpu':'1'}}}]}");
-    struct capacity_request rqa = {a, &gpus, 4, 4, 0};
+    struct capacity_request rqa = {a, &gpus, 4, 4, 0, 0, 0};
 
     for (int k = 0; k < CLUSTER_KINDS; k++) {
         cluster_list_begin(c, (enum cluster_kind)k);
@@ -677,7 +682,9 @@ static void test_eligible_nodes_follow_the_view(void)
     apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", PRESENT, "2", "'unschedulable':true"));
     CHECK(c->node_gen != gen);
     r = judge(c, ON_GPU_NODES, 1, 0);
-    CHECK(r.eligible == 1 && r.fit_ever == 4);
+    /* a cordon ends with the drain: n1's 2 GPUs count at most, not now */
+    CHECK(r.eligible == 1 && r.fit_ever == 6 && r.fit_now == 4);
+    CHECK(r.transient == 1 && r.fit_transient == 2);
     CHECK_STR(r.reasons, "1 node is cordoned");
 
     apply(c, CLUSTER_NODES, "MODIFIED",
@@ -847,7 +854,7 @@ static void test_fit_paths_agree(void)
         "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':"
         "'t','resources':{'limits':{'nvidia.com/gpu':'3'}}}]}"};
     json_t *mig = js(ON_MIG);
-    struct capacity_request rq_mig = {mig, &gpus, 1, 1, 0};
+    struct capacity_request rq_mig = {mig, &gpus, 1, 1, 0, 0, 0};
     char name[32], node[32];
 
     for (int n = 0; n < 8; n++) {
@@ -879,12 +886,13 @@ static void test_fit_paths_agree(void)
         CHECK(one[t].total_gpus[0] == all[t].total_gpus[0] && one[t].total_gpus[0] == 68);
         CHECK_STR(one[t].nodes, all[t].nodes);
     }
-    /* 1 GPU each, headroom 1: ever = sum(3..10) + 7 = 59; now subtracts the pods at or
-     * above 50 (priorities 60..120 on g4..g7: 1+2+3+4 = 10); m1's are below, preemptible */
-    CHECK(one[0].fit_ever == 59 && one[0].fit_now == 49);
-    /* 3 GPUs each: ever 1+1+1+2+2+2+3+3 + 2 = 17; now per node 3+min(n,3) -> 1,1,1,2,2,2,2,2,
+    /* 1 GPU each, headroom 1 (now only): ever = sum(4..11) + 8 = 68; now = sum(3..10) + 7,
+     * less the pods at or above 50 (priorities 60..120 on g4..g7: 1+2+3+4 = 10); m1's are
+     * below, preemptible */
+    CHECK(one[0].fit_ever == 68 && one[0].fit_now == 49);
+    /* 3 GPUs each: ever 1+1+2+2+2+3+3+3 + 2 = 19; now per node 3+min(n,3) -> 1,1,1,2,2,2,2,2,
      * and m1 7 -> 2 */
-    CHECK(one[1].fit_ever == 17 && one[1].fit_now == 15);
+    CHECK(one[1].fit_ever == 19 && one[1].fit_now == 15);
     both = judge(c,
                  "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t',"
                  "'resources':{'limits':{'nvidia.com/gpu':'1','" MIG "':'1'}}}]}",
@@ -1084,6 +1092,77 @@ static void test_never_preempts(void)
     cluster_free(c);
 }
 
+/* A one-GPU pod of ns controlled by an owner (kind, name), or of none when kind is NULL. */
+static void owned_pod(struct cluster *c, const char *type, const char *name, const char *node,
+                      long prio, const char *kind, const char *owner)
+{
+    char buf[1024], refs[256] = "";
+
+    if (kind != NULL)
+        snprintf(refs, sizeof(refs),
+                 ",'ownerReferences':[{'kind':'%s','name':'%s','controller':true}]", kind, owner);
+    snprintf(buf, sizeof(buf),
+             "{'kind':'Pod','metadata':{'name':'%s','namespace':'ns'%s},'spec':{'nodeName':'%s',"
+             "'priority':%ld,'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"
+             "[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':"
+             "'%s'}}",
+             name, refs, node, prio, node[0] ? "Running" : "Pending");
+    apply(c, CLUSTER_PODS, type, buf);
+}
+
+#define DB_STS(replicas)                                                                           \
+    "{'kind':'StatefulSet','metadata':{'name':'db','namespace':'ns'},'spec':{'replicas'"           \
+    ":" #replicas ",'template':{'spec':" ON_GPU_NODES "}}}"
+
+/* Pods that wait for GPUs (Pending, or owed by their StatefulSet) follow pod and workload
+ * events, and take free GPUs from a decision (2 nodes of 4 GPUs, a template of priority 0). */
+static void test_waiting_follows_the_view(void)
+{
+    struct cluster *c = empty_view();
+    struct capacity_result r;
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8);
+    /* db owes 3 replicas: they come before anything admitted now */
+    apply(c, CLUSTER_STATEFULSETS, "ADDED", DB_STS(3));
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.fit_now == 5 && r.waiting_pods == 3 && r.waiting_gpus == 3);
+    CHECK_STR(r.waiting, "3 replicas a controller still owes (StatefulSet ns/db)");
+    /* db-0 bound: it uses a GPU and is owed no more */
+    owned_pod(c, "ADDED", "db-0", "n1", 0, "StatefulSet", "db");
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.fit_now == 5 && r.waiting_pods == 2);
+    /* db-1 created, Pending: still waiting, now in the scheduler's queue */
+    owned_pod(c, "ADDED", "db-1", "", 0, "StatefulSet", "db");
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.fit_now == 5 && r.waiting_pods == 2);
+    CHECK_STR(r.waiting,
+              "1 Pending pod and 1 replica their controllers still owe (StatefulSet ns/db)");
+    /* db-1 bound */
+    owned_pod(c, "MODIFIED", "db-1", "n2", 0, "StatefulSet", "db");
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.fit_now == 5 && r.waiting_pods == 1);
+    /* scaled down to 2: nothing owed */
+    apply(c, CLUSTER_STATEFULSETS, "MODIFIED", DB_STS(2));
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.fit_now == 6 && r.waiting_pods == 0 && c->n_waiting == 0);
+    /* a Pending pod of lower priority waits behind the template's pods; one of higher before */
+    owned_pod(c, "ADDED", "low", "", -5, NULL, NULL);
+    CHECK(c->n_waiting == 1 && judge(c, ON_GPU_NODES, 1, 0).fit_now == 6);
+    owned_pod(c, "ADDED", "high", "", 5, NULL, NULL);
+    r = judge(c, ON_GPU_NODES, 1, 0);
+    CHECK(r.fit_now == 5 && r.waiting_pods == 1);
+    CHECK_STR(r.waiting, "1 Pending pod (Pod ns/high)");
+    /* the StatefulSet deleted while its pods remain, then a relist that no longer has them */
+    apply(c, CLUSTER_STATEFULSETS, "DELETED", DB_STS(2));
+    cluster_list_begin(c, CLUSTER_PODS);
+    cluster_list_end(c, CLUSTER_PODS);
+    CHECK(c->n_waiting == 0 && c->waiters.n == 0);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1103,5 +1182,6 @@ int main(void)
     RUN(test_place_keys);
     RUN(test_grace_runs_from_the_first_zero);
     RUN(test_never_preempts);
+    RUN(test_waiting_follows_the_view);
     TEST_MAIN_END("test_cluster");
 }

@@ -331,6 +331,31 @@ out:
 #define RS(n, cls)                                                                                 \
     "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n                                        \
     ",'template':{'spec':" TEMPLATE_SPEC(cls) "}}}"
+#define RS_NAMED(name, n, cls)                                                                     \
+    "{'metadata':{'name':'" name "'},'spec':{'replicas':" #n                                       \
+    ",'template':{'spec':" TEMPLATE_SPEC(cls) "}}}"
+/* ml/trainer of the capacity snapshots: replicas, strategy, template metadata, image */
+#define DEP_SPEC(image)                                                                            \
+    "{'priorityClassName':'gpu-standard','tolerations':[" TOL "],'nodeSelector':"                  \
+    "{'nvidia.com/gpu.present':'true'},'containers':[{'name':'trainer','image':'" image "',"       \
+    "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
+#define DEP(n, strategy, tmeta, image)                                                             \
+    "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n ",'strategy':" strategy                \
+    ",'template':{'metadata':" tmeta ",'spec':" DEP_SPEC(image) "}}}"
+/* ... the same with more metadata (annotations, deletion) */
+#define DEP_META(n, meta)                                                                          \
+    "{'metadata':{'name':'trainer'," meta "},'spec':{'replicas':" #n ",'strategy':{},"             \
+    "'template':{'metadata':{},'spec':" DEP_SPEC("trainer:1") "}}}"
+/* kubectl rollout restart: an annotation on the pod template */
+#define RESTARTED "{'annotations':{'kubectl.kubernetes.io/restartedAt':'2026-12-01T10:00:00Z'}}"
+#define JOB(suspend, par, comp)                                                                    \
+    "{'metadata':{'name':'j'},'spec':{'suspend':" suspend ",'parallelism':" #par                   \
+    ",'completions':" #comp ",'template':{'spec':" TEMPLATE_SPEC("gpu-standard") "}}}"
+#define CRON(par, gpus)                                                                            \
+    "{'metadata':{'name':'cj'},'spec':{'schedule':'0 * * * *','jobTemplate':{'spec':"              \
+    "{'parallelism':" #par ",'template':{'spec':{'priorityClassName':'gpu-standard',"              \
+    "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"       \
+    "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'" gpus "'}}}]}}}}}}"
 
 static const struct ecase cases[] = {
     PER_RULE("gpu-request", ONLY_GPU_REQUEST,
@@ -1095,7 +1120,7 @@ static const struct ecase cases[] = {
      .resource = "apps/deployments",
      .op = "UPDATE",
      .object = "{'metadata':{'name':'trainer'},'spec':{'replicas':8,'strategy':{'rollingUpdate':"
-               "{'maxSurge':'100%'}},'template':{'spec':" TEMPLATE_SPEC(
+               "{'maxSurge':'100%','maxUnavailable':0}},'template':{'spec':" TEMPLATE_SPEC(
                    "batch-low") ",'metadata':"
                                 "{'labels':{'v':'2'}}}}}",
      .old_object =
@@ -1213,7 +1238,7 @@ static const struct ecase cases[] = {
          "{'metadata':{'name':'j'},'spec':{'parallelism':20,'template':{'spec':" TEMPLATE_SPEC(
              "gpu-critical") "}}}",
      .allowed = 1,
-     .warning = "jobs ml/j can never fit: 20 pods at once"},
+     .warning = "jobs ml/j runs at most 16 of its 20 pods at once"},
     {.name = "capacity: a pool scaled to zero is a warning (an autoscaler may add nodes)",
      .policy = "capacity-warn.yaml",
      .view = "stall.json",
@@ -1222,7 +1247,229 @@ static const struct ecase cases[] = {
                "'nodeSelector':{'pool':'c'},'containers':[{'name':'t','resources':{'limits':"
                "{'nvidia.com/gpu':'1'}}}]}}}}",
      .allowed = 1,
-     .warning = "no node can take its pods now"},
+     .warning = "replicasets ml/z: no node matches nodeSelector pool=c now: check it for a "
+                "typo; its pods wait Pending unless a node autoscaler adds a matching node"},
+
+    /* ---- capacity as the controllers and the scheduler act (snapshots: drain.json, gpu-3
+     * cordoned with its 4 pods Pending; notready.json, gpu-2 and gpu-3 unreachable; full.json,
+     * all 16 GPUs in use; pending.json, 4 free and 4 Pending pods waiting; owed.json, 3 free
+     * and a StatefulSet owing 3; idle.json, 16 free) ---- */
+    {.name = "capacity: a rollout restart during a drain is admitted (the cordon ends)",
+     .policy = "capacity-warn.yaml",
+     .view = "drain.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(16, "{}", RESTARTED, "trainer:1"),
+     .old_object = DEP(16, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and so is a new image with maxSurge 1",
+     .policy = "capacity-warn.yaml",
+     .view = "drain.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(16, "{'rollingUpdate':{'maxSurge':1}}", "{}", "trainer:2"),
+     .old_object = DEP(16, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: with two nodes NotReady, 16 -> 12 replicas and a new image is admitted",
+     .policy = "capacity-warn.yaml",
+     .view = "notready.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(12, "{}", "{}", "trainer:2"),
+     .old_object = DEP(16, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: during a drain more pods than fit now are told to wait for the drain",
+     .policy = "capacity.yaml",
+     .view = "drain.json",
+     .resource = "apps/replicasets",
+     .object = RS(2, "gpu-standard"),
+     .allowed = 0,
+     .message = "only 0 of 2 more pods fit now, the rest will wait Pending; 1 matching node is "
+                "cordoned or not Ready (4 pods' worth of GPUs): wait for the drain"},
+    {.name = "capacity: during a drain, replicas past every node's GPUs still can never fit",
+     .policy = "capacity-warn.yaml",
+     .view = "drain.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(17, "{}", "{}", "trainer:1"),
+     .old_object = DEP(16, "{}", "{}", "trainer:1"),
+     .allowed = 0,
+     .message = "can never fit: 17 pods at once, at most 16 fit the eligible nodes"},
+    {.name = "capacity: Pending pods of equal priority hold the free GPUs",
+     .policy = "capacity.yaml",
+     .view = "pending.json",
+     .resource = "apps/replicasets",
+     .object = RS(4, "gpu-standard"),
+     .allowed = 0,
+     .message = "only 0 of 4 more pods fit now, the rest will wait Pending; 4 of the free GPUs "
+                "go first to 4 Pending pods (Pod batch/queued-"},
+    {.name = "capacity: ... but not from a class above theirs, which the queue serves first",
+     .policy = "capacity.yaml",
+     .view = "pending.json",
+     .resource = "apps/replicasets",
+     .object = RS(4, "gpu-critical"),
+     .allowed = 1},
+    {.name = "capacity: replicas a StatefulSet still owes hold the free GPUs",
+     .policy = "capacity-warn.yaml",
+     .view = "owed.json",
+     .resource = "apps/replicasets",
+     .object = RS(4, "gpu-standard"),
+     .allowed = 1,
+     .warning = "replicasets ml/trainer: 3 of the free GPUs go first to 3 replicas a "
+                "controller still owes (StatefulSet ml/db) of equal or higher priority"},
+    {.name = "capacity: resuming a suspended Job is judged like its CREATE",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "batch/jobs",
+     .op = "UPDATE",
+     .object = JOB("false", 20, 100),
+     .old_object = JOB("true", 20, 100),
+     .allowed = 0,
+     .message = "jobs ml/j: only 0 of 16 more pods fit now",
+     .warning = "jobs ml/j runs at most 16 of its 20 pods at once"},
+    {.name = "capacity: ... while an UPDATE that keeps it suspended is not",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "batch/jobs",
+     .op = "UPDATE",
+     .object = JOB("true", 30, 100),
+     .old_object = JOB("true", 20, 100),
+     .allowed = 1},
+    {.name = "capacity: a full cluster admits the default 25%/25% rollout (maxUnavailable > 0)",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(8, "{}", "{}", "trainer:2"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and a rollout restart with maxUnavailable 100%",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(8, "{'rollingUpdate':{'maxUnavailable':'100%'}}", RESTARTED, "trainer:1"),
+     .old_object = DEP(8, "{'rollingUpdate':{'maxUnavailable':'100%'}}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and 8 -> 4 replicas with a new image",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(4, "{}", "{}", "trainer:2"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and under Warn the default rollout gets no warning",
+     .policy = "capacity-warn.yaml",
+     .view = "full.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(8, "{}", "{}", "trainer:2"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: maxUnavailable 0 with a surge on a full cluster stalls: maxSurge: 0",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(8, "{'rollingUpdate':{'maxUnavailable':0}}", "{}", "trainer:2"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 0,
+     .message = "only 0 of 2 more pods fit now, the rest will wait Pending; the rollout stalls: "
+                "with maxUnavailable 0 the old pods keep their GPUs until 2 surge pods run, so "
+                "set maxSurge: 0"},
+    {.name = "capacity: maxSurge 0 and maxUnavailable 0 replace one pod at a time (fencepost)",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(8, "{'rollingUpdate':{'maxUnavailable':0,'maxSurge':0}}", "{}", "trainer:2"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: whenStale Deny lets a scale-down through",
+     .policy = "capacity-stale-deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(4, "{}", "{}", "trainer:1"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and an annotation-only UPDATE",
+     .policy = "capacity-stale-deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP_META(8, "'annotations':{'owner':'ml-team'}"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and an identical UPDATE",
+     .policy = "capacity-stale-deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(8, "{}", "{}", "trainer:1"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 1},
+    {.name = "capacity: ... and the garbage collector removing the foregroundDeletion finalizer",
+     .policy = "capacity-stale-deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP_META(8, "'deletionTimestamp':'2026-01-01T00:00:00Z','finalizers':[]"),
+     .old_object = DEP_META(8, "'deletionTimestamp':'2026-01-01T00:00:00Z','finalizers':"
+                               "['foregroundDeletion']"),
+     .allowed = 1},
+    {.name = "capacity: ... but not an increase",
+     .policy = "capacity-stale-deny.yaml",
+     .resource = "apps/deployments",
+     .op = "UPDATE",
+     .object = DEP(9, "{}", "{}", "trainer:1"),
+     .old_object = DEP(8, "{}", "{}", "trainer:1"),
+     .allowed = 0,
+     .message = "GPU capacity not checked: no cluster view is configured"},
+    {.name = "capacity: a Job wider than the cluster is clamped to at most, then fits now",
+     .policy = "capacity.yaml",
+     .view = "idle.json",
+     .resource = "batch/jobs",
+     .object = JOB("false", 20, 100),
+     .allowed = 1,
+     .warning = "jobs ml/j runs at most 16 of its 20 pods at once on the eligible nodes (16 "
+                "nvidia.com/gpu in all); the others run as those finish"},
+    {.name = "capacity: a CronJob's jobTemplate is judged as its Jobs will be",
+     .policy = "capacity.yaml",
+     .view = "idle.json",
+     .resource = "batch/cronjobs",
+     .object = CRON(20, "1"),
+     .allowed = 1,
+     .warning = "cronjobs ml/cj (its Jobs) runs at most 16 of its 20 pods at once"},
+    {.name = "capacity: ... so one whose Jobs can never run a pod is refused",
+     .policy = "capacity.yaml",
+     .view = "idle.json",
+     .resource = "batch/cronjobs",
+     .object = CRON(1, "8"),
+     .allowed = 0,
+     .message = "cronjobs ml/cj (its Jobs) can never fit: 1 pod at once, at most 0"},
+    {.name = "capacity: ... and one that does not fit now only warns: its Jobs come later",
+     .policy = "capacity.yaml",
+     .view = "full.json",
+     .resource = "batch/cronjobs",
+     .object = CRON(2, "1"),
+     .allowed = 1,
+     .warning = "only 0 of 2 more pods fit now, the rest of each Job's pods will wait Pending"},
+    {.name = "capacity: headroom lowers free now, not at most, and the message names it",
+     .policy = "capacity-headroom.yaml",
+     .view = "idle.json",
+     .resource = "apps/replicasets",
+     .object = RS(13, "gpu-standard"),
+     .allowed = 0,
+     .message = "only 12 of 13 more pods fit now, the rest will wait Pending; the capacity "
+                "rule's headroom keeps 1 GPU free on each node: lower it to admit more"},
+    {.name = "capacity: no matching node with autoscaling: false is never: name the selector",
+     .policy = "capacity-no-autoscaler.yaml",
+     .view = "idle.json",
+     .resource = "apps/replicasets",
+     .object = "{'metadata':{'name':'z'},'spec':{'replicas':2,'template':{'spec':{"
+               "'nodeSelector':{'pool':'c'},'containers':[{'name':'t','resources':{'limits':"
+               "{'nvidia.com/gpu':'1'}}}]}}}}",
+     .allowed = 0,
+     .message = "replicasets ml/z can never run: no node matches nodeSelector pool=c, and the "
+                "capacity rule says no node autoscaler adds nodes (autoscaling: false)"},
 
 };
 
@@ -1270,7 +1517,12 @@ static void test_reservation_per_review(void)
                                            "'template':{'spec':{'tolerations':[" TOL "],"
                                            "'containers':[{'name':'t','resources':{'limits':"
                                            "{'nvidia.com/gpu':'1'}}}]}}}}"};
-    const struct ecase ok = {.resource = "apps/replicasets", .object = RS(2, "batch-low")};
+    /* three workloads of 2 pods: a reservation is the workload's, so each is another one */
+    const struct ecase ok[3] = {
+        {.resource = "apps/replicasets", .object = RS_NAMED("a0", 2, "batch-low")},
+        {.resource = "apps/replicasets", .object = RS_NAMED("a1", 2, "batch-low")},
+        {.resource = "apps/replicasets", .object = RS_NAMED("a2", 2, "batch-low")},
+    };
     struct decision dec;
     json_t *o;
     struct review *r;
@@ -1286,8 +1538,8 @@ static void test_reservation_per_review(void)
     json_decref(o);
     /* admitted twice in a row: 4 free GPUs, 2 + 2; each admission reserves 2, not 2 per rule */
     for (int i = 0; i < 2; i++) {
-        o = js(ok.object);
-        r = make_review(&ok, o);
+        o = js(ok[i].object);
+        r = make_review(&ok[i], o);
         decision_init(&dec);
         CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
         CHECK(dec.allowed && json_array_size(dec.warnings) == 0);
@@ -1299,14 +1551,69 @@ static void test_reservation_per_review(void)
         json_decref(o);
     }
     /* the third finds the 4 free GPUs held */
-    o = js(ok.object);
-    r = make_review(&ok, o);
+    o = js(ok[2].object);
+    r = make_review(&ok[2], o);
     decision_init(&dec);
     CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
     CHECK(has_warning(&dec, "only 0 of 2 more pods fit now"));
     decision_release(&dec);
     review_free(r);
     json_decref(o);
+    cluster_free(view);
+    policy_unref(p);
+}
+
+/* One /validate review of c's object against view: whether it is allowed, and its first
+ * warning or else its denial into text (len bytes; "" for neither). */
+static bool admit(struct policy *p, struct cluster *view, const struct ecase *c, char *text,
+                  size_t len)
+{
+    json_t *o = js(c->object);
+    struct review *r = make_review(c, o);
+    struct decision dec;
+    bool allowed;
+
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
+    allowed = dec.allowed;
+    snprintf(text, len, "%s",
+             json_array_size(dec.warnings) ? json_string_value(json_array_get(dec.warnings, 0))
+             : dec.message                 ? dec.message
+                                           : "");
+    decision_release(&dec);
+    review_free(r);
+    json_decref(o);
+    return allowed;
+}
+
+/* A retried CREATE (a client timeout, a GitOps resync, a request another webhook refused) is
+ * not charged its own reservation: reservations are the workload's, replaced, not added. */
+static void test_reservation_retry(void)
+{
+    struct policy *p = load("capacity.yaml");
+    struct cluster *view = load_view("stall.json"); /* 4 GPUs free */
+    const struct ecase b = {.resource = "apps/replicasets",
+                            .object = RS_NAMED("b", 4, "batch-low")};
+    const struct ecase b_up = {.resource = "apps/replicasets",
+                               .op = "UPDATE",
+                               .object = RS_NAMED("b", 5, "batch-low"),
+                               .old_object = RS_NAMED("b", 4, "batch-low")};
+    const struct ecase c = {.resource = "apps/replicasets",
+                            .object = RS_NAMED("c", 1, "batch-low")};
+    char text[2048];
+
+    CHECK(admit(p, view, &b, text, sizeof(text)));
+    CHECK_STR(text, "");
+    /* the same CREATE within the window: it replaces its reservation of 4 */
+    CHECK(admit(p, view, &b, text, sizeof(text)));
+    CHECK_STR(text, "");
+    CHECK(admit(p, view, &b, text, sizeof(text)));
+    /* another workload finds the 4 held once (not three times) */
+    CHECK(!admit(p, view, &c, text, sizeof(text)));
+    CHECK_CONTAINS(text, "replicasets ml/c: only 0 of 1 more pods fit now");
+    /* b's next step, from 4 to 5: its earlier 4 are still on their way */
+    CHECK(!admit(p, view, &b_up, text, sizeof(text)));
+    CHECK_CONTAINS(text, "replicasets ml/b: only 0 of 1 more pods fit now");
     cluster_free(view);
     policy_unref(p);
 }
@@ -1519,16 +1826,28 @@ static void test_max_per_pod_is_inclusive(void)
     CHECK_CASES(table);
 }
 
-/* A Deployment without a strategy rolls out with maxSurge 25%, rounded up (k8s.io/api apps/v1
- * types.go, RollingUpdateDeployment.MaxSurge: "Defaults to 25%. Absolute number is calculated
- * from percentage by rounding up."): a new template that also scales 12 replicas to 13 brings
- * 1 + ceil(3.25) = 5 more pods at once, and the stall view has room for 4 (16 in all). */
-#define DEPLOY(n, labels)                                                                          \
-    "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n ",'template':{'metadata':{'labels':"   \
-    "{'v':'" labels "'}},'spec':" TEMPLATE_SPEC("batch-low") "}}}"
+/* A Deployment rolls out with maxSurge 25%, rounded up, when its strategy leaves it out
+ * (k8s.io/api apps/v1 types.go, RollingUpdateDeployment.MaxSurge: "Defaults to 25%. Absolute
+ * number is calculated from percentage by rounding up."). The surge is new demand only with
+ * maxUnavailable 0 (ResolveFenceposts): then a new template that also scales 12 replicas to 13
+ * brings 1 + ceil(3.25) = 5 more pods at once, and the stall view has room for 4 (16 in all).
+ * With maxUnavailable at its default (25%, rounded down: 3) the old pods make room. */
+#define DEPLOY_WITH(n, labels, strategy)                                                           \
+    "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n ",'strategy':" strategy                \
+    ",'template':{'metadata':{'labels':{'v':'" labels                                              \
+    "'}},'spec':" TEMPLATE_SPEC("batch-low") "}}}"
+#define DEPLOY(n, labels) DEPLOY_WITH(n, labels, "{'rollingUpdate':{'maxUnavailable':0}}")
 static void test_default_surge(void)
 {
     static const struct ecase table[] = {
+        {.name = "capacity: with the default maxUnavailable the surge is no new demand",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "apps/deployments",
+         .op = "UPDATE",
+         .object = DEPLOY_WITH(13, "2", "{}"),
+         .old_object = DEPLOY_WITH(12, "1", "{}"),
+         .allowed = 1},
         {.name = "capacity: the default surge is 25% of the replicas, rounded up",
          .policy = "capacity.yaml",
          .view = "stall.json",
@@ -1619,5 +1938,6 @@ int main(void)
     RUN(test_default_surge);
     RUN(test_host_path_dot_dot);
     RUN(test_equal_toleration_needs_the_value);
+    RUN(test_reservation_retry);
     TEST_MAIN_END("test_eval");
 }
