@@ -1460,6 +1460,14 @@ static const struct ecase cases[] = {
      .allowed = 0,
      .message = "only 12 of 13 more pods fit now, the rest will wait Pending; the capacity "
                 "rule's headroom keeps 1 GPU free on each node: lower it to admit more"},
+    {.name = "capacity: with autoscaling: true, past every node's GPUs is only a warning",
+     .policy = "capacity-autoscaling.yaml",
+     .view = "idle.json",
+     .resource = "apps/replicasets",
+     .object = RS(20, "gpu-standard"),
+     .allowed = 1,
+     .warning = "replicasets ml/trainer can never fit: 20 pods at once, at most 16 fit the "
+                "eligible nodes"},
     {.name = "capacity: no matching node with autoscaling: false is never: name the selector",
      .policy = "capacity-no-autoscaler.yaml",
      .view = "idle.json",
