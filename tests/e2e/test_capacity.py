@@ -272,6 +272,22 @@ def a_burst_cannot_overcommit():
               "second 4 in the same burst: %r" % r)
 
 
+
+@test
+def a_retried_create_is_not_charged_its_own_reservation():
+    """A client retry (a timeout, a GitOps resync) sends the same CREATE again: it replaces its
+    own reservation instead of finding its 4 GPUs taken; another workload still finds them."""
+    with Server(rules_dir("deny", "Deny"), "--cluster-snapshot", STALL, name="retry") as srv:
+        for attempt in range(2):
+            r = validate(srv.port, review(replicaset(4, "batch-low"), "apps/replicasets",
+                                          dry_run=False))
+            check(r["allowed"] is True and not warnings_of(r), "attempt %d: %r" % (attempt, r))
+        other = review(replicaset(1, "batch-low"), "apps/replicasets", dry_run=False)
+        other["request"]["object"]["metadata"]["name"] = "stall-2"
+        r = validate(srv.port, other)
+        check(r["allowed"] is False and "only 0 of 1 more pods fit now" in r["status"]["message"],
+              "another workload: %r" % r)
+
 # ---------------------------------------------------------------------------------------------
 
 
