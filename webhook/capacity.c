@@ -571,6 +571,73 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
     out->fit_ever += fit_ever;
 }
 
+/* Waiters whose pods go to the same nodes (one place hash), with those nodes (gset) and the
+ * free GPUs of the ones the template's pods can use too (both). */
+#define WAIT_GROUPS_MAX 16
+struct wait_group {
+    uint64_t place;
+    const struct waiter *first;
+    int64_t gpus, pending, owed;
+    struct elig_set *gset; /* NULL: not known (out of memory), not counted */
+    int64_t both;
+};
+
+struct waiting {
+    struct wait_group g[WAIT_GROUPS_MAX];
+    size_t n;
+};
+
+/* fit_all_one while pods wait: the same pass, which also adds each node's free GPUs to the
+ * groups whose nodes include it. Both sets' by_slot lists are sorted by slot, so a cursor per
+ * group moves forward only: a few sequential reads per node more, no search. */
+static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *set,
+                                const struct capacity_request *rq, struct capacity_result *out,
+                                const char *const *rn, double now, struct waiting *wt)
+{
+    const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
+    const bool preempts = out->preempts;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe, both = 0;
+    size_t cur[WAIT_GROUPS_MAX] = {0}, at = 0;
+    /* the usual case, one group, with its cursor in registers */
+    const struct elig_set *one = wt->n == 1 ? wt->g[0].gset : NULL;
+    const struct elig_slot *gs = one ? one->by_slot : NULL;
+    const size_t gn = one ? one->n : 0;
+    struct amounts a;
+
+    for (size_t k = 0; k < set->n; k++) {
+        const uint32_t slot = set->by_slot[k].slot;
+
+        if (!amounts_of_sum(c, slot, preempts, priority, &a))
+            amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
+        fit_free(rq, &a, 0, per_pod, &fn, &fe);
+        total += a.alloc;
+        fit_now += fn;
+        fit_ever += fe;
+        if (one != NULL) {
+            while (at < gn && gs[at].slot < slot)
+                at++;
+            if (at < gn && gs[at].slot == slot && a.alloc > a.used)
+                both += a.alloc - a.used;
+            continue;
+        }
+        for (size_t j = 0; j < wt->n; j++) {
+            const struct elig_set *g = wt->g[j].gset;
+
+            if (g == NULL)
+                continue;
+            while (cur[j] < g->n && g->by_slot[cur[j]].slot < slot)
+                cur[j]++;
+            if (cur[j] < g->n && g->by_slot[cur[j]].slot == slot && a.alloc > a.used)
+                wt->g[j].both += a.alloc - a.used;
+        }
+    }
+    if (one != NULL)
+        wt->g[0].both = both;
+    out->total_gpus[0] += total;
+    out->fit_now += fit_now;
+    out->fit_ever += fit_ever;
+}
+
 /* The first eligible nodes in the order of the scan, with their free/total GPUs of the first
  * resource. */
 static void list_nodes(const struct cluster *c, const struct elig_set *set,
@@ -931,137 +998,151 @@ out:
     return rc;
 }
 
-/* Waiters whose pods go to the same nodes (one place hash): one walk of their nodes. */
-#define WAIT_GROUPS_MAX 16
-struct wait_group {
-    uint64_t place;
-    const struct waiter *first;
-    int64_t gpus, pending, owed;
-};
-
-/* Free GPUs (of the template's first resource) on the nodes of gset that are in set too: a
- * binary search of each by its res_sum slot, which names one resource of one node. */
+/* Free GPUs (of the template's first resource) on the nodes of gset that are in set too, up
+ * to want: one merge of the two sets' by_slot lists, both sorted by res_sum slot, and a slot
+ * names one resource of one node. Sequential reads of two arrays of ~1,000 entries. */
 static int64_t free_on_both(const struct cluster *c, const struct elig_set *set,
                             const struct elig_set *gset, const char *const *rn,
-                            const struct capacity_result *out, double now)
+                            const struct capacity_result *out, double now, int64_t want)
 {
     struct amounts a;
     int64_t sum = 0;
+    size_t i = 0, k = 0;
 
-    for (size_t i = 0; i < gset->n; i++) {
-        uint32_t slot = gset->sums[i * gset->n_res];
-        size_t lo = 0, hi = set->n;
+    while (i < set->n && k < gset->n && sum < want) {
+        uint32_t x = set->by_slot[i].slot, y = gset->by_slot[k].slot;
 
-        if (gset == set) {
-            lo = i; /* the same nodes: no search */
-            hi = i + 1;
-        } else {
-            while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (set->by_slot[mid].slot < slot)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            if (lo == set->n || set->by_slot[lo].slot != slot)
-                continue;
-            lo = set->by_slot[lo].i;
+        if (x != y) {
+            i += x < y;
+            k += y < x;
+            continue;
         }
-        amounts_at(c, set, lo, 0, rn, out, now, &a);
+        if (!amounts_of_sum(c, x, false, 0, &a))
+            amounts_of_records(c, set->nodes[set->by_slot[i].i], rn[0], out, now, &a);
         sum += a.alloc > a.used ? a.alloc - a.used : 0;
+        i++;
+        k++;
     }
     return sum;
-}
-
-/* "4 Pending pods (ReplicaSet ml/trainer-7f9)" into out->waiting. */
-static void waiting_text(struct capacity_result *out, int64_t pending, int64_t owed,
-                         const struct waiter *named, bool more)
-{
-    const char *slash = strchr(named->key, '/');
-    int kind_len = slash ? (int)(slash - named->key) : 0;
-    char who[120];
-
-    snprintf(who, sizeof(who), "%.*s %s%s", kind_len, named->key, slash ? slash + 1 : "",
-             more ? ", ..." : "");
-    if (pending > 0 && owed > 0)
-        snprintf(out->waiting, sizeof(out->waiting),
-                 "%lld Pending pod%s and %lld replica%s their controllers still owe (%s)",
-                 (long long)pending, pending == 1 ? "" : "s", (long long)owed, owed == 1 ? "" : "s",
-                 who);
-    else if (pending > 0)
-        snprintf(out->waiting, sizeof(out->waiting), "%lld Pending pod%s (%s)", (long long)pending,
-                 pending == 1 ? "" : "s", who);
-    else
-        snprintf(out->waiting, sizeof(out->waiting), "%lld replica%s a controller still owes (%s)",
-                 (long long)owed, owed == 1 ? "" : "s", who);
 }
 
 static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
                           struct capacity_result *out, const char *const *rn,
                           struct elig_set **set);
 
-/* Pods already waiting for the GPUs the template's pods would take: unbound Pending pods and
- * replicas owed, of equal or higher priority (the scheduler's queue pops them first; a
- * lower-priority one waits behind the template's pods), on the nodes both can use. They
- * lower fit_now. Called under the read lock; reads the few waiting entries, never the pods. */
-static void count_waiting(struct cluster *c, const struct capacity_request *rq,
-                          struct capacity_result *out, const char *const *rn,
-                          const struct elig_set *set, double now)
+/* The eligible set of waiting pods of place for resource res (interned), while no node has
+ * changed where pods go; shared (release it with elig_release), or NULL. */
+static struct elig_set *wait_set_lookup(struct cluster *c, uint64_t place, const char *res)
 {
-    struct wait_group g[WAIT_GROUPS_MAX];
-    size_t ng = 0, used_groups = 0;
-    int64_t pending = 0, owed = 0, lost;
-    const struct waiter *named = NULL;
+    struct elig_set *set = NULL;
 
+    pthread_mutex_lock(&c->elig_lock);
+    for (int i = 0; set == NULL && i < ELIG_CACHE_MAX; i++) {
+        if (c->wait_sets[i].set != NULL && c->wait_sets[i].place == place &&
+            c->wait_sets[i].res == res && c->wait_sets[i].gen == c->node_gen) {
+            set = c->wait_sets[i].set;
+            set->refs++;
+        }
+    }
+    pthread_mutex_unlock(&c->elig_lock);
+    return set;
+}
+
+/* Remembers set (shared) as the eligible set of waiting pods of place, in turn. */
+static void wait_set_store(struct cluster *c, uint64_t place, const char *res, struct elig_set *set)
+{
+    unsigned i;
+
+    pthread_mutex_lock(&c->elig_lock);
+    i = c->wait_sets_next++ % ELIG_CACHE_MAX;
+    elig_unref(c->wait_sets[i].set);
+    c->wait_sets[i].place = place;
+    c->wait_sets[i].res = res;
+    c->wait_sets[i].gen = c->node_gen;
+    c->wait_sets[i].set = set;
+    set->refs++;
+    pthread_mutex_unlock(&c->elig_lock);
+}
+
+/* The pods already waiting for the GPUs the template's pods would take, grouped by where they
+ * can go: unbound Pending pods and replicas owed, of equal or higher priority (the scheduler's
+ * queue pops them first; a lower-priority one waits behind the template's pods). Called under
+ * the read lock, before the fit pass that sums what they can take; reads the few waiting
+ * entries, never the pods. Release with waiting_done(). */
+static void waiting_groups(struct cluster *c, const struct capacity_request *rq,
+                           const struct capacity_result *out, const char *const *rn,
+                           struct waiting *wt)
+{
+    struct capacity_result *gout = NULL;
+
+    wt->n = 0;
     for (size_t i = 0; i < c->n_waiting; i++) {
         const struct waiter *w = c->waiting[i];
         size_t k = 0;
         int64_t n = waiter_count(w);
 
-        if (w->priority < out->priority || strcmp(w->res, out->res[0].name) != 0)
+        if (w->priority < out->priority || w->res[0] != out->res[0].name[0] ||
+            strcmp(w->res, out->res[0].name) != 0)
             continue;
-        while (k < ng && g[k].place != w->place)
+        while (k < wt->n && wt->g[k].place != w->place)
             k++;
-        if (k == ng) {
-            if (ng == WAIT_GROUPS_MAX)
+        if (k == wt->n) {
+            if (wt->n == WAIT_GROUPS_MAX)
                 continue; /* so many kinds of placement: the rest are not counted */
-            g[ng++] = (struct wait_group){w->place, w, 0, 0, 0};
+            wt->g[wt->n++] = (struct wait_group){w->place, w, 0, 0, 0, NULL, 0};
         }
-        g[k].gpus += n * w->per_pod;
-        g[k].pending += w->pending;
-        g[k].owed += n - w->pending;
+        wt->g[k].gpus += n * w->per_pod;
+        wt->g[k].pending += w->pending;
+        wt->g[k].owed += n - w->pending;
     }
-    for (size_t k = 0; k < ng; k++) {
-        struct capacity_request grq = {g[k].first->spec, rq->gpu_globs, 0, 0, 0, 0, 0};
-        struct capacity_result *gout = calloc(1, sizeof(*gout));
-        struct elig_set *gset;
-        int64_t both, take;
+    for (size_t k = 0; k < wt->n; k++) {
+        struct capacity_request grq = {wt->g[k].first->spec, rq->gpu_globs, 0, 0, 0, 0, 0};
 
-        if (gout == NULL)
+        if ((wt->g[k].gset = wait_set_lookup(c, wt->g[k].place, rn[0])) != NULL)
             continue;
+        if (gout == NULL && (gout = malloc(sizeof(*gout))) == NULL)
+            continue; /* out of memory: these waiting pods are not counted */
         gout->n_res = 1;
         gout->res[0] = out->res[0];
-        if (eligible_nodes(c, &grq, gout, rn, &gset) < 0) {
-            free(gout);
+        gout->reasons[0] = gout->shared_why[0] = '\0';
+        if (eligible_nodes(c, &grq, gout, rn, &wt->g[k].gset) < 0)
+            wt->g[k].gset = NULL;
+        else
+            wait_set_store(c, wt->g[k].place, rn[0], wt->g[k].gset);
+    }
+    free(gout);
+}
+
+/* What the waiting groups take of the free GPUs into out (fit_now, waiting_*), and the sets
+ * released. */
+static void waiting_done(struct cluster *c, struct capacity_result *out, struct waiting *wt)
+{
+    size_t used_groups = 0;
+    int64_t pending = 0, owed = 0, lost, take;
+    const struct waiter *named = NULL;
+
+    for (size_t k = 0; k < wt->n; k++) {
+        struct wait_group *g = &wt->g[k];
+
+        if (g->gset == NULL)
             continue;
-        }
-        free(gout);
-        both = free_on_both(c, set, gset, rn, out, now);
-        elig_release(c, gset);
-        take = g[k].gpus < both ? g[k].gpus : both;
+        elig_release(c, g->gset);
+        take = g->gpus < g->both ? g->gpus : g->both;
         if (take <= 0)
             continue;
         out->waiting_gpus += take;
-        pending += g[k].pending;
-        owed += g[k].owed;
-        named = named ? named : g[k].first;
+        pending += g->pending;
+        owed += g->owed;
+        named = named ? named : g->first;
         used_groups++;
     }
     if (named == NULL)
         return;
     out->waiting_pods = pending + owed;
-    waiting_text(out, pending, owed, named, used_groups > 1);
+    out->waiting_pending = pending;
+    out->waiting_owed = owed;
+    out->waiting_more = used_groups > 1;
+    copy_text(out->waiting_who, sizeof(out->waiting_who), named->key);
     lost = (out->waiting_gpus + out->res[0].per_pod - 1) / out->res[0].per_pod;
     out->fit_now = out->fit_now > lost ? out->fit_now - lost : 0;
 }
@@ -1090,6 +1171,7 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     const char *rn[CAPACITY_RESOURCES_MAX];
     struct elig_set *set;
     struct held held;
+    struct waiting wt;
 
     memset(out, 0, sizeof(*out));
     if (read_demand(rq, out) < 0)
@@ -1112,13 +1194,22 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     if (held.n > 0 && c->n_waiting > 0)
         held_drop_waiting(c, &held);
     out->eligible = (int)set->n;
-    if (out->n_res == 1 && held.n == 0)
-        fit_all_one(c, set, rq, out, rn, now);
-    else
-        fit_all(c, set, rq, out, rn, now, &held);
-    fit_transient(c, set, out, rn, now);
+    wt.n = 0;
     if (c->n_waiting > 0 && set->n > 0)
-        count_waiting(c, rq, out, rn, set, now);
+        waiting_groups(c, rq, out, rn, &wt);
+    if (out->n_res == 1 && held.n == 0 && wt.n == 0) {
+        fit_all_one(c, set, rq, out, rn, now);
+    } else if (out->n_res == 1 && held.n == 0) {
+        fit_all_one_waiting(c, set, rq, out, rn, now, &wt);
+    } else {
+        fit_all(c, set, rq, out, rn, now, &held);
+        for (size_t k = 0; k < wt.n; k++)
+            if (wt.g[k].gset != NULL)
+                wt.g[k].both = free_on_both(c, set, wt.g[k].gset, rn, out, now, wt.g[k].gpus);
+    }
+    fit_transient(c, set, out, rn, now);
+    if (wt.n > 0)
+        waiting_done(c, out, &wt);
     list_nodes(c, set, out, rn, now, &held);
     pthread_rwlock_unlock(&c->lock);
     elig_release(c, set);
@@ -1130,6 +1221,27 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                  out->eligible - NODES_LISTED);
     }
     return 0;
+}
+
+void capacity_waiting_text(const struct capacity_result *res, char *buf, size_t len)
+{
+    const char *slash = strchr(res->waiting_who, '/');
+    int kind_len = slash ? (int)(slash - res->waiting_who) : 0;
+    int64_t pending = res->waiting_pending, owed = res->waiting_owed;
+    char who[160];
+
+    snprintf(who, sizeof(who), "%.*s %s%s", kind_len, res->waiting_who, slash ? slash + 1 : "",
+             res->waiting_more ? ", ..." : "");
+    if (pending > 0 && owed > 0)
+        snprintf(buf, len, "%lld Pending pod%s and %lld replica%s their controllers still owe (%s)",
+                 (long long)pending, pending == 1 ? "" : "s", (long long)owed, owed == 1 ? "" : "s",
+                 who);
+    else if (pending > 0)
+        snprintf(buf, len, "%lld Pending pod%s (%s)", (long long)pending, pending == 1 ? "" : "s",
+                 who);
+    else
+        snprintf(buf, len, "%lld replica%s a controller still owes (%s)", (long long)owed,
+                 owed == 1 ? "" : "s", who);
 }
 
 void capacity_explain(const struct capacity_request *rq, const struct capacity_result *res,

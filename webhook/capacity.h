@@ -55,9 +55,11 @@ struct capacity_result {
     int64_t waiting_pods;  /* pods already waiting (Pending, or owed by their controller) at
                               equal or higher priority that can go to the eligible nodes */
     int64_t waiting_gpus;  /* of the free GPUs of the first resource, those they take */
-    char waiting[256];     /* e.g. "4 Pending pods (ml/old-0, ...)" */
-    bool all_shared;       /* every eligible node shares its GPUs (time-slicing, MPS) */
-    char shared_why[128];  /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
+    int64_t waiting_pending, waiting_owed; /* of waiting_pods, unbound / not created yet */
+    bool waiting_more;                     /* more than one kind of placement waits */
+    char waiting_who[128];                 /* the first waiting workload, "StatefulSet/ml/db" */
+    bool all_shared;                 /* every eligible node shares its GPUs (time-slicing, MPS) */
+    char shared_why[128];            /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
     char nodes[CAPACITY_TEXT_MAX];   /* eligible nodes and their free/total GPUs */
     char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
 };
@@ -66,6 +68,10 @@ struct capacity_result {
  * GPU amounts do not parse (msg in out->reasons). */
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out);
+
+/* The pods that wait first in words, "4 Pending pods (ReplicaSet ml/trainer-7f9)", into buf:
+ * formatted only for a message, not in every decision. */
+void capacity_waiting_text(const struct capacity_result *res, char *buf, size_t len);
 
 /* "8 replicas × 1 nvidia.com/gpu = 8 requested; ..." into buf. */
 void capacity_explain(const struct capacity_request *rq, const struct capacity_result *res,

@@ -1158,9 +1158,15 @@ void cluster_free(struct cluster *c)
     free(c->waiting);
     table_free(&c->rnames); /* empty by now: every user is gone */
     free(c->sums);
+    /* no decision runs any more: the cache entries hold the only references, a set shared by
+     * an eligible-set entry and a waiting-set entry two of them */
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
+        struct elig_set *sets[2] = {c->elig[i].set, c->wait_sets[i].set};
+
+        for (int k = 0; k < 2; k++)
+            if (sets[k] != NULL && --sets[k]->refs == 0)
+                free(sets[k]);
         free(c->elig[i].key);
-        free(c->elig[i].set); /* no decision runs any more: the entry's is the only ref */
         free(c->elig[i].reasons);
         free(c->elig[i].shared_why);
     }

@@ -213,6 +213,15 @@ struct cluster {
     pthread_mutex_t elig_lock; /* the cache; taken under the read lock, never the other way */
     struct elig_entry elig[ELIG_CACHE_MAX];
     unsigned long elig_tick;
+    /* the eligible sets of waiting pods by their place hash (struct waiter), so that a decision
+     * does not rebuild their keys: under elig_lock, each holding one reference to its set */
+    struct {
+        uint64_t place;
+        const char *res; /* interned */
+        unsigned long gen;
+        struct elig_set *set; /* NULL: unused */
+    } wait_sets[ELIG_CACHE_MAX];
+    unsigned wait_sets_next;
     unsigned long node_gen; /* changed under the write lock */
     pthread_mutex_t reserve_lock;
     struct reservation reservations[CLUSTER_RESERVATIONS_MAX];

@@ -1759,11 +1759,15 @@ static void not_now_hints(const struct rule *ru, const struct cap_target *ct,
                  "the rollout stalls: with maxUnavailable 0 the old pods keep their GPUs until "
                  "%lld surge pod%s run, so set maxSurge: 0 (or maxUnavailable above 0)",
                  (long long)ct->surge, ct->surge == 1 ? "" : "s");
-    if (res->waiting_pods > 0)
+    if (res->waiting_pods > 0) {
+        char who[320];
+
+        capacity_waiting_text(res, who, sizeof(who));
         snprintf(hs->h[hs->n++], sizeof(hs->h[0]),
                  "%lld of the free GPUs go first to %s of equal or higher priority, already "
                  "waiting: let them run first",
-                 (long long)res->waiting_gpus, res->waiting);
+                 (long long)res->waiting_gpus, who);
+    }
     if (res->transient > 0)
         snprintf(hs->h[hs->n++], sizeof(hs->h[0]),
                  "%d matching node%s cordoned or not Ready (%lld pods' worth of GPUs): wait for "
