@@ -1865,13 +1865,24 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
         if (ct->increase > res.fit_ever)
             ct->increase = res.fit_ever;
         ct->total = res.fit_ever;
+        rq.increase = ct->increase; /* the arithmetic of what is judged now */
+        rq.total = ct->total;
+        capacity_explain(&rq, &res, expl, sizeof(expl));
     } else if (ct->grew && ct->total > res.fit_ever) {
+        char fix[160];
+
+        if (res.fit_ever == 0)
+            snprintf(fix, sizeof(fix),
+                     "no eligible node holds one pod: ask for fewer GPUs per pod or add larger "
+                     "nodes");
+        else
+            snprintf(fix, sizeof(fix), "lower %s to %lld or add nodes",
+                     ct->job ? "parallelism" : "replicas", (long long)res.fit_ever);
         snprintf(brief, sizeof(brief),
                  "%s can never fit: %lld pod%s at once, at most %lld fit the eligible nodes "
-                 "(%lld %s in all, cordoned and not Ready nodes included); lower replicas to "
-                 "%lld or add nodes",
+                 "(%lld %s in all, cordoned and not Ready nodes included); %s",
                  ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)res.fit_ever,
-                 (long long)res.total_gpus[0], res.res[0].name, (long long)res.fit_ever);
+                 (long long)res.total_gpus[0], res.res[0].name, fix);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         /* an autoscaled cluster can grow: a warning; a Job none of whose pods fits any node
          * never runs */

@@ -1325,7 +1325,8 @@ static const struct ecase cases[] = {
      .object = JOB("false", 20, 100),
      .old_object = JOB("true", 20, 100),
      .allowed = 0,
-     .message = "jobs ml/j: only 0 of 16 more pods fit now",
+     .message = "jobs ml/j: only 0 of 16 more pods fit now, the rest will wait Pending; 16 more "
+                "pods × 1 nvidia.com/gpu = 16 requested",
      .warning = "jobs ml/j runs at most 16 of its 20 pods at once"},
     {.name = "capacity: ... while an UPDATE that keeps it suspended is not",
      .policy = "capacity.yaml",
@@ -1444,7 +1445,9 @@ static const struct ecase cases[] = {
      .resource = "batch/cronjobs",
      .object = CRON(1, "8"),
      .allowed = 0,
-     .message = "cronjobs ml/cj (its Jobs) can never fit: 1 pod at once, at most 0"},
+     .message = "cronjobs ml/cj (its Jobs) can never fit: 1 pod at once, at most 0 fit the "
+                "eligible nodes (16 nvidia.com/gpu in all, cordoned and not Ready nodes "
+                "included); no eligible node holds one pod: ask for fewer GPUs per pod"},
     {.name = "capacity: ... and one that does not fit now only warns: its Jobs come later",
      .policy = "capacity.yaml",
      .view = "full.json",
