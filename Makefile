@@ -381,3 +381,12 @@ fuzz-run-%:
 fuzz-check: fuzz-build
 	@rc=0; for t in $(FUZZ_TARGETS); do \
 		tests/fuzz/run.sh $$t $(FUZZ_CHECK_SECONDS) check || rc=1; done; exit $$rc
+
+# ---------------------------------------------------------------------------------------------
+# A real control plane on loopback:
+#   make k8s-binaries   builds kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
+#                       at the release tests/cluster/k8s/go.mod names, and fetches etcd, into
+#                       ~/.cache/gpuadmit/ (once per version; a cold build takes many minutes)
+.PHONY: k8s-binaries
+k8s-binaries:
+	@scripts/k8s-binaries.sh >/dev/null
