@@ -383,10 +383,19 @@ fuzz-check: fuzz-build
 		tests/fuzz/run.sh $$t $(FUZZ_CHECK_SECONDS) check || rc=1; done; exit $$rc
 
 # ---------------------------------------------------------------------------------------------
-# A real control plane on loopback:
+# A real control plane on loopback (README "On a real control plane", scripts/cluster.sh):
 #   make k8s-binaries   builds kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
 #                       at the release tests/cluster/k8s/go.mod names, and fetches etcd, into
 #                       ~/.cache/gpuadmit/ (once per version; a cold build takes many minutes)
-.PHONY: k8s-binaries
+#   make cluster        etcd, apiserver, controller-manager, scheduler, fake GPU nodes (seed 000)
+#                       and gpuadmit (enforce overlay), all under build/cluster/; prints KUBECONFIG
+#   make cluster-down   stops every process it started, by recorded PID
+.PHONY: k8s-binaries cluster cluster-down
 k8s-binaries:
 	@scripts/k8s-binaries.sh >/dev/null
+
+cluster: deps all
+	@scripts/cluster.sh up
+
+cluster-down:
+	@scripts/cluster.sh down
