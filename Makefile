@@ -390,6 +390,7 @@ fuzz-check: fuzz-build
 #   make cluster        etcd, apiserver, controller-manager, scheduler, fake GPU nodes (seed 000)
 #                       and gpuadmit (enforce overlay), all under build/cluster/; prints KUBECONFIG
 #   make cluster-down   stops every process it started, by recorded PID
+#   make cluster-test   the scenarios of tests/cluster/test_cluster.py (below)
 .PHONY: k8s-binaries cluster cluster-down
 k8s-binaries:
 	@scripts/k8s-binaries.sh >/dev/null
@@ -399,3 +400,10 @@ cluster: deps all
 
 cluster-down:
 	@scripts/cluster.sh down
+
+# make cluster-test: tests/cluster/test_cluster.py against the real binary on a cold control
+# plane (build/cluster/ is wiped first, the binaries come from the cache); stops it at the end
+# unless KEEP_CLUSTER=1.
+.PHONY: cluster-test
+cluster-test: deps all
+	@$(PYTHON) tests/cluster/test_cluster.py

@@ -251,8 +251,17 @@ cert_manager_crds() {
     [[ -d $dir/deploy/crds ]] || die "no CRDs in github.com/cert-manager/cert-manager@$cert_manager"
     "$kubectl" apply -f "$dir/deploy/crds/cert-manager.io_issuers.yaml" \
         -f "$dir/deploy/crds/cert-manager.io_certificates.yaml" >/dev/null
-    "$kubectl" wait --for=condition=Established --timeout=60s \
-        crd/issuers.cert-manager.io crd/certificates.cert-manager.io >/dev/null
+    # (kubectl wait fails outright on a CRD whose status has no conditions yet)
+    wait_for 60 "cert-manager's CRDs" established issuers.cert-manager.io certificates.cert-manager.io
+}
+
+established() {
+    local c
+    for c in "$@"; do
+        [[ $("$kubectl" get crd "$c" \
+            -o jsonpath='{.status.conditions[?(@.type=="Established")].status}') == True ]] ||
+            return 1
+    done
 }
 
 uninstall() {

@@ -1,0 +1,618 @@
+#!/usr/bin/env python3
+"""make cluster-test: gpuadmit on a real control plane (scripts/cluster.sh), from a cold start.
+
+Every scenario asserts on what the apiserver, kube-scheduler and kubectl say: events, pod
+conditions, kubectl's stderr, the audit log. No kubelet runs, so bound pods stay Pending; the
+cluster view counts bound, non-terminal pods, which is all capacity needs.
+
+Ends with the line "N passed, M failed". KEEP_CLUSTER=1 leaves the control plane running.
+Python 3 standard library only.
+"""
+import base64
+import json
+import os
+import re
+import shutil
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
+STATE = os.path.join(ROOT, "build", "cluster")
+KUBECONFIG = os.path.join(STATE, "admin.kubeconfig")
+BASE = int(os.environ.get("CLUSTER_PORT_BASE", "26000"))
+GPUADMIT = "https://127.0.0.1:%d" % (BASE + 944)
+LIMIT_S = 900
+ENV = dict(os.environ, KUBECONFIG=KUBECONFIG, NO_PROXY="127.0.0.1,localhost",
+           no_proxy="127.0.0.1,localhost")
+
+
+class Fail(AssertionError):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def sh(*args, stdin=None, ok=True, timeout=120):
+    p = subprocess.run(list(args), input=stdin, capture_output=True, text=True, env=ENV,
+                       timeout=timeout)
+    if ok and p.returncode != 0:
+        raise Fail("%s: exit %d\n%s%s" % (" ".join(args), p.returncode, p.stdout, p.stderr))
+    return p
+
+
+def cluster(*args):
+    return sh(CLUSTER, *args, timeout=300)
+
+
+KUBECTL = None
+
+
+def kubectl(*args, stdin=None, ok=True):
+    return sh(KUBECTL, *args, stdin=stdin, ok=ok)
+
+
+def kjson(*args):
+    return json.loads(kubectl(*args, "-o", "json").stdout)
+
+
+def wait(what, fn, limit=60):
+    """fn() until it returns something true; bounded."""
+    end = time.time() + limit
+    last = None
+    while time.time() < end:
+        last = fn()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise Fail("%s: not after %d s (last: %r)" % (what, limit, last))
+
+
+def pods(ns, selector):
+    return kjson("-n", ns, "get", "pods", "-l", selector)["items"]
+
+
+def bound(items):
+    return [p for p in items if p["spec"].get("nodeName")]
+
+
+def unschedulable(p):
+    for c in p.get("status", {}).get("conditions", []):
+        if c["type"] == "PodScheduled" and c["status"] == "False":
+            return c.get("message", "")
+    return None
+
+
+def gpu_pod(name, ns="ml", labels=None, gpus=1, priority=None, extra=None):
+    spec = {"containers": [{"name": "c", "image": "trainer:1",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+    if priority:
+        spec["priorityClassName"] = priority
+    spec.update(extra or {})
+    return json.dumps({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+                       "spec": spec})
+
+
+def cpu_pod(name, ns="ml", labels=None):
+    return json.dumps({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": ns, "labels": labels or {}},
+                       "spec": {"containers": [{"name": "c", "image": "web:1"}]}})
+
+
+def replicaset(name, replicas, priority=None, tolerate=True, ns="ml"):
+    spec = {"containers": [{"name": "c", "image": "trainer:1",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}
+    if priority:
+        spec["priorityClassName"] = priority
+    if tolerate:
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                "effect": "NoSchedule"}]
+        spec["nodeSelector"] = {"nvidia.com/gpu.present": "true"}
+    return json.dumps({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                       "metadata": {"name": name, "namespace": ns},
+                       "spec": {"replicas": replicas,
+                                "selector": {"matchLabels": {"app": name}},
+                                "template": {"metadata": {"labels": {"app": name}},
+                                             "spec": spec}}})
+
+
+def delete_and_wait(ns, kind, name, selector):
+    kubectl("-n", ns, "delete", kind, name, "--ignore-not-found", "--wait=true")
+    kubectl("-n", ns, "delete", "pods", "-l", selector, "--ignore-not-found", "--wait=true",
+            "--grace-period=0", "--force")
+    wait("pods of %s gone" % name, lambda: not pods(ns, selector))
+
+
+def gpuadmit_get(path):
+    ctx = ssl.create_default_context(cafile=os.path.join(STATE, "webhook", "ca.crt"))
+    with urllib.request.urlopen(GPUADMIT + path, context=ctx, timeout=5) as r:
+        return r.read().decode()
+
+
+def metric(text, name, **labels):
+    """The sum of the samples of NAME whose labels include LABELS."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        m = re.match(r'^([^{ ]+)(\{[^}]*\})? (\S+)$', line)
+        if not m or m.group(1) != name:
+            continue
+        got = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2) or ""))
+        if all(got.get(k) == v for k, v in labels.items()):
+            total += float(m.group(3))
+    return total
+
+
+def webhook_live():
+    """Webhook configurations reach the apiserver through an informer: poll a server-side dry
+    run until gpuadmit's patch shows (the default policy adds the GPU taint's toleration)."""
+    def mutated():
+        p = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                    stdin=gpu_pod("probe"), ok=False)
+        if p.returncode != 0:
+            return False
+        tol = json.loads(p.stdout)["spec"].get("tolerations", [])
+        return any(t.get("key") == "nvidia.com/gpu" for t in tol)
+    wait("gpuadmit's patch in a server-side dry run", mutated)
+
+
+def webhook_gone():
+    def plain():
+        p = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                    stdin=gpu_pod("probe"), ok=False)
+        if p.returncode != 0:
+            return False
+        tol = json.loads(p.stdout)["spec"].get("tolerations", [])
+        return not any(t.get("key") == "nvidia.com/gpu" for t in tol)
+    wait("no webhook in a server-side dry run", plain)
+
+
+def rules_dir(name, capacity_action):
+    """A copy of rules/ whose capacity rule says available: ACTION."""
+    d = os.path.join(STATE, "rules-" + name)
+    shutil.rmtree(d, ignore_errors=True)
+    shutil.copytree(os.path.join(ROOT, "rules"), d,
+                    ignore=shutil.ignore_patterns("tests", "examples", "Kustomization", "*.md"))
+    path = os.path.join(d, "default.yaml")
+    with open(path) as f:
+        text = f.read()
+    new = text.replace("available: Warn", "available: " + capacity_action)
+    check(new != text or capacity_action == "Warn", "rules/default.yaml: no available: Warn")
+    with open(path, "w") as f:
+        f.write(new)
+    return d
+
+
+# ---------------------------------------------------------------------------------------------
+# a. Seed 000: the benchmark ReplicaSet that only half fits.
+
+def setup_seed000():
+    kubectl("create", "namespace", "ml")
+    wait("ServiceAccount ml/default",
+         lambda: kubectl("-n", "ml", "get", "serviceaccount", "default", ok=False).returncode == 0)
+    for name, value in (("batch-low", 1000), ("gpu-critical", 1000000)):
+        kubectl("create", "priorityclass", name, "--value=%d" % value)
+    # 12 of the 16 GPUs in use: the benchmark finds 4 free, one per node
+    kubectl("apply", "-f", "-", stdin=replicaset("busy", 12, priority="batch-low"))
+    wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
+
+
+def test_a_scheduler_without_gpuadmit():
+    """Without gpuadmit the scheduler binds 4 of 8 and says why the other 4 wait."""
+    kubectl("apply", "-f", "-", stdin=replicaset("stall", 8, priority="batch-low"))
+    items = wait("8 stall pods, 4 bound and 4 unschedulable",
+                 lambda: (lambda ps: ps if len(ps) == 8 and len(bound(ps)) == 4 and
+                          sum(1 for p in ps if unschedulable(p)) == 4 else None)(
+                     pods("ml", "app=stall")))
+    msgs = [unschedulable(p) for p in items if unschedulable(p)]
+    for m in msgs:
+        check("4 Insufficient nvidia.com/gpu" in m, "PodScheduled message %r" % m)
+    delete_and_wait("ml", "replicaset", "stall", "app=stall")
+
+
+def test_a_install_enforce():
+    """kubectl apply -k of the enforce overlay, gpuadmit serving with its ServiceAccount token."""
+    cluster("install", "enforce")
+    cluster("gpuadmit-start")
+    webhook_live()
+
+
+def test_a_warning_default_policy():
+    """The default policy: kubectl apply prints the capacity warning; the ReplicaSet is made."""
+    p = kubectl("apply", "-f", "-", stdin=replicaset("stall", 8, priority="batch-low"))
+    check("Warning:" in p.stderr and "only 4 of 8 more pods fit now" in p.stderr,
+          "kubectl apply stderr %r" % p.stderr)
+    delete_and_wait("ml", "replicaset", "stall", "app=stall")
+
+
+def test_a_deny_and_dry_run():
+    """available: Deny: refused with the arithmetic; a server-side dry run shows the same denial
+    and reserves nothing (a 4-replica ReplicaSet still fits afterwards)."""
+    cluster("gpuadmit-start", "--rules", rules_dir("deny", "Deny"))
+    webhook_live()
+    for extra in ((), ("--dry-run=server",)):
+        p = kubectl("apply", *extra, "-f", "-", stdin=replicaset("stall", 8, priority="batch-low"),
+                    ok=False)
+        check(p.returncode != 0 and 'admission webhook "workloads.validate.gpuadmit.io" denied'
+              in p.stderr and "only 4 of 8 more pods fit now" in p.stderr,
+              "kubectl apply %s: exit %d, stderr %r" % (extra, p.returncode, p.stderr))
+        check(kubectl("-n", "ml", "get", "rs", "stall", ok=False).returncode != 0,
+              "the refused ReplicaSet exists")
+    for _ in range(3):
+        p = kubectl("apply", "--dry-run=server", "-f", "-", stdin=replicaset("fits", 4,
+                                                                              priority="batch-low"))
+        check("Warning" not in p.stderr, "dry run of 4 replicas: %r" % p.stderr)
+
+
+def test_a_scale_past_capacity():
+    """kubectl scale of a ReplicaSet that fits, past what is free: refused, with the arithmetic."""
+    kubectl("apply", "-f", "-", stdin=replicaset("fits", 2, priority="batch-low"))
+    wait("2 fits pods bound", lambda: len(bound(pods("ml", "app=fits"))) == 2)
+    p = kubectl("-n", "ml", "scale", "rs", "fits", "--replicas=8", ok=False)
+    check(p.returncode != 0 and "scale.validate.gpuadmit.io" in p.stderr and
+          "only 2 of 6 more pods fit now" in p.stderr, "kubectl scale: %r" % p.stderr)
+    eq_rs = kjson("-n", "ml", "get", "rs", "fits")["spec"]["replicas"]
+    check(eq_rs == 2, "replicas after the refused scale: %r" % eq_rs)
+    delete_and_wait("ml", "replicaset", "fits", "app=fits")
+
+
+def test_a_hpa_warning():
+    """An HPA whose maxReplicas cannot fit: kubectl prints gpuadmit's warning."""
+    kubectl("apply", "-f", "-", stdin=replicaset("fits", 2, priority="batch-low"))
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "fits", "namespace": "ml"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                       "name": "fits"},
+                    "minReplicas": 1, "maxReplicas": 8,
+                    "metrics": [{"type": "Resource", "resource": {
+                        "name": "cpu", "target": {"type": "Utilization",
+                                                  "averageUtilization": 80}}}]}}
+    p = kubectl("apply", "-f", "-", stdin=json.dumps(hpa))
+    check("Warning:" in p.stderr and "fit" in p.stderr, "kubectl apply of the HPA: %r" % p.stderr)
+    kubectl("-n", "ml", "delete", "hpa", "fits")
+    delete_and_wait("ml", "replicaset", "fits", "app=fits")
+
+
+# ---------------------------------------------------------------------------------------------
+# f. No lock-out: gpuadmit stopped.
+
+def test_f_enforce_fails_closed_only_for_gpu_pods():
+    """Enforce (Fail), gpuadmit down: a GPU pod is refused with the apiserver's own error; a pod
+    without GPUs and a kube-system GPU pod are admitted."""
+    cluster("gpuadmit-stop")
+    p = kubectl("create", "-f", "-", stdin=gpu_pod("f-gpu"), ok=False)
+    check(p.returncode != 0 and 'failed calling webhook "pods.validate.gpuadmit.io"' in p.stderr,
+          "GPU pod with gpuadmit down: %r" % p.stderr)
+    kubectl("create", "-f", "-", stdin=cpu_pod("f-cpu"))
+    kubectl("create", "-f", "-", stdin=gpu_pod("f-system", ns="kube-system"))
+    kubectl("-n", "ml", "delete", "pod", "f-cpu", "--grace-period=0", "--force")
+    kubectl("-n", "kube-system", "delete", "pod", "f-system", "--grace-period=0", "--force")
+
+
+def test_f_pods_without_gpus_never_reach_gpuadmit():
+    """The apiserver evaluates the matchConditions: pods needing no GPU are never sent."""
+    cluster("gpuadmit-start")
+    webhook_live()
+    before = gpuadmit_get("/metrics")
+    for i in range(3):
+        kubectl("create", "-f", "-", stdin=cpu_pod("f-cpu-%d" % i))
+    kubectl("create", "-f", "-", stdin=gpu_pod("f-gpu"))
+    after = gpuadmit_get("/metrics")
+    n0 = metric(before, "gpuadmit_admission_requests_total")
+    n1 = metric(after, "gpuadmit_admission_requests_total")
+    # the GPU pod: one /mutate and one /validate call, nothing for the three others
+    check(n1 - n0 == 2, "admission requests went from %g to %g" % (n0, n1))
+    for i in range(3):
+        kubectl("-n", "ml", "delete", "pod", "f-cpu-%d" % i, "--grace-period=0", "--force")
+    kubectl("-n", "ml", "delete", "pod", "f-gpu", "--grace-period=0", "--force")
+
+
+def test_f_audit_fails_open():
+    """Audit overlay (Ignore), gpuadmit down: a GPU pod is admitted."""
+    cluster("uninstall")
+    cluster("install", "audit")
+    cluster("gpuadmit-stop")
+    kubectl("create", "-f", "-", stdin=gpu_pod("f-audit"))
+    kubectl("-n", "ml", "delete", "pod", "f-audit", "--grace-period=0", "--force")
+    cluster("uninstall")
+    cluster("install", "enforce")
+    cluster("gpuadmit-start")
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
+# g. The opt-out guard (ValidatingAdmissionPolicy of the enforce overlay).
+
+def test_g_policy_compiles():
+    """The apiserver type-checks the policy's CEL: no warnings, the binding is there."""
+    def checked():
+        vap = kjson("get", "validatingadmissionpolicy", "gpuadmit-exempt-label")
+        return vap.get("status", {}).get("typeChecking") is not None and vap
+    vap = wait("the policy's type check", checked)
+    warnings = vap["status"]["typeChecking"].get("expressionWarnings", [])
+    check(not warnings, "type-check warnings %r" % warnings)
+    kubectl("get", "validatingadmissionpolicybinding", "gpuadmit-exempt-label")
+
+
+def test_g_opt_out_label():
+    """A user outside gpuadmit:exempt cannot set the label; a member can."""
+    kubectl("-n", "ml", "create", "rolebinding", "alice-edit", "--clusterrole=edit",
+            "--user=alice")
+    label = {"gpuadmit.io/exempt": "true"}
+    p = wait("the policy denying alice", lambda: (lambda r: r if r.returncode != 0 else
+                                                   kubectl("-n", "ml", "delete", "pod", "g-1",
+                                                           "--grace-period=0", "--force")
+                                                   and None)(
+        kubectl("--as=alice", "create", "-f", "-", stdin=gpu_pod("g-1", labels=label),
+                ok=False)))
+    check("ValidatingAdmissionPolicy 'gpuadmit-exempt-label'" in p.stderr and
+          "only members of the group gpuadmit:exempt may set it" in p.stderr,
+          "alice: %r" % p.stderr)
+    kubectl("--as=alice", "--as-group=gpuadmit:exempt", "--as-group=system:authenticated",
+            "create", "-f", "-", stdin=gpu_pod("g-2", labels=label))
+    # an exempt pod is never sent to gpuadmit: no toleration patched in
+    tol = kjson("-n", "ml", "get", "pod", "g-2")["spec"].get("tolerations", [])
+    check(not any(t.get("key") == "nvidia.com/gpu" for t in tol), "exempt pod patched: %r" % tol)
+    kubectl("-n", "ml", "delete", "pod", "g-2", "--grace-period=0", "--force")
+    kubectl("-n", "ml", "delete", "rolebinding", "alice-edit")
+
+
+# ---------------------------------------------------------------------------------------------
+# b. PriorityClass and preemption.
+
+def deployment(name, replicas, priority=None, gpus=1, ns="ml", tolerate=False):
+    spec = {"containers": [{"name": "c", "image": "inference:2",
+                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+    if priority:
+        spec["priorityClassName"] = priority
+    if tolerate:
+        spec["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                "effect": "NoSchedule"}]
+    return json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": name, "namespace": ns},
+                       "spec": {"replicas": replicas,
+                                "selector": {"matchLabels": {"app": name}},
+                                "template": {"metadata": {"labels": {"app": name}},
+                                             "spec": spec}}})
+
+
+def act_as_kubelet(ns, selector):
+    """No kubelet confirms a pod's end: force-delete the pods being deleted, as a kubelet
+    would once their containers stopped."""
+    for p in pods(ns, selector):
+        if p["metadata"].get("deletionTimestamp"):
+            kubectl("-n", ns, "delete", "pod", p["metadata"]["name"], "--grace-period=0",
+                    "--force", "--ignore-not-found")
+
+
+def test_b_default_priority_class():
+    """A GPU Deployment without priorityClassName gets gpu-standard, and the apiserver's Priority
+    admission accepts its pods (their priority is the class's value)."""
+    kubectl("apply", "-f", "-", stdin=deployment("b-std", 1))
+    d = kjson("-n", "ml", "get", "deployment", "b-std")
+    pc = d["spec"]["template"]["spec"].get("priorityClassName")
+    check(pc == "gpu-standard", "the Deployment's priorityClassName %r" % pc)
+    ps = wait("the pod of b-std", lambda: pods("ml", "app=b-std"))
+    value = kjson("get", "priorityclass", "gpu-standard")["value"]
+    check(ps[0]["spec"].get("priority") == value, "pod priority %r, class value %r"
+          % (ps[0]["spec"].get("priority"), value))
+    delete_and_wait("ml", "deployment", "b-std", "app=b-std")
+
+
+def test_b_preemption():
+    """available: Deny. A high-priority workload that fits only by preempting is admitted, and
+    kube-scheduler preempts the low-priority pods holding the GPUs: the victims go, the new
+    pods are bound."""
+    cluster("gpuadmit-start", "--rules", rules_dir("deny", "Deny"))
+    webhook_live()
+    p = kubectl("apply", "-f", "-", stdin=replicaset("urgent", 8, priority="gpu-critical"))
+    check("Warning" not in p.stderr, "kubectl apply: %r" % p.stderr)
+
+    def all_bound():
+        act_as_kubelet("ml", "app=busy")
+        return len(bound(pods("ml", "app=urgent"))) == 8
+    wait("8 urgent pods bound after preemption", all_bound, limit=120)
+    busy = pods("ml", "app=busy")
+    check(len(bound(busy)) == 8 and len(busy) == 12,
+          "busy: %d pods, %d bound" % (len(busy), len(bound(busy))))
+    reasons = [e.get("reason") for e in kjson("-n", "ml", "get", "events")["items"]
+               if e.get("involvedObject", {}).get("name", "").startswith("busy-")]
+    check("Preempted" in reasons, "no Preempted event for the busy pods: %r" % set(reasons))
+    delete_and_wait("ml", "replicaset", "urgent", "app=urgent")
+    wait("12 busy pods bound again", lambda: len(bound(pods("ml", "app=busy"))) == 12)
+    cluster("gpuadmit-start")
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
+# c. Seed 003: EKS time-sliced T4s under rules/examples/eks-time-sliced-t4.yaml.
+
+def test_c_seed003_time_sliced():
+    """gpu-inference-app, with no tolerations or nodeSelector, gets both patched; the scheduler
+    binds its pods to the tainted T4 nodes, 4 per time-sliced T4; 2 shared GPUs are refused."""
+    for kind, name, sel in (("replicaset", "busy", "app=busy"),):
+        delete_and_wait("ml", kind, name, sel)
+    cluster("nodes", "seed-003")
+    d = os.path.join(STATE, "rules-eks")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    shutil.copy(os.path.join(ROOT, "rules", "examples", "eks-time-sliced-t4.yaml"), d)
+    cluster("gpuadmit-start", "--rules", d)
+    webhook_live()
+    kubectl("apply", "-f", "-", stdin=deployment("gpu-inference-app", 8))
+    spec = kjson("-n", "ml", "get", "deployment", "gpu-inference-app")["spec"]["template"]["spec"]
+    check(any(t.get("key") == "nvidia.com/gpu" for t in spec.get("tolerations", [])),
+          "tolerations %r" % spec.get("tolerations"))
+    check(spec.get("nodeSelector", {}).get("nvidia.com/gpu.present") == "true",
+          "nodeSelector %r" % spec.get("nodeSelector"))
+    ps = wait("8 pods bound", lambda: (lambda x: x if len(bound(x)) == 8 else None)(
+        pods("ml", "app=gpu-inference-app")), limit=90)
+    per_node = {}
+    for p in ps:
+        per_node[p["spec"]["nodeName"]] = per_node.get(p["spec"]["nodeName"], 0) + 1
+    check(per_node == {"g4dn-0": 4, "g4dn-1": 4}, "pods per node %r" % per_node)
+    p = kubectl("apply", "-f", "-", stdin=deployment("two-slices", 1, gpus=2), ok=False)
+    check(p.returncode != 0 and "denied the request" in p.stderr, "2 slices: %r" % p.stderr)
+    delete_and_wait("ml", "deployment", "gpu-inference-app", "app=gpu-inference-app")
+    cluster("nodes", "seed-000")
+    kubectl("apply", "-f", "-", stdin=replicaset("busy", 12, priority="batch-low"))
+    wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
+    cluster("gpuadmit-start")
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
+# j. What users see: audit annotations in the apiserver's audit log.
+
+def audit_events(name):
+    events = []
+    with open(os.path.join(STATE, "audit.log")) as f:
+        for line in f:
+            e = json.loads(line)
+            ref = e.get("objectRef", {})
+            if ref.get("resource") == "pods" and ref.get("name") == name and \
+                    e.get("verb") == "create" and e.get("stage") == "ResponseComplete":
+                events.append(e)
+    return events
+
+
+def test_j_audit_annotations():
+    """The audit overlay (--audit-only): the apiserver's audit log carries gpuadmit's
+    annotations, prefixed with the webhook's name, for what a rule would have done."""
+    cluster("uninstall")
+    cluster("install", "audit")
+    cluster("gpuadmit-start", "--audit-only")
+    webhook_gone()  # audit-only patches nothing
+    p = kubectl("create", "-f", "-", stdin=gpu_pod("j-audit"))
+    check("Warning" not in p.stderr, "audit-only sent a warning: %r" % p.stderr)
+    events = wait("the audit event of pod j-audit", lambda: audit_events("j-audit"), limit=30)
+    ann = events[-1].get("annotations", {})
+    keys = [k for k in ann if k.startswith("pods.mutate.gpuadmit.io/")]
+    check("pods.mutate.gpuadmit.io/tolerations" in ann, "audit annotations %r" % ann)
+    check(keys, "no gpuadmit annotation in %r" % ann)
+    kubectl("-n", "ml", "delete", "pod", "j-audit", "--grace-period=0", "--force")
+    cluster("uninstall")
+    cluster("install", "enforce")
+    cluster("gpuadmit-start")
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
+# Every overlay applies: kubectl apply -k, as users install it, against the real apiserver.
+
+def test_every_overlay_applies():
+    """kubectl apply -k of every overlay in manifests/overlays succeeds (the cert-manager ones
+    with cert-manager's CRDs installed); a second apply changes nothing."""
+    overlays = sorted(os.listdir(os.path.join(ROOT, "manifests", "overlays")))
+    check(len(overlays) >= 5, "overlays %r" % overlays)
+    for o in overlays:
+        cluster("uninstall")
+        cluster("install", o)
+        with open(os.path.join(STATE, "logs", "apply-%s.log" % o)) as f:
+            out = f.read()
+        for want in ("mutatingwebhookconfiguration.admissionregistration.k8s.io/gpuadmit",
+                     "validatingwebhookconfiguration.admissionregistration.k8s.io/gpuadmit",
+                     "deployment.apps/gpuadmit", "clusterrole.rbac.authorization.k8s.io/"
+                     "gpuadmit-cluster-view"):
+            check(want in out, "%s: %r not in kubectl's output:\n%s" % (o, want, out))
+        cluster("install", o)
+        with open(os.path.join(STATE, "logs", "apply-%s.log" % o)) as f:
+            again = f.read()
+        # kubectl always sends a PodDisruptionBudget's selector (patchStrategy replace) and so
+        # reports it "configured"; the apiserver finds nothing to change (kubectl diff)
+        changed = [l for l in again.splitlines() if not l.endswith(" unchanged") and
+                   l != "poddisruptionbudget.policy/gpuadmit configured"]
+        check(not changed, "%s: a second apply changed %r" % (o, changed))
+        p = kubectl("diff", "-k", os.path.join(STATE, "kustomize", o), ok=False)
+        check(p.returncode == 0, "%s: kubectl diff -k exit %d:\n%s%s" % (o, p.returncode,
+                                                                        p.stdout, p.stderr))
+    cluster("uninstall")
+    cluster("install", "enforce")
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
+
+TESTS = [
+    test_a_scheduler_without_gpuadmit,
+    test_a_install_enforce,
+    test_a_warning_default_policy,
+    test_a_deny_and_dry_run,
+    test_a_scale_past_capacity,
+    test_a_hpa_warning,
+    test_f_enforce_fails_closed_only_for_gpu_pods,
+    test_f_pods_without_gpus_never_reach_gpuadmit,
+    test_f_audit_fails_open,
+    test_g_policy_compiles,
+    test_g_opt_out_label,
+    test_b_default_priority_class,
+    test_b_preemption,
+    test_c_seed003_time_sliced,
+    test_j_audit_annotations,
+    test_every_overlay_applies,
+]
+
+
+def main():
+    global KUBECTL
+    state = {"passed": 0, "failed": 0}
+
+    def dog():
+        sys.stdout.write("not ok - watchdog: over %d s\n" % LIMIT_S)
+        subprocess.run([CLUSTER, "down"], env=ENV)
+        sys.stdout.write("%d passed, %d failed\n" % (state["passed"], state["failed"] + 1))
+        sys.stdout.flush()
+        os._exit(1)
+
+    timer = threading.Timer(LIMIT_S, dog)
+    timer.daemon = True
+    timer.start()
+    start = time.time()
+    KUBECTL = os.path.join(sh(os.path.join(ROOT, "scripts", "k8s-binaries.sh"),
+                              timeout=7200).stdout.strip(), "kubectl")
+    # a cold start: nothing of an earlier run
+    cluster("down")
+    shutil.rmtree(STATE, ignore_errors=True)
+    try:
+        cluster("control-plane")
+        cluster("nodes", "seed-000")
+        sys.stdout.write("# control plane and nodes up in %.0f s\n" % (time.time() - start))
+        setup_seed000()
+        for fn in TESTS:
+            try:
+                fn()
+                state["passed"] += 1
+                sys.stdout.write("ok - %s\n" % fn.__name__)
+            except Fail as e:
+                state["failed"] += 1
+                sys.stdout.write("not ok - %s: %s\n" % (fn.__name__, e))
+            except Exception as e:  # noqa: BLE001 - a test's crash is a failure, not the end
+                state["failed"] += 1
+                sys.stdout.write("not ok - %s: %s: %s\n%s" % (fn.__name__, type(e).__name__, e,
+                                                               traceback.format_exc()))
+            sys.stdout.flush()
+    except Fail as e:
+        state["failed"] += 1
+        sys.stdout.write("not ok - setup: %s\n" % e)
+    finally:
+        if os.environ.get("KEEP_CLUSTER", "") in ("", "0"):
+            subprocess.run([CLUSTER, "down"], env=ENV)
+    timer.cancel()
+    sys.stdout.write("# %.0f s\n%d passed, %d failed\n" % (time.time() - start, state["passed"],
+                                                           state["failed"]))
+    return 1 if state["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
