@@ -8,6 +8,7 @@
 #   scripts/cluster.sh up                 control plane + node pool seed-000 + gpuadmit (enforce)
 #   scripts/cluster.sh down               stop everything started here, keep nothing running
 #   scripts/cluster.sh control-plane      etcd, apiserver, controller-manager, scheduler only
+#   scripts/cluster.sh restart-apiserver  stop kube-apiserver and start it again
 #   scripts/cluster.sh nodes POOL         replace the fake Nodes with tests/cluster/nodes/POOL.yaml
 #   scripts/cluster.sh install OVERLAY    kubectl apply -k manifests/overlays/OVERLAY, pointed
 #                                         at the local gpuadmit (tests/cluster/loopback)
@@ -309,10 +310,11 @@ case $cmd in
         ;;
     down) down ;;
     control-plane) control_plane ;;
+    restart-apiserver) stop apiserver && control_plane ;;
     nodes) nodes "$@" ;;
     install) install "$@" ;;
     uninstall) uninstall ;;
     gpuadmit-start) gpuadmit_start "$@" ;;
     gpuadmit-stop) stop gpuadmit ;;
-    *) sed -n '2,19s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac

@@ -20,6 +20,7 @@ import tempfile
 import threading
 import time
 import traceback
+import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -473,6 +474,240 @@ def test_c_seed003_time_sliced():
 
 
 # ---------------------------------------------------------------------------------------------
+# d. A device-plugin restart; e. the watch.
+
+def view():
+    return json.loads(gpuadmit_get("/debug/view"))
+
+
+def gpus(q):
+    return int(q) if q is not None else 0
+
+
+def expected_from_kubectl():
+    """What the view should hold, from kubectl get: GPU amounts per node and the GPU pods."""
+    nodes, want_pods = {}, {}
+    ps = kjson("get", "pods", "-A")["items"]
+    for p in ps:
+        if p.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            continue
+        d = sum(gpus(c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu"))
+                for c in p["spec"]["containers"])
+        if d:
+            want_pods["%s/%s" % (p["metadata"]["namespace"], p["metadata"]["name"])] = \
+                p["spec"].get("nodeName", "")
+    for n in kjson("get", "nodes")["items"]:
+        name, st = n["metadata"]["name"], n["status"]
+        used = sum(gpus(c.get("resources", {}).get("limits", {}).get("nvidia.com/gpu"))
+                   for p in ps if p["spec"].get("nodeName") == name and
+                   p.get("status", {}).get("phase") not in ("Succeeded", "Failed")
+                   for c in p["spec"]["containers"])
+        nodes[name] = {
+            "ready": any(c["type"] == "Ready" and c["status"] == "True"
+                         for c in st.get("conditions", [])),
+            "unschedulable": bool(n["spec"].get("unschedulable", False)),
+            "allocatable": gpus(st.get("allocatable", {}).get("nvidia.com/gpu")),
+            "capacity": gpus(st.get("capacity", {}).get("nvidia.com/gpu")),
+            "used": used}
+    return {"nodes": nodes, "pods": want_pods}
+
+
+def from_view(v):
+    return {"nodes": {name: {"ready": n["ready"], "unschedulable": n["unschedulable"],
+                             "allocatable": n["allocatable"].get("nvidia.com/gpu", 0),
+                             "capacity": n["capacity"].get("nvidia.com/gpu", 0),
+                             "used": n["used"].get("nvidia.com/gpu", 0)}
+                      for name, n in v["nodes"].items()},
+            "pods": {k: p["node"] for k, p in v["pods"].items()}}
+
+
+def view_agrees(what):
+    state = {}
+
+    def same():
+        state["want"], state["got"] = expected_from_kubectl(), from_view(view())
+        return state["want"] == state["got"]
+    try:
+        wait("/debug/view agreeing with kubectl get " + what, same, limit=30)
+    except Fail:
+        raise Fail("/debug/view %s: kubectl says %s, the view %s" % (
+            what, json.dumps(state["want"], sort_keys=True), json.dumps(state["got"],
+                                                                        sort_keys=True)))
+
+
+def patch_gpus(node, allocatable, capacity=None):
+    st = {"allocatable": {"nvidia.com/gpu": str(allocatable)}}
+    if capacity is not None:
+        st["capacity"] = {"nvidia.com/gpu": str(capacity)}
+    kubectl("patch", "node", node, "--subresource=status", "--type=merge", "-p",
+            json.dumps({"status": st}))
+
+
+def test_d_device_plugin_restart():
+    """A node's GPU allocatable drops to 0 (its capacity does not) and comes back within
+    --allocatable-grace: no false denial meanwhile; past the grace the view counts the loss."""
+    cluster("gpuadmit-start", "--rules", rules_dir("deny", "Deny"), "--allocatable-grace", "8")
+    webhook_live()
+    fits = replicaset("fits", 4, priority="batch-low")
+    kubectl("apply", "--dry-run=server", "-f", "-", stdin=fits)
+    patch_gpus("gpu-0", 0)
+    time.sleep(1)
+    p = kubectl("apply", "--dry-run=server", "-f", "-", stdin=fits, ok=False)
+    check(p.returncode == 0, "within the grace period: %r" % p.stderr)
+    patch_gpus("gpu-0", 4)
+    time.sleep(1)
+    kubectl("apply", "--dry-run=server", "-f", "-", stdin=fits)
+    patch_gpus("gpu-0", 0)
+    wait("the view counting gpu-0's loss",
+         lambda: view()["nodes"]["gpu-0"]["allocatable"].get("nvidia.com/gpu", 0) == 0,
+         limit=30)
+    p = kubectl("apply", "--dry-run=server", "-f", "-", stdin=fits, ok=False)
+    check(p.returncode != 0 and "only 3 of 4 more pods fit now" in p.stderr,
+          "after the grace period: %r" % p.stderr)
+    patch_gpus("gpu-0", 4)
+    cluster("gpuadmit-start")
+    webhook_live()
+
+
+def test_e_view_after_changes():
+    """/debug/view agrees with kubectl get after pods and nodes change."""
+    view_agrees("at the start")
+    kubectl("-n", "ml", "scale", "rs", "busy", "--replicas=9")
+    wait("busy scaled to 9", lambda: (act_as_kubelet("ml", "app=busy"),
+                                      len(pods("ml", "app=busy")) == 9)[1])
+    view_agrees("after a scale-down")
+    kubectl("cordon", "gpu-3")
+    patch_gpus("gpu-2", 2, capacity=2)
+    view_agrees("after a cordon and a node's GPUs changing")
+    kubectl("uncordon", "gpu-3")
+    patch_gpus("gpu-2", 4, capacity=4)
+    kubectl("-n", "ml", "scale", "rs", "busy", "--replicas=12")
+    wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
+    view_agrees("after a scale-up")
+
+
+def relists():
+    return metric(gpuadmit_get("/metrics"), "gpuadmit_cluster_relists_total")
+
+
+def test_e_apiserver_restart():
+    """An apiserver restart: watches resumed at a resource version its new watch cache no longer
+    has get 410 Gone, gpuadmit relists (log and metrics), and the view agrees afterwards."""
+    before = relists()
+    log_at = os.path.getsize(os.path.join(STATE, "logs", "gpuadmit.log"))
+    sh(CLUSTER, "restart-apiserver", timeout=120)
+    kubectl("-n", "ml", "scale", "rs", "busy", "--replicas=11")
+    wait("a relist", lambda: relists() > before, limit=60)
+    with open(os.path.join(STATE, "logs", "gpuadmit.log")) as f:
+        f.seek(log_at)
+        lines = [json.loads(l) for l in f if l.startswith("{")]
+    gone = [l for l in lines if l.get("msg") == "relist (410 Gone)"]
+    check(gone and all("too old resource version" in l.get("message", "") for l in gone),
+          "no 410 relist in the log: %r" % [l.get("msg") for l in lines][-10:])
+    wait("busy at 11", lambda: (act_as_kubelet("ml", "app=busy"),
+                                len(pods("ml", "app=busy")) == 11)[1])
+    view_agrees("after the apiserver restart")
+    kubectl("-n", "ml", "scale", "rs", "busy", "--replicas=12")
+    wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
+
+
+def readyz_status():
+    ctx = ssl.create_default_context(cafile=os.path.join(STATE, "webhook", "ca.crt"))
+    try:
+        with urllib.request.urlopen(GPUADMIT + "/readyz", context=ctx, timeout=5) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def test_e_rbac_removed():
+    """Without the RBAC for jobs, /readyz stays 503 and the log names the kind; the overlay
+    applied again restores it."""
+    role = kjson("get", "clusterrole", "gpuadmit-cluster-view")
+    role["rules"] = [r for r in role["rules"] if "jobs" not in r.get("resources", [])]
+    role["metadata"] = {"name": "gpuadmit-cluster-view"}
+    kubectl("replace", "-f", "-", stdin=json.dumps(role))
+    log = os.path.join(STATE, "logs", "gpuadmit.log")
+    sh(CLUSTER, "gpuadmit-stop")
+    # started by hand: gpuadmit-start waits for /readyz, which must not come
+    p = subprocess.Popen([CLUSTER, "gpuadmit-start"], env=ENV, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        def named():
+            if not os.path.exists(log):
+                return False
+            with open(log) as f:
+                return [l for l in f if '"jobs"' in l and ("403" in l or "forbidden" in l)]
+        lines = wait("a log line naming jobs and the refusal", named, limit=30)
+        time.sleep(3)
+        check(readyz_status() == 503, "/readyz %r" % readyz_status())
+    finally:
+        p.wait(timeout=60)
+    check(lines, "log %r" % lines)
+    cluster("install", "enforce")
+    cluster("gpuadmit-start")
+    check(readyz_status() == 200, "/readyz after the RBAC is back: %r" % readyz_status())
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
+# i. Reinvocation: a MutatingAdmissionPolicy that changes the pod after gpuadmit.
+
+MAP = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+       "metadata": {"name": "count-tolerations"},
+       "spec": {"failurePolicy": "Fail", "reinvocationPolicy": "IfNeeded",
+                "matchConstraints": {
+                    "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ml"}},
+                    "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                       "operations": ["CREATE"], "resources": ["pods"]}]},
+                # The apiserver runs policies before webhooks: this one's first call sees the
+                # pod before gpuadmit, its second (IfNeeded) gpuadmit's toleration, and changes
+                # the pod again, so that gpuadmit is called a second time.
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                    "expression": "Object{metadata: Object.metadata{annotations: "
+                                  "{\"example.com/tolerations\": string(has(object.spec."
+                                  "tolerations) ? size(object.spec.tolerations) : 0)}}}"}}]}}
+MAPB = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": "count-tolerations"},
+        "spec": {"policyName": "count-tolerations"}}
+
+
+def test_i_reinvocation():
+    """gpuadmit patches, the policy then changes the pod, gpuadmit is called again
+    (reinvocationPolicy IfNeeded) and patches nothing; the pod is admitted as patched."""
+    kubectl("apply", "-f", "-", stdin=json.dumps(MAP))
+    kubectl("apply", "-f", "-", stdin=json.dumps(MAPB))
+
+    def annotated():
+        p = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                    stdin=gpu_pod("i-probe"), ok=False)
+        return p.returncode == 0 and json.loads(p.stdout)["metadata"].get(
+            "annotations", {}).get("example.com/tolerations") == "3"
+    wait("the policy in force", annotated)
+    m0 = gpuadmit_get("/metrics")
+    kubectl("create", "-f", "-", stdin=gpu_pod("i-pod"))
+    m1 = gpuadmit_get("/metrics")
+
+    def calls(m, outcome):
+        return metric(m, "gpuadmit_admission_requests_total", endpoint="mutate", kind="Pod",
+                      operation="CREATE", outcome=outcome)
+    check(calls(m1, "patched") - calls(m0, "patched") == 1 and
+          calls(m1, "allowed") - calls(m0, "allowed") == 1,
+          "mutate calls: patched %+g, allowed %+g" % (calls(m1, "patched") - calls(m0, "patched"),
+                                                     calls(m1, "allowed") - calls(m0, "allowed")))
+    pod = kjson("-n", "ml", "get", "pod", "i-pod")
+    # DefaultTolerationSeconds' two and gpuadmit's
+    check(pod["metadata"].get("annotations", {}).get("example.com/tolerations") == "3",
+          "annotations %r" % pod["metadata"].get("annotations"))
+    check(any(t.get("key") == "nvidia.com/gpu" for t in pod["spec"].get("tolerations", [])) and
+          pod["spec"].get("priorityClassName") == "gpu-standard",
+          "gpuadmit's patch: %r" % pod["spec"])
+    kubectl("-n", "ml", "delete", "pod", "i-pod", "--grace-period=0", "--force")
+    kubectl("delete", "mutatingadmissionpolicybinding,mutatingadmissionpolicy",
+            "count-tolerations")
+
+
+# ---------------------------------------------------------------------------------------------
 # j. What users see: audit annotations in the apiserver's audit log.
 
 def audit_events(name):
@@ -559,6 +794,11 @@ TESTS = [
     test_b_default_priority_class,
     test_b_preemption,
     test_c_seed003_time_sliced,
+    test_d_device_plugin_restart,
+    test_e_view_after_changes,
+    test_e_apiserver_restart,
+    test_e_rbac_removed,
+    test_i_reinvocation,
     test_j_audit_annotations,
     test_every_overlay_applies,
 ]
