@@ -66,6 +66,11 @@ if have_all; then
     exit 0
 fi
 
+for tool in go apt-get dpkg-deb flock; do
+    command -v "$tool" >/dev/null ||
+        { echo "k8s-binaries: $tool is needed to build or fetch the control plane" >&2; exit 1; }
+done
+
 # One builder at a time per cache: a second make cluster waits rather than building again.
 exec 9>"$cache/.lock"
 flock 9

@@ -260,6 +260,13 @@ def test_a_scale_past_capacity():
     """kubectl scale of a ReplicaSet that fits, past what is free: refused, with the arithmetic."""
     kubectl("apply", "-f", "-", stdin=replicaset("fits", 2, priority="batch-low"))
     wait("2 fits pods bound", lambda: len(bound(pods("ml", "app=fits"))) == 2)
+    # gpuadmit reserves an admitted increase for reserveSeconds (10) on the nodes it guesses
+    # the scheduler will use; kube-scheduler spreads the pods elsewhere, and until the window
+    # ends those GPUs count twice (reported, not fixed here). Wait for the window, through a
+    # dry run of what fits once it has ended (2 more).
+    wait("the reservation window", lambda: kubectl(
+        "-n", "ml", "scale", "rs", "fits", "--replicas=4", "--dry-run=server",
+        ok=False).returncode == 0, limit=30)
     p = kubectl("-n", "ml", "scale", "rs", "fits", "--replicas=8", ok=False)
     check(p.returncode != 0 and "scale.validate.gpuadmit.io" in p.stderr and
           "only 2 of 6 more pods fit now" in p.stderr, "kubectl scale: %r" % p.stderr)
@@ -708,6 +715,67 @@ def test_i_reinvocation():
 
 
 # ---------------------------------------------------------------------------------------------
+# h. Rotation of gpuadmit's CA while pods are admitted.
+
+def served_cert():
+    return ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(
+        ssl.get_server_certificate(("127.0.0.1", BASE + 944))))
+
+
+def file_cert(path):
+    with open(path) as f:
+        text = f.read()
+    first = text[:text.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    return ssl.DER_cert_to_PEM_cert(ssl.PEM_cert_to_DER_cert(first))
+
+
+def test_h_rotation():
+    """gpuadmit certs --rotate, its three steps, with the webhook configurations' caBundle
+    updated between them (kubectl apply -k), while a loop has GPU pods admitted (server-side
+    dry runs, so that nothing is bound): not one failed admission."""
+    certs = os.path.join(STATE, "webhook")
+    gpuadmit_bin = os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build", "release",
+                                                               "gpuadmit"))
+    stop = threading.Event()
+    results = []
+
+    def loop():
+        while not stop.is_set():
+            p = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                        stdin=gpu_pod("h-loop"), ok=False)
+            ok = p.returncode == 0 and any(t.get("key") == "nvidia.com/gpu" for t in
+                                           json.loads(p.stdout)["spec"].get("tolerations", []))
+            results.append((ok, p.stderr.strip()))
+    t = threading.Thread(target=loop, daemon=True)
+    t.start()
+    try:
+        for step in (1, 2, 3):
+            sh(gpuadmit_bin, "certs", "--rotate=%d" % step, "--out", certs)
+            if step == 2:
+                # gpuadmit re-reads its certificate files when they change
+                want = file_cert(os.path.join(certs, "tls.crt"))
+                wait("gpuadmit serving the re-issued certificate",
+                     lambda: served_cert() == want, limit=30)
+            else:
+                cluster("install", "enforce")
+            time.sleep(5)  # the apiservers' informers, and calls with the new state
+    finally:
+        stop.set()
+        t.join(timeout=60)
+    failed = [e for ok, e in results if not ok]
+    check(len(results) >= 10 and not failed, "%d admissions, %d failed: %r"
+          % (len(results), len(failed), failed[:3]))
+    mwc = kjson("get", "mutatingwebhookconfiguration", "gpuadmit")
+    with open(os.path.join(certs, "ca.crt"), "rb") as f:
+        ca = f.read()
+    check(ca.count(b"BEGIN CERTIFICATE") == 1, "ca.crt after the rotation holds %d certificates"
+          % ca.count(b"BEGIN CERTIFICATE"))
+    check(all(w["clientConfig"]["caBundle"] == base64.b64encode(ca).decode()
+              for w in mwc["webhooks"]), "caBundle is not the new CA alone")
+    webhook_live()
+
+
+# ---------------------------------------------------------------------------------------------
 # j. What users see: audit annotations in the apiserver's audit log.
 
 def audit_events(name):
@@ -799,6 +867,7 @@ TESTS = [
     test_e_apiserver_restart,
     test_e_rbac_removed,
     test_i_reinvocation,
+    test_h_rotation,
     test_j_audit_annotations,
     test_every_overlay_applies,
 ]
