@@ -98,18 +98,10 @@ build_k8s() {
 }
 
 fetch_etcd() {
-    # A private apt state, so that the machine's sources and lists stay as they are.
-    local apt=$stage/apt
-    mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial"
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg]" \
-        "http://deb.debian.org/debian trixie main" >"$apt/sources.list"
-    local opts=(-qq -o "Dir::Etc::SourceList=$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-        -o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o Debug::NoLocking=1
-        -o APT::Sandbox::User="$(id -un)")
-    apt-get "${opts[@]}" update
-    (cd "$apt" && apt-get "${opts[@]}" download "etcd-server=$etcd_deb_version")
-    dpkg-deb -x "$apt"/etcd-server_*.deb "$apt/root"
-    mv "$apt/root/usr/bin/etcd" "$stage/etcd"
+    # scripts/debian-fetch.sh: apt's own sources and lists stay as they are
+    "$root/scripts/debian-fetch.sh" trixie "$stage/apt" "etcd-server=$etcd_deb_version"
+    dpkg-deb -x "$stage/apt"/etcd-server_*.deb "$stage/apt/root"
+    mv "$stage/apt/root/usr/bin/etcd" "$stage/etcd"
 }
 
 build_k8s
