@@ -507,7 +507,16 @@ static bool confined(const struct policy_doc *doc, const json_t *spec, char *why
     return all;
 }
 
-static bool env_sets_visible_devices(const json_t *c)
+/* The NVIDIA_VISIBLE_DEVICES entry of a container's env that can widen what the NVIDIA runtime
+ * exposes, or NULL. The runtime hands a container the GPUs its NVIDIA_VISIBLE_DEVICES names, for
+ * unprivileged containers too by default (nvidia-container-toolkit, internal/config/config.go:
+ * accept-nvidia-visible-devices-envvar-when-unprivileged = true; internal/config/image/
+ * cuda_image.go reads the variable). The kubelet puts the device plugin's value first and the
+ * pod's env after it (pkg/kubelet/kubelet_pods.go, GenerateRunContainerOptions), so a user value
+ * overrides the plugin's. Only "void" and "none" are documented to ask for no GPU; "" is not one
+ * of them (and it overrides the plugin's value all the same), and valueFrom is unknown here: both
+ * are counted with every other value. */
+static const json_t *visible_devices_entry(const json_t *c)
 {
     const json_t *env = json_object_get(c, "env"), *e;
     size_t i;
@@ -518,13 +527,28 @@ static bool env_sets_visible_devices(const json_t *c)
 
         if (n == NULL || strcmp(n, "NVIDIA_VISIBLE_DEVICES") != 0)
             continue;
-        /* "void" and "none" ask the NVIDIA runtime for no GPU; valueFrom is unknown: counted */
-        if (v != NULL && (v[0] == '\0' || strcmp(v, "void") == 0 || strcmp(v, "none") == 0) &&
+        if (v != NULL && (strcmp(v, "void") == 0 || strcmp(v, "none") == 0) &&
             json_object_get(e, "valueFrom") == NULL)
             continue;
-        return true;
+        return e;
     }
-    return false;
+    return NULL;
+}
+
+static bool env_sets_visible_devices(const json_t *c)
+{
+    return visible_devices_entry(c) != NULL;
+}
+
+/* How a container's NVIDIA_VISIBLE_DEVICES is set, for messages: "=all", " from valueFrom". */
+static void visible_devices_value(const json_t *c, char *out, size_t len)
+{
+    const char *v = json_string_value(json_object_get(visible_devices_entry(c), "value"));
+
+    if (v == NULL)
+        snprintf(out, len, " from valueFrom");
+    else
+        snprintf(out, len, "=\"%.64s\"", v);
 }
 
 /* Calls fn on every container and init container until it returns true; that container. */
@@ -547,7 +571,7 @@ static const json_t *find_container(const json_t *spec, bool (*fn)(const json_t 
 static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, char *why,
                               size_t len)
 {
-    const json_t *tols, *tol, *c, *v;
+    const json_t *tols, *tol, *v;
     const char *rc;
     size_t i;
 
@@ -569,18 +593,15 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
             }
         }
     }
+    /* globs, as the webhook configurations' matchConditions (runtimeClassName.startsWith):
+     * the GPU Operator makes nvidia, nvidia-cdi and nvidia-legacy */
     rc = json_string_value(json_object_get(spec, "runtimeClassName"));
-    for (size_t k = 0; rc != NULL && k < doc->gpu_runtime_classes.n; k++) {
-        if (strcmp(rc, doc->gpu_runtime_classes.v[k]) == 0) {
-            snprintf(why, len, "runtimeClassName %s", rc);
-            return true;
-        }
-    }
-    c = find_container(spec, env_sets_visible_devices);
-    if (c != NULL) {
-        snprintf(why, len, "NVIDIA_VISIBLE_DEVICES in container \"%s\"", container_name(c));
+    if (rc != NULL && pod_glob_any(&doc->gpu_runtime_classes, rc)) {
+        snprintf(why, len, "runtimeClassName %s", rc);
         return true;
     }
+    /* NVIDIA_VISIBLE_DEVICES is not a way to aim at GPU nodes but a way around the device
+     * plugin: rule_gpu_request refuses it by itself, in every container */
     return false;
 }
 
@@ -620,14 +641,58 @@ static void normalize_path(const char *path, char *out, size_t len)
     out[n] = '\0';
 }
 
-/* A hostPath that exposes GPU device nodes: the root, any .../dev directory (the host's, or a
- * driver root's such as the GPU Operator's /run/nvidia/driver/dev), /dev/nvidia*, /dev/dri
- * (DRM render nodes), or the driver root itself. */
+/* Whether a /proc path leads to a process's view of the host: /proc itself, a process's
+ * directory, or its root, cwd, fd, map_files or task entries (/proc/1/root is the host's /). */
+static bool proc_host_root(const char *norm)
+{
+    const char *pid, *rest;
+    size_t seg;
+
+    if (strcmp(norm, "/proc") == 0)
+        return true;
+    if (strncmp(norm, "/proc/", 6) != 0)
+        return false;
+    pid = norm + 6;
+    rest = strchr(pid, '/');
+    if (rest == NULL)
+        return true;
+    rest++;
+    seg = strcspn(rest, "/");
+    return (seg == 4 && (strncmp(rest, "root", 4) == 0 || strncmp(rest, "task", 4) == 0)) ||
+           (seg == 3 && strncmp(rest, "cwd", 3) == 0) ||
+           (seg == 2 && strncmp(rest, "fd", 2) == 0) ||
+           (seg == 9 && strncmp(rest, "map_files", 9) == 0);
+}
+
+/* Whether a normalised host path exposes GPU device nodes: the root or /run (which hold them),
+ * any .../dev directory (the host's, or a driver root's such as the GPU Operator's
+ * /run/nvidia/driver/dev), /dev/nvidia*, /dev/dri (DRM render nodes), /dev/char and /dev/block
+ * (their links name every device by number: /dev/char/195:0 is /dev/nvidia0), the driver root,
+ * or a process's root under /proc. */
+static bool exposes_devices(const char *norm)
+{
+    static const char *const globs[] = {"*/dev/nvidia*", "*/dev/dri",    "*/dev/dri/*",
+                                        "*/dev/char",    "*/dev/char/*", "*/dev/block",
+                                        "*/dev/block/*", "/run/nvidia",  "/run/nvidia/driver*"};
+    size_t n = strlen(norm);
+
+    if (strcmp(norm, "/") == 0 || strcmp(norm, "/run") == 0 ||
+        (n >= 4 && strcmp(norm + n - 4, "/dev") == 0) || proc_host_root(norm))
+        return true;
+    for (size_t i = 0; i < sizeof(globs) / sizeof(globs[0]); i++)
+        if (fnmatch(globs[i], norm, 0) == 0)
+            return true;
+    return false;
+}
+
+/* A hostPath that exposes GPU device nodes (exposes_devices), judged as the host resolves it:
+ * ".", ".." and repeated slashes applied, and /var/run read as /run, which it links to on
+ * every distribution the kubelet runs on. */
 static const char *dev_host_path(const json_t *spec)
 {
     const json_t *vols = json_object_get(spec, "volumes"), *vol;
-    size_t i, n;
-    char norm[512];
+    size_t i;
+    char norm[512], alias[512];
 
     json_array_foreach (vols, i, vol) {
         const char *p =
@@ -636,12 +701,34 @@ static const char *dev_host_path(const json_t *spec)
         if (p == NULL)
             continue;
         normalize_path(p, norm, sizeof(norm));
-        n = strlen(norm);
-        if (strcmp(norm, "/") == 0 || (n >= 4 && strcmp(norm + n - 4, "/dev") == 0) ||
-            fnmatch("*/dev/nvidia*", norm, 0) == 0 || fnmatch("*/dev/dri", norm, 0) == 0 ||
-            fnmatch("*/dev/dri/*", norm, 0) == 0 || strcmp(norm, "/run/nvidia") == 0 ||
-            strncmp(norm, "/run/nvidia/driver", 18) == 0)
+        if (strcmp(norm, "/var/run") == 0 || strncmp(norm, "/var/run/", 9) == 0) {
+            snprintf(alias, sizeof(alias), "%s", norm + 4);
+            snprintf(norm, sizeof(norm), "%s", alias);
+        }
+        if (exposes_devices(norm))
             return p;
+    }
+    return NULL;
+}
+
+/* A cdi.k8s.io/ annotation that asks the container runtime for NVIDIA devices by their Container
+ * Device Interface names ("nvidia.com/gpu=all", comma-separated): containerd and CRI-O inject
+ * them into the containers without the device plugin. Its key, or NULL; the value into val. */
+static const char *cdi_nvidia_annotation(const struct ctx *c, const char **val)
+{
+    const json_t *ann = json_object_get(patch_get(c->object, c->t->meta_path), "annotations");
+    const char *key;
+    const json_t *v;
+
+    json_object_foreach ((json_t *)ann, key, v) {
+        const char *s = json_string_value(v);
+
+        /* each device is VENDOR/CLASS=NAME; NVIDIA's vendors are nvidia.com and its
+         * subdomains (k8s.device-plugin.nvidia.com) */
+        if (strncmp(key, "cdi.k8s.io/", 11) == 0 && s != NULL && strstr(s, "nvidia.com/")) {
+            *val = s;
+            return key;
+        }
     }
     return NULL;
 }
@@ -667,6 +754,55 @@ static bool node_res_is_gpu(const char *res, void *arg)
     return pod_glob_any(&doc->gpu_resources, res);
 }
 
+/* -1 without a view or for a node it has not seen, 0 for a known node without GPUs, 1 for a
+ * known GPU node (a label of gpu.nodeLabels, or it offers a resource of gpu.resources). */
+static int node_kind(const struct ctx *c, const char *node)
+{
+    return c->view == NULL ? -1
+                           : cluster_node_is(c->view, node, node_has_gpu_label, node_res_is_gpu,
+                                             (void *)c->doc);
+}
+
+/* Whether the pod is pinned to a node the view knows is a GPU node: spec.nodeName, or a required
+ * node affinity term whose matchFields put metadata.name In such a node. The scheduler is
+ * skipped for nodeName, and the kubelet admits a pod on its node checking only NoExecute taints
+ * (pkg/kubelet/lifecycle/predicate.go, generalFilter), so such a pod lands on the GPU node
+ * whatever it tolerates. */
+static bool pinned_to_gpu_node(const struct ctx *c, char *why, size_t len)
+{
+    const json_t *v = json_object_get(c->spec, "nodeName"), *term, *f, *val;
+    size_t i, k, m;
+
+    if (json_is_string(v) && node_kind(c, json_string_value(v)) == 1) {
+        snprintf(why, len, "nodeName %s, a GPU node", json_string_value(v));
+        return true;
+    }
+    json_array_foreach (required_terms(c->spec), i, term) {
+        json_array_foreach (json_object_get(term, "matchFields"), k, f) {
+            const char *key = json_string_value(json_object_get(f, "key"));
+            const char *op = json_string_value(json_object_get(f, "operator"));
+
+            if (key == NULL || op == NULL || strcmp(key, "metadata.name") != 0 ||
+                strcmp(op, "In") != 0)
+                continue;
+            json_array_foreach (json_object_get(f, "values"), m, val) {
+                if (json_is_string(val) && node_kind(c, json_string_value(val)) == 1) {
+                    snprintf(why, len, "node affinity on node %s, a GPU node",
+                             json_string_value(val));
+                    return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+/* Whether the pod targets GPU nodes: targets_gpu_nodes, or pinned to a known GPU node. */
+static bool pod_targets(const struct ctx *c, char *why, size_t len)
+{
+    return targets_gpu_nodes(c->doc, c->spec, why, len) || pinned_to_gpu_node(c, why, len);
+}
+
 /* Whether the pod can land on a GPU node at all: it targets them; it names its node
  * (spec.nodeName, which bypasses the scheduler's taint checks) and that node is a GPU node or
  * one the view does not know; a matchFields affinity; it tolerates every taint; or the policy
@@ -678,16 +814,13 @@ static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
     size_t i;
     bool keeps_off = false;
 
-    if (targets_gpu_nodes(doc, spec, why, len))
+    if (pod_targets(c, why, len))
         return true;
     v = json_object_get(spec, "nodeName");
     if (json_is_string(v) && json_string_length(v) > 0) {
         /* kubectl debug node/NAME: pinned to a node the view knows has no GPU, it cannot reach
          * one; without a view, or a node it has not seen, assume it can */
-        int gpu = c->view == NULL
-                      ? -1
-                      : cluster_node_is(c->view, json_string_value(v), node_has_gpu_label,
-                                        node_res_is_gpu, (void *)doc);
+        int gpu = node_kind(c, json_string_value(v));
 
         if (gpu == 0)
             return false;
@@ -711,9 +844,22 @@ static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
     return !keeps_off;
 }
 
+/* Whether an envFrom entry of the container may set NVIDIA_VISIBLE_DEVICES unseen: every key of
+ * the ConfigMap or Secret becomes PREFIX+KEY, so an entry is safe only with a prefix that
+ * NVIDIA_VISIBLE_DEVICES does not start with (APP_, say). */
 static bool has_env_from(const json_t *c)
 {
-    return json_array_size(json_object_get(c, "envFrom")) > 0;
+    static const char var[] = "NVIDIA_VISIBLE_DEVICES";
+    const json_t *e;
+    size_t i;
+
+    json_array_foreach (json_object_get(c, "envFrom"), i, e) {
+        const char *prefix = json_string_value(json_object_get(e, "prefix"));
+
+        if (prefix == NULL || strncmp(var, prefix, strlen(prefix)) == 0)
+            return true;
+    }
+    return false;
 }
 
 /* ---- the rules ---- */
@@ -765,13 +911,69 @@ static int add_gpu_request(struct ctx *c, const char *res, long long count)
     return 0;
 }
 
+/*
+ * Ways to reach GPUs around the device plugin, judged per container. A container gets GPUs
+ * only through its own request (or, for an init container, the devices the kubelet's device
+ * manager allocates to it): a GPU request in one container opens nothing for the others, and a
+ * GPU pod lands on a GPU node, where each of its other containers can take every GPU by one of
+ * these. So each is refused in every container (init containers too) of a pod that requests
+ * GPUs or can reach GPU nodes, and a user-set NVIDIA_VISIBLE_DEVICES in every pod.
+ */
+static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_demand *dm)
+{
+    char why[300], value[80];
+    const json_t *x;
+    const char *hp, *key, *val = NULL;
+    bool reachable = dm->n > 0;
+
+    if (reachable)
+        snprintf(why, sizeof(why), "it requests %s", dm->r[0].name);
+    else
+        reachable = reaches_gpu_nodes(c, why, sizeof(why));
+    if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices))) {
+        visible_devices_value(x, value, sizeof(value));
+        add_problem(c->problem, sizeof(c->problem),
+                    "container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which the NVIDIA runtime "
+                    "honours around the device plugin (it can expose every GPU of the node); "
+                    "remove the variable (or set it to void), and request "
+                    "resources.limits[\"%s\"] where the container needs a GPU",
+                    container_name(x), value, ru->default_resource);
+    }
+    if (!reachable)
+        return;
+    if (ru->deny_privileged && (x = find_container(c->spec, is_privileged)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "privileged container \"%s\" can reach GPU devices (a privileged container "
+                    "sees all of the node's /dev, whatever it requests) and the pod can reach GPU "
+                    "nodes (%s); drop securityContext.privileged and add only the capabilities it "
+                    "needs",
+                    container_name(x), why);
+    if (ru->deny_visible_devices_env && (x = find_container(c->spec, has_env_from)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "container \"%s\" can reach GPU nodes (%s) and takes its environment from "
+                    "envFrom, which may set NVIDIA_VISIBLE_DEVICES unseen; give each envFrom "
+                    "entry a prefix (e.g. APP_) or set its variables with env",
+                    container_name(x), why);
+    if (ru->deny_dev_host_path && (hp = dev_host_path(c->spec)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "hostPath volume \"%s\" exposes GPU device nodes to every container that "
+                    "mounts it, around the device plugin, and the pod can reach GPU nodes (%s); "
+                    "remove the volume",
+                    hp, why);
+    if (ru->deny_dev_host_path && (key = cdi_nvidia_annotation(c, &val)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "annotation %s: %.64s asks the container runtime for NVIDIA devices around "
+                    "the device plugin, and the pod can reach GPU nodes (%s); remove it and "
+                    "request resources.limits[\"%s\"]",
+                    key, val, why, ru->default_resource);
+}
+
 static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
 {
     struct pod_demand dm;
     struct diag d;
     char why[300];
-    const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0), *x;
-    const char *hp;
+    const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0);
     bool fixed = false;
 
     diag_clear(&d);
@@ -779,7 +981,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
         add_problem(c->problem, sizeof(c->problem), "%s", d.msg);
         return V_PROBLEM;
     }
-    if (dm.n == 0 && targets_gpu_nodes(c->doc, c->spec, why, sizeof(why))) {
+    if (dm.n == 0 && pod_targets(c, why, sizeof(why))) {
         char desc[MSG_MAX];
 
         snprintf(desc, sizeof(desc),
@@ -797,34 +999,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
             add_problem(c->problem, sizeof(c->problem), "%s", desc);
         }
     }
-    /* ways to reach GPUs without asking the device plugin */
-    if (dm.n == 0) {
-        bool reachable = reaches_gpu_nodes(c, why, sizeof(why));
-
-        if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices)))
-            add_problem(c->problem, sizeof(c->problem),
-                        "container \"%s\" sets NVIDIA_VISIBLE_DEVICES without requesting a GPU, "
-                        "which bypasses the device plugin; request resources.limits[\"%s\"] or "
-                        "remove the variable",
-                        container_name(x), ru->default_resource);
-        if (reachable && ru->deny_privileged && (x = find_container(c->spec, is_privileged)))
-            add_problem(c->problem, sizeof(c->problem),
-                        "privileged container \"%s\" can reach GPU devices without requesting a "
-                        "GPU; request resources.limits[\"%s\"] or drop privileged",
-                        container_name(x), ru->default_resource);
-        if (reachable && ru->deny_visible_devices_env &&
-            (x = find_container(c->spec, has_env_from)))
-            add_problem(c->problem, sizeof(c->problem),
-                        "container \"%s\" can reach GPU nodes (%s) and takes its environment from "
-                        "envFrom, which may set NVIDIA_VISIBLE_DEVICES unseen; request "
-                        "resources.limits[\"%s\"] or set its variables with env",
-                        container_name(x), why, ru->default_resource);
-        if (reachable && ru->deny_dev_host_path && (hp = dev_host_path(c->spec)))
-            add_problem(c->problem, sizeof(c->problem),
-                        "hostPath volume \"%s\" exposes GPU device nodes without a GPU request; "
-                        "request resources.limits[\"%s\"] or remove the volume",
-                        hp, ru->default_resource);
-    }
+    bypasses(c, ru, &dm);
     for (size_t i = 0; ru->max_per_pod > 0 && i < dm.n; i++) {
         if (dm.r[i].milli > ru->max_per_pod * 1000)
             add_problem(c->problem, sizeof(c->problem),
@@ -854,8 +1029,12 @@ static bool ephemeral_existed(const struct review *r, const char *name)
 static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
 {
     const json_t *list = json_object_get(c->spec, "ephemeralContainers"), *x;
+    const json_t *node = json_object_get(c->spec, "nodeName");
     size_t i;
 
+    /* kubectl debug --profile=sysadmin on a node the view knows has no GPU: nothing to reach */
+    if (json_is_string(node) && node_kind(c, json_string_value(node)) == 0)
+        return V_OK;
     json_array_foreach (list, i, x) {
         if (ephemeral_existed(c->r, container_name(x)))
             continue;
@@ -1276,7 +1455,9 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
 
     if (eff == ENFORCE_ENFORCE) {
         v = run_rule(rn, doc, ru, &rn->real, &c);
-        if (v == V_FIXED) {
+        /* a patch that is sent is recorded, also when the rule found a problem it could not
+         * patch beside it (gpu-request: a GPU added, a privileged sidecar refused) */
+        if (v == V_FIXED || (v == V_PROBLEM && c.fixed[0] != '\0')) {
             snprintf(text, sizeof(text), "patched: %s", c.fixed);
             decision_annotate(rn->dec, ru->name, text);
             log_decision(rn, ru, eff, "patched", c.fixed, "patch");

@@ -1370,7 +1370,7 @@ static void load_gpu(struct loader *L, const struct ynode *n, const char *path,
     }
     path_key(p, path, "runtimeClasses");
     if (given(v[G_RUNTIME_CLASSES]))
-        load_strlist(L, v[G_RUNTIME_CLASSES], p, &VAL_SUBDOMAIN, &doc->gpu_runtime_classes);
+        load_strlist(L, v[G_RUNTIME_CLASSES], p, &VAL_GLOB, &doc->gpu_runtime_classes);
 }
 
 enum { PC_NAME, PC_VALUE, PC_PREEMPTION, PC_N };

@@ -1080,10 +1080,21 @@ def fixture(fname):
         return json.load(f)
 
 
+def unprivileged(spec):
+    """The all-fields fixtures run privileged: in a pod that requests GPUs (or is aimed at GPU
+    nodes), a privileged container sees every GPU of the node whatever it requests, and the
+    gpu-request rule refuses it (rules/README.md, GPU access per container)."""
+    for group_ in ("initContainers", "containers"):
+        for c in spec.get(group_) or []:
+            if isinstance(c.get("securityContext"), dict):
+                c["securityContext"]["privileged"] = False
+
+
 def gpuified(obj, kind):
     """A GPU workload: 1 nvidia.com/gpu on the first container, no priorityClassName."""
     o = copy.deepcopy(obj)
     spec = pod_spec_of(o, kind)
+    unprivileged(spec)
     res = spec["containers"][0].setdefault("resources", {})
     res.setdefault("limits", {})["nvidia.com/gpu"] = "1"
     spec.pop("priorityClassName", None)
@@ -1094,6 +1105,7 @@ def gpu_targeted(obj, kind):
     """Aimed at GPU nodes by its nodeSelector but requesting no GPU, and no priorityClassName."""
     o = copy.deepcopy(obj)
     spec = pod_spec_of(o, kind)
+    unprivileged(spec)
     spec.setdefault("nodeSelector", {}).update(SEL)
     spec.pop("priorityClassName", None)
     for group_ in ("initContainers", "containers", "ephemeralContainers"):
@@ -1209,6 +1221,7 @@ def fixture_tests():
 
     def gpu(fname, kind):
         def fn(srv, conn):
+
             classes, dflt = default_policy_facts(default_text)
             check(dflt in classes, "default class %s is not in priorityClasses" % dflt)
             obj = gpuified(fixture(fname), kind)
@@ -1240,6 +1253,15 @@ def fixture_tests():
             pspec = pod_spec_of(patched, kind)
             if "priority" in pspec:
                 eq(pspec["priority"], classes[dflt][0], "%s priority after the patch" % kind)
+            # the same GPU object left privileged, patched, is refused: a GPU request does
+            # not make a privileged container safe (it sees the node's every GPU)
+            priv = copy.deepcopy(obj)
+            for c in pod_spec_of(priv, kind)["containers"]:
+                c.setdefault("securityContext", {})["privileged"] = True
+            v = admit(srv, conn, "/validate", apply_patch(priv, a.patch), ns, kind)
+            check(not v.allowed and "[gpu-request] privileged container \"%s\" can reach GPU "
+                  "devices" % pod_spec_of(priv, kind)["containers"][0]["name"] in v.message,
+                  "privileged GPU %s at /validate: %r" % (kind, v))
             # the unpatched object is denied at /validate, naming every rule it breaks
             v = admit(srv, conn, "/validate", obj, ns, kind)
             check(not v.allowed, "unpatched GPU %s allowed at /validate" % kind)

@@ -185,6 +185,53 @@ static const char *const extra_host_paths[] = {
 };
 
 static const char *const runtime_classes[] = {NULL, "nvidia", "runc", "nvidia-legacy"};
+
+/* chosen last (see LLVMFuzzerTestOneInput): a third volume's host path, a node the pod names, an
+ * annotation, and envFrom or a GPU for one container, so that GPU and non-GPU containers mix */
+static const char *const more_host_paths[] = {
+    NULL,
+    "/proc/1/root",
+    "/proc/1/root/dev",
+    "/var/run/nvidia/driver",
+    "/dev/char/195:0",
+    "/dev/char",
+    "/run",
+    "/var/run/",
+    "/var/run/app/app.sock",
+    "/proc/sys/net",
+    "/proc/self",
+    "/proc/1/fd",
+    "/proc/1/environ",
+    "/run/nvidia/driver/dev",
+    "/dev/block",
+    "/dev/dri/renderD128",
+    "/run/containerd",
+    "/proc/1/task/1/root/dev/nvidia0",
+};
+static const char *const node_names[] = {NULL, NULL, "gpu-0", "cpu-0"};
+static const char *const match_fields[] = {
+    NULL,
+    NULL,
+    NULL,
+    "[{\"matchFields\":[{\"key\":\"metadata.name\",\"operator\":\"In\",\"values\":[\"gpu-0\"]}]}]",
+};
+static const char *const annotations[] = {
+    NULL,
+    NULL,
+    "{\"cdi.k8s.io/gpu\":\"nvidia.com/gpu=all\"}",
+    "{\"cdi.k8s.io/x\":\"k8s.device-plugin.nvidia.com/gpu=GPU-1\"}",
+    "{\"cdi.k8s.io/net\":\"vendor.example/net=eth1\"}",
+    "{\"note\":\"nvidia.com/gpu=all\"}",
+};
+static const char *const env_froms[] = {
+    NULL,
+    NULL,
+    "[{\"configMapRef\":{\"name\":\"cfg\"}}]",
+    "[{\"prefix\":\"APP_\",\"configMapRef\":{\"name\":\"cfg\"}}]",
+    "[{\"prefix\":\"NVIDIA_\",\"secretRef\":{\"name\":\"s\"}}]",
+    "[{\"prefix\":\"\",\"secretRef\":{\"name\":\"s\"}}]",
+    "[{\"prefix\":\"APP_\",\"configMapRef\":{\"name\":\"a\"}},{\"configMapRef\":{\"name\":\"b\"}}]",
+};
 static const char *const classes[] = {NULL, "gpu-standard", "system-node-critical", "batch-low",
                                       ""};
 static const char *const owners[] = {NULL, "DaemonSet", "ReplicaSet", "Job", "StatefulSet"};
@@ -370,6 +417,58 @@ static struct review *review_of(unsigned k, const char *ns, const char *user, js
     return r;
 }
 
+static void add_host_path(json_t *obj, const char *kind, const char *name, const char *path)
+{
+    json_t *spec = (json_t *)oracle_pod_spec(obj, kind);
+
+    if (path == NULL || spec == NULL)
+        return;
+    if (json_object_get(spec, "volumes") == NULL)
+        json_object_set_new(spec, "volumes", json_array());
+    json_array_append_new(json_object_get(spec, "volumes"),
+                          json_pack("{s:s, s:{s:s}}", "name", name, "hostPath", "path", path));
+}
+
+/* The choices made last: more host paths, a node named, CDI annotations, envFrom, and a GPU
+ * container beside the others (or a GPU only in an init container). */
+static void mix(struct gen *g, json_t *obj, const char *kind)
+{
+    json_t *spec = (json_t *)oracle_pod_spec(obj, kind);
+    json_t *meta = (json_t *)oracle_pod_meta(obj, kind), *list, *c;
+    const char *s;
+    size_t n;
+
+    if (spec == NULL || meta == NULL)
+        return;
+    add_host_path(obj, kind, "more", PICK(&g->b, more_host_paths));
+    if ((s = PICK(&g->b, node_names)) != NULL)
+        json_object_set_new(spec, "nodeName", json_string(s));
+    if ((s = PICK(&g->b, match_fields)) != NULL && json_object_get(spec, "affinity") == NULL)
+        json_object_set_new(spec, "affinity",
+                            json_pack("{s:{s:{s:o}}}", "nodeAffinity",
+                                      "requiredDuringSchedulingIgnoredDuringExecution",
+                                      "nodeSelectorTerms", js(s)));
+    if ((s = PICK(&g->b, annotations)) != NULL)
+        json_object_set_new(meta, "annotations", js(s));
+    list = json_object_get(spec, pick(&g->b, 3) == 0 ? "initContainers" : "containers");
+    n = json_array_size(list);
+    if (n > 0 && (s = PICK(&g->b, env_froms)) != NULL)
+        json_object_set_new(json_array_get(list, pick(&g->b, (unsigned)n)), "envFrom", js(s));
+    /* one more container that asks for a GPU resource, beside whatever the others do */
+    if (pick(&g->b, 3) == 0) {
+        bool init = pick(&g->b, 2) == 0;
+        const char *r = PICK(&g->b, resources);
+
+        if (strncmp(r, "nvidia.com/", 11) != 0)
+            r = "nvidia.com/gpu";
+        c = json_pack("{s:s, s:s}", "name", init ? "gpu-init" : "gpu", "image", "cuda:12");
+        json_object_set_new(c, "resources", json_pack("{s:{s:o}}", "limits", r, quantity(g, "x")));
+        if (json_object_get(spec, init ? "initContainers" : "containers") == NULL)
+            json_object_set_new(spec, init ? "initContainers" : "containers", json_array());
+        json_array_append_new(json_object_get(spec, init ? "initContainers" : "containers"), c);
+    }
+}
+
 /* ---- the run ------------------------------------------------------------------------------- */
 
 static json_t *judge(const struct review *r, bool mutating, struct decision *dec)
@@ -423,14 +522,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char why[256];
 
     policy = policies[no_taints];
-    if (extra_path != NULL) {
-        json_t *spec = (json_t *)oracle_pod_spec(obj, kinds[k].kind);
-        json_t *vol = json_pack("{s:s, s:{s:s}}", "name", "extra", "hostPath", "path", extra_path);
-
-        if (json_object_get(spec, "volumes") == NULL)
-            json_object_set_new(spec, "volumes", json_array());
-        json_array_append_new(json_object_get(spec, "volumes"), vol);
-    }
+    add_host_path(obj, kinds[k].kind, "extra", extra_path);
+    mix(&g, obj, kinds[k].kind);
+    in.n_qty = g.n_qty; /* mix() may add a GPU amount */
     /* UPDATE: the object before had other template labels (1), or only other replicas (2) */
     if (update) {
         json_t *tpl;

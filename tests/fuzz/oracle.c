@@ -1,18 +1,40 @@
 /*
- * oracle.c: the default policy as rules/README.md states it, judged the simple way (see
- * oracle.h). Written from the reference only, without reading the engine, so that where the
- * two disagree one of them is wrong. Where the reference can be read two ways the choice is
- * written down at the spot, marked "Reading:".
+ * oracle.c: the default policy judged the simple way (see oracle.h). Its rules on GPU requests,
+ * classes, tolerations and selectors come from rules/README.md. Its judgement of ways around
+ * the device plugin does not: it comes from what the platform does with each container, so
+ * that an engine and a reference that read the same words the same wrong way still disagree
+ * with it:
+ *   - the kubelet's device manager gives devices to each container that asks for them (an
+ *     init container too), and the device plugin sets NVIDIA_VISIBLE_DEVICES for that
+ *     container only; a GPU request in one container gives the others nothing, but brings
+ *     them all onto a GPU node;
+ *   - the NVIDIA container runtime hands a container the GPUs its NVIDIA_VISIBLE_DEVICES
+ *     names, unprivileged containers included by default (nvidia-container-toolkit,
+ *     accept-nvidia-visible-devices-envvar-when-unprivileged = true), and the pod's own env
+ *     comes after the device plugin's value, so it wins; only "void" and "none" ask for none;
+ *   - envFrom can set that variable from any ConfigMap or Secret key unless its prefix makes
+ *     the name impossible;
+ *   - a privileged container gets every device node of the host in its /dev;
+ *   - a hostPath volume is the host's tree at that path, and any container of the pod (an
+ *     ephemeral one added later too) may mount it: it opens every GPU device node it holds;
+ *   - containerd and CRI-O inject the devices a cdi.k8s.io/ annotation names by their CDI
+ *     names (nvidia.com/gpu=all);
+ *   - a pod lands on a GPU node when it requests GPUs, tolerates the GPU taint, names its node
+ *     (nodeName, matchFields: without a cluster view, any node may be a GPU node), or nothing
+ *     taints GPU nodes.
+ * Written without reading the engine. Where the platform leaves a choice to the policy, the
+ * choice is written down at the spot, marked "Reading:".
  *
  * The default policy (rules/default.yaml):
  *   gpu.resources   nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*
  *   gpu.nodeLabels  nvidia.com/gpu.present: "true"
  *   gpu.taints      nvidia.com/gpu, any value, NoSchedule
- *   runtimeClasses  nvidia
+ *   runtimeClasses  nvidia*
  *   classes         gpu-standard (the default); no "allowed" list, no cluster view
  *   exclude         namespaces kube-system kube-public kube-node-lease gpuadmit-system
  *                   gpu-operator nvidia-device-plugin; ownerKinds DaemonSet
- *   gpu-request     Deny, maxPerPod 8, the three deny* switches on
+ *   gpu-request     Deny, maxPerPod 8, the three deny* switches on (ways around the device
+ *                   plugin: below)
  *   priority-class  Mutate to gpu-standard
  *   tolerations     Mutate
  *   node-selector   Mutate (adds nvidia.com/gpu.present: "true")
@@ -83,6 +105,13 @@ static const json_t *pod_template(const json_t *object, const char *kind)
     if (strcmp(kind, "CronJob") == 0)
         spec = json_object_get(json_object_get(spec, "jobTemplate"), "spec");
     return json_object_get(spec, "template");
+}
+
+const json_t *oracle_pod_meta(const json_t *object, const char *kind)
+{
+    if (strcmp(kind, "Pod") == 0)
+        return json_object_get(object, "metadata");
+    return json_object_get(pod_template(object, kind), "metadata");
 }
 
 const json_t *oracle_pod_spec(const json_t *object, const char *kind)
@@ -252,22 +281,6 @@ static bool names_gpu_taint(const json_t *spec)
     return false;
 }
 
-/* "A toleration of every taint (empty key, operator: Exists) ... does not target GPU nodes"
- * but "can reach" them: one that tolerates the GPU taint (its effect, or none). */
-static bool tolerates_every_taint(const json_t *spec)
-{
-    size_t i;
-    const json_t *t;
-
-    json_array_foreach (json_object_get(spec, "tolerations"), i, t) {
-        const char *key = str(t, "key");
-
-        if ((key == NULL || key[0] == '\0') && tolerates_gpu_taint(t, false))
-            return true;
-    }
-    return false;
-}
-
 static bool values_have(const json_t *values, const char *want)
 {
     size_t i;
@@ -336,6 +349,9 @@ static bool selector_names_gpu_label(const json_t *spec)
     return v != NULL && strcmp(v, GPU_VALUE) == 0;
 }
 
+/* A user-set NVIDIA_VISIBLE_DEVICES that can name GPUs: anything but "void" and "none". The
+ * pod's value overrides the device plugin's, so "" replaces what the plugin allocated too; a
+ * value from valueFrom is not known here. */
 static bool visible_devices(const json_t *c)
 {
     size_t i;
@@ -346,11 +362,28 @@ static bool visible_devices(const json_t *c)
 
         if (name == NULL || strcmp(name, "NVIDIA_VISIBLE_DEVICES") != 0)
             continue;
-        /* Reading: a value from valueFrom is not known, so it counts as set; "void", "none"
-         * and "" (or no value at all) expose no GPU. */
-        if (value == NULL)
-            return json_object_get(e, "valueFrom") != NULL;
-        if (value[0] != '\0' && strcmp(value, "void") != 0 && strcmp(value, "none") != 0)
+        if (json_object_get(e, "valueFrom") != NULL)
+            return true;
+        /* Reading: an entry with neither value nor valueFrom is the empty string */
+        if (value == NULL || (strcmp(value, "void") != 0 && strcmp(value, "none") != 0))
+            return true;
+    }
+    return false;
+}
+
+/* Whether an envFrom entry can produce the name NVIDIA_VISIBLE_DEVICES: PREFIX+KEY is it for
+ * some key exactly when the prefix is a prefix of it ("" included). */
+static bool env_from_may_set(const json_t *c)
+{
+    static const char var[] = "NVIDIA_VISIBLE_DEVICES";
+    size_t i;
+    const json_t *e;
+
+    json_array_foreach (json_object_get(c, "envFrom"), i, e) {
+        const char *prefix = str(e, "prefix");
+        size_t n = prefix ? strlen(prefix) : 0;
+
+        if (n <= sizeof(var) - 1 && (n == 0 || memcmp(var, prefix, n) == 0))
             return true;
     }
     return false;
@@ -375,10 +408,12 @@ static bool targets_gpu_nodes(const json_t *spec, bool no_taints)
     size_t i;
     const json_t *term;
 
-    if (selector_names_gpu_label(spec) || (!no_taints && names_gpu_taint(spec)) ||
-        any_container(spec, visible_devices))
+    /* NVIDIA_VISIBLE_DEVICES reaches GPUs around the device plugin; it is judged by itself
+     * (oracle_judge), not as a way of aiming at GPU nodes */
+    if (selector_names_gpu_label(spec) || (!no_taints && names_gpu_taint(spec)))
         return true;
-    if (rc != NULL && strcmp(rc, "nvidia") == 0)
+    /* the default policy's runtimeClasses: ["nvidia*"] */
+    if (rc != NULL && fnmatch("nvidia*", rc, 0) == 0)
         return true;
     json_array_foreach (required_terms(spec), i, term)
         if (term_has(term, false))
@@ -420,7 +455,54 @@ static void normalize(const char *path, char *out, size_t len)
     out[n] = '\0';
 }
 
-/* "a hostPath of /dev/nvidia*, /dev or /" */
+/* The host paths through which a process opens a GPU: its device nodes (and the links by
+ * device number to them, 195 being the NVIDIA character major), the GPU Operator's driver root
+ * with its own dev/, and a process's view of the host's tree under /proc. A "*" segment is any
+ * name (a pid, a task, a descriptor). */
+static const char *const gpu_device_paths[] = {
+    "/dev/nvidia0",
+    "/dev/nvidiactl",
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-caps/nvidia-cap1",
+    "/dev/dri/renderD128",
+    "/dev/char/195:0",
+    "/run/nvidia/driver/dev/nvidia0",
+    "/proc/*/root/dev/nvidia0",
+    "/proc/*/cwd/dev/nvidia0",
+    "/proc/*/task/*/root/dev/nvidia0",
+    "/proc/*/fd/*",
+    "/proc/*/map_files/*",
+};
+
+/* Whether the host tree at norm holds path (norm is path, or one of its ancestors). */
+static bool holds(const char *norm, const char *path)
+{
+    char a[512], b[512];
+    const char *pa = norm, *pb = path;
+
+    for (;;) {
+        size_t na, nb;
+
+        while (*pa == '/')
+            pa++;
+        while (*pb == '/')
+            pb++;
+        if (*pa == '\0')
+            return true;
+        if (*pb == '\0')
+            return false;
+        na = strcspn(pa, "/");
+        nb = strcspn(pb, "/");
+        snprintf(a, sizeof(a), "%.*s", (int)na, pa);
+        snprintf(b, sizeof(b), "%.*s", (int)nb, pb);
+        if (fnmatch(b, a, 0) != 0)
+            return false;
+        pa += na;
+        pb += nb;
+    }
+}
+
+/* A hostPath volume through which a container of the pod can open a GPU. */
 static bool device_host_path(const json_t *spec)
 {
     size_t i;
@@ -432,12 +514,53 @@ static bool device_host_path(const json_t *spec)
 
         if (p == NULL)
             continue;
-        /* Reading: the path as the host resolves it, so "/dev/./nvidia0" is /dev/nvidia0 */
+        /* the path as the host resolves it: "/dev/./nvidia0" is /dev/nvidia0, and /var/run is
+         * a link to /run (the kubelet's bind mount follows it) */
         normalize(p, norm, sizeof(norm));
-        if (strcmp(norm, "/") == 0 || strcmp(norm, "/dev") == 0 ||
-            fnmatch("/dev/nvidia*", norm, 0) == 0)
+        if (strcmp(norm, "/var/run") == 0 || strncmp(norm, "/var/run/", 9) == 0)
+            memmove(norm, norm + 4, strlen(norm + 4) + 1);
+        for (size_t d = 0; d < sizeof(gpu_device_paths) / sizeof(gpu_device_paths[0]); d++)
+            if (holds(norm, gpu_device_paths[d]))
+                return true;
+        /* Reading: the driver root as a whole, and the links by number of block devices beside
+         * the character ones, are refused with them: they are no way to a GPU on their own,
+         * but nothing a pod beside GPUs needs either (rules/README.md lists both) */
+        if (strncmp(norm, "/run/nvidia/driver", 18) == 0 || strcmp(norm, "/dev/block") == 0 ||
+            strncmp(norm, "/dev/block/", 11) == 0)
             return true;
     }
+    return false;
+}
+
+/* A cdi.k8s.io/ annotation whose value names an NVIDIA device by its CDI name. */
+static bool cdi_nvidia(const json_t *meta)
+{
+    const char *key;
+    const json_t *v;
+
+    json_object_foreach ((json_t *)json_object_get(meta, "annotations"), key, v) {
+        if (strncmp(key, "cdi.k8s.io/", 11) == 0 && json_is_string(v) &&
+            strstr(json_string_value(v), "nvidia.com/") != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* Whether the pod may run on a GPU node: it requests GPUs, tolerates the GPU taint (any form
+ * the scheduler honours, an empty key with Exists included), names its node, or nothing
+ * taints GPU nodes. */
+static bool may_land_on_gpu_node(const json_t *spec, bool gpu, bool no_taints)
+{
+    size_t i;
+    const json_t *term;
+
+    if (gpu || no_taints || tolerates(spec, false))
+        return true;
+    if (json_string_length(json_object_get(spec, "nodeName")) > 0)
+        return true;
+    json_array_foreach (required_terms(spec), i, term)
+        if (json_array_size(json_object_get(term, "matchFields")) > 0)
+            return true;
     return false;
 }
 
@@ -544,20 +667,24 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
     if (error)
         refuse(v, "a GPU amount is not a whole, non-negative quantity");
 
-    /* gpu-request (Deny): targets GPU nodes but requests none. The env, privileged and
-     * /dev hostPath checks count only when the pod targets GPU nodes (the default policy has a
-     * taint), and the env makes it target them: with this policy all three are this case. */
+    /* gpu-request (Deny): targets GPU nodes but requests none. */
     if (v->targets && !v->gpu)
         refuse(v, "gpu-request: targets GPU nodes but requests no GPU");
-    /* ... and, in a pod that requests no GPU, a privileged container or a device hostPath
-     * when the pod can reach GPU nodes: it targets them (refused above anyway), it tolerates
-     * every taint, or gpu.taints is empty (nothing keeps pods off GPU nodes) */
-    bool reaches = v->targets || in->no_taints || tolerates_every_taint(spec);
-
-    if (reaches && !v->gpu && any_container(spec, privileged))
-        refuse(v, "gpu-request: a privileged container, no GPU, can reach GPU nodes");
-    if (reaches && !v->gpu && device_host_path(spec))
-        refuse(v, "gpu-request: a device hostPath, no GPU, can reach GPU nodes");
+    /* Every container on its own: does the runtime let it open a GPU it was not given?
+     * Reading: a user-set NVIDIA_VISIBLE_DEVICES is refused wherever the pod may run, as only
+     * the device plugin has cause to set it. */
+    if (any_container(spec, visible_devices))
+        refuse(v, "gpu-request: a container sets NVIDIA_VISIBLE_DEVICES");
+    if (may_land_on_gpu_node(spec, v->gpu, in->no_taints)) {
+        if (any_container(spec, privileged))
+            refuse(v, "gpu-request: a privileged container may run on a GPU node");
+        if (any_container(spec, env_from_may_set))
+            refuse(v, "gpu-request: envFrom may set NVIDIA_VISIBLE_DEVICES on a GPU node");
+        if (device_host_path(spec))
+            refuse(v, "gpu-request: a hostPath holds GPU device nodes");
+        if (cdi_nvidia(oracle_pod_meta(in->object, in->kind)))
+            refuse(v, "gpu-request: a CDI annotation names NVIDIA devices");
+    }
     for (size_t s = 0; s < d.n; s++) {
         int64_t need = d.v_app[s] > d.v_init_max[s] ? d.v_app[s] : d.v_init_max[s];
 

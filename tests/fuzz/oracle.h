@@ -1,7 +1,9 @@
 /*
- * oracle.h: an independent judge of the default policy (rules/default.yaml), written from
- * rules/README.md alone, for fuzz_bypass. It answers one question about an object the apiserver
- * sends on CREATE or UPDATE: after /mutate and /validate, is it admitted or refused?
+ * oracle.h: an independent judge of the default policy (rules/default.yaml) for fuzz_bypass,
+ * written from rules/README.md for the rules and from the platform's behaviour (the kubelet,
+ * the NVIDIA container runtime) for the ways around the device plugin. It answers one question
+ * about an object the apiserver sends on CREATE or UPDATE: after /mutate and /validate, is it
+ * admitted or refused?
  *
  * It knows only the default policy's values (below, in oracle.c; optionally with gpu.taints
  * emptied, where nothing keeps pods off GPU nodes) and the quantities the
@@ -48,6 +50,9 @@ struct oracle_verdict {
 };
 
 void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v);
+
+/* The pod's metadata (a template's for workloads) of an object of that kind (borrowed), or NULL. */
+const json_t *oracle_pod_meta(const json_t *object, const char *kind);
 
 /* The pod spec of an object of that kind (borrowed), or NULL. */
 const json_t *oracle_pod_spec(const json_t *object, const char *kind);

@@ -692,14 +692,21 @@ static const struct ecase cases[] = {
      .mutating = true,
      .object = POD("{'containers':[" CPU_CONTAINER "]}"),
      .allowed = 1},
-    {.name = "mutate: NVIDIA_VISIBLE_DEVICES without a GPU request gets one",
+    /* a way around the device plugin, not a way to aim at GPU nodes: adding a GPU would not
+     * make it safe, so it is refused, not patched */
+    {.name = "mutate: NVIDIA_VISIBLE_DEVICES without a GPU request gets no GPU patched in",
      .policy = "mutate.yaml",
      .mutating = true,
      .object = POD("{'containers':[{'name':'sneaky','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value'"
-                   ":'all'}]}]," SETTLED_SPEC "}"),
-     .allowed = 1,
-     .patch = "[{'op':'add','path':'/spec/containers/0/resources','value':{'limits':{'nvidia.com/"
-              "gpu':'1'},'requests':{'nvidia.com/gpu':'1'}}}]"},
+                   ":'all'}]}]}"),
+     .allowed = 1},
+    {.name = "mutate: NVIDIA_VISIBLE_DEVICES without a GPU request is refused at /validate",
+     .policy = "mutate.yaml",
+     .object = POD("{'containers':[{'name':'sneaky','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value'"
+                   ":'all'}]}]}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"sneaky\" sets NVIDIA_VISIBLE_DEVICES=\"all\", which the "
+                "NVIDIA runtime honours around the device plugin"},
     {.name = "mutate: NVIDIA_VISIBLE_DEVICES=void asks for no GPU",
      .policy = "mutate.yaml",
      .object = POD(
@@ -996,6 +1003,200 @@ static const struct ecase cases[] = {
      .object = POD("{'containers':[{'name':'c','envFrom':[{'configMapRef':{'name':'x'}}]}]}"),
      .allowed = 1},
 
+    /* ---- GPU access per container (issue: a pod that requests one GPU took them all) ---- */
+    {.name = "per container: a MIG request does not cover a sibling's NVIDIA_VISIBLE_DEVICES",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'legit','resources':{'limits':{'nvidia.com/mig-1g.5gb':"
+                   "'1'}}},{'name':'grab-env','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':"
+                   "'all'}]},{'name':'grab-priv','securityContext':{'privileged':true},"
+                   "'volumeMounts':[{'name':'dev','mountPath':'/dev'}]}],'volumes':[{'name':'dev',"
+                   "'hostPath':{'path':'/dev'}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"grab-env\" sets NVIDIA_VISIBLE_DEVICES=\"all\", which "
+                "the NVIDIA runtime honours around the device plugin (it can expose every GPU of "
+                "the node); remove the variable (or set it to void), and request "
+                "resources.limits[\"nvidia.com/gpu\"] where the container needs a GPU; privileged "
+                "container \"grab-priv\" can reach GPU devices (a privileged container sees all "
+                "of the node's /dev, whatever it requests) and the pod can reach GPU nodes (it "
+                "requests nvidia.com/mig-1g.5gb); drop securityContext.privileged and add only "
+                "the capabilities it needs; hostPath volume \"/dev\" exposes GPU device nodes"},
+    {.name = "per container: the same pod is not patched at /mutate into looking settled",
+     .policy = "rules/default.yaml",
+     .mutating = true,
+     .object = POD("{'containers':[{'name':'legit','resources':{'limits':{'nvidia.com/gpu':'1'}}},"
+                   "{'name':'grab','securityContext':{'privileged':true}}]," SETTLED_SPEC "}"),
+     .allowed = 1},
+    {.name = "per container: a GPU container that is itself privileged is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'t','securityContext':{'privileged':true},'resources':"
+                   "{'limits':{'nvidia.com/gpu':'1'}}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "privileged container \"t\" can reach GPU devices"},
+    {.name = "per container: a GPU container that sets NVIDIA_VISIBLE_DEVICES itself is refused",
+     .policy = "rules/default.yaml",
+     .object = POD(
+         "{'containers':[{'name':'t','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':"
+         "'0,1,2,3'}],'resources':{'limits':{'nvidia.com/gpu.shared':'1'}}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "container \"t\" sets NVIDIA_VISIBLE_DEVICES=\"0,1,2,3\""},
+    {.name = "per container: envFrom beside a GPU request may set NVIDIA_VISIBLE_DEVICES",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'side','envFrom':[{'configMapRef':"
+                   "{'name':'x'}}]}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "container \"side\" can reach GPU nodes (it requests nvidia.com/gpu) and takes its "
+                "environment from envFrom"},
+    {.name = "per container: envFrom with a prefix cannot set NVIDIA_VISIBLE_DEVICES",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'side','envFrom':[{'prefix':'APP_',"
+                   "'configMapRef':{'name':'x'}}]}]," SETTLED_SPEC "}"),
+     .allowed = 1},
+    {.name = "per container: a prefix NVIDIA_VISIBLE_DEVICES starts with is no protection",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'side','envFrom':[{'prefix':'NVIDIA_',"
+                   "'configMapRef':{'name':'x'}}]}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "takes its environment from envFrom"},
+    {.name = "per container: a GPU request only in an init container opens nothing for the app",
+     .policy = "rules/default.yaml",
+     .object = POD(
+         "{'initContainers':[{'name':'warm','resources':{'limits':{'nvidia.com/gpu':'1'}}}"
+         "],'containers':[{'name':'app','securityContext':{'privileged':true}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "privileged container \"app\" can reach GPU devices"},
+    {.name = "per container: a privileged init container of a GPU pod is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'initContainers':[{'name':'setup','securityContext':{'privileged':true}}],"
+                   "'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "privileged container \"setup\" can reach GPU devices"},
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES=\"\" overrides the device plugin's too",
+     .policy = "rules/default.yaml",
+     .object =
+         POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':''}]}"
+             "]}"),
+     .allowed = 0,
+     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\""},
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES from valueFrom is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','valueFrom':"
+                   "{'fieldRef':{'fieldPath':'metadata.name'}}}]}]}"),
+     .allowed = 0,
+     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES from valueFrom"},
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES=none beside a GPU request is fine",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'c','env':[{'name':"
+                   "'NVIDIA_VISIBLE_DEVICES','value':'none'}]}]," SETTLED_SPEC "}"),
+     .allowed = 1},
+    {.name = "per container: a plain sidecar beside a GPU container is fine",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER "," CPU_CONTAINER "]," SETTLED_SPEC "}"),
+     .allowed = 1},
+    {.name = "per container: a privileged CPU pod kept off GPU nodes stays fine",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'root','securityContext':{'privileged':true}}]}"),
+     .allowed = 1},
+
+    /* ---- host paths as the host resolves them ---- */
+    {.name = "host path: /proc/1/root is the host's /",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/proc/1/root'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/proc/1/root\" exposes GPU device nodes"},
+    {.name = "host path: /proc/self/cwd/ is a process's view of the host too",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/proc/self/cwd/'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/proc/self/cwd/\" exposes GPU device nodes"},
+    {.name = "host path: /var/run/nvidia/driver is /run/nvidia/driver",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/var/run/nvidia/driver'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/var/run/nvidia/driver\" exposes GPU device nodes"},
+    {.name = "host path: /dev/char/195:0 is /dev/nvidia0",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/dev/char/195:0'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/dev/char/195:0\" exposes GPU device nodes"},
+    {.name = "host path: /dev/block links devices by number too",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/dev/block'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/dev/block\" exposes GPU device nodes"},
+    {.name = "host path: /var/run holds the driver root",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/var/run/'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/var/run/\" exposes GPU device nodes"},
+    {.name = "host path: a socket under /var/run is harmless",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/var/run/app/app.sock'}}]}"),
+     .allowed = 1},
+    {.name = "host path: /proc/sys entries are not a process's root",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'h','hostPath':{'path':'/proc/sys/net'}}]}"),
+     .allowed = 1},
+
+    /* ---- nodeName: pinned to a known GPU node, the pod targets it ---- */
+    {.name = "nodeName on a GPU node the view knows targets it",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'nodeName':'gpu-0','containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message =
+         "[gpu-request] container \"web\" targets GPU nodes (nodeName gpu-0, a GPU node) but "
+         "requests no nvidia.com/gpu; add resources.limits[\"nvidia.com/gpu\"]"},
+    {.name = "a matchFields affinity on a GPU node the view knows targets it",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':"
+                   "{'nodeSelectorTerms':[{'matchFields':[{'key':'metadata.name','operator':'In',"
+                   "'values':['gpu-2']}]}]}}},'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "targets GPU nodes (node affinity on node gpu-2, a GPU node)"},
+    {.name = "nodeName on a CPU node the view knows is fine",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'nodeName':'cpu-0','containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "nodeName without a view cannot be said to target a GPU node",
+     .policy = "rules/default.yaml",
+     .object = POD("{'nodeName':'gpu-0','containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+
+    /* ---- runtime classes are globs; CDI annotations are GPU access ---- */
+    {.name = "runtimeClassName nvidia-cdi targets GPU nodes, and the CDI annotation is refused",
+     .policy = "rules/default.yaml",
+     .object = "{'metadata':{'name':'p','annotations':{'cdi.k8s.io/gpu':'nvidia.com/gpu=all'}},"
+               "'spec':{'runtimeClassName':'nvidia-cdi','tolerations':[{'operator':'Exists'}],"
+               "'containers':[" CPU_CONTAINER "]}}",
+     .allowed = 0,
+     .message = "[gpu-request] container \"web\" targets GPU nodes (runtimeClassName nvidia-cdi) "
+                "but requests no nvidia.com/gpu; add resources.limits[\"nvidia.com/gpu\"]; "
+                "annotation cdi.k8s.io/gpu: nvidia.com/gpu=all asks the container runtime for "
+                "NVIDIA devices around the device plugin, and the pod can reach GPU nodes "
+                "(runtimeClassName nvidia-cdi); remove it"},
+    {.name = "a CDI annotation beside a GPU request is refused too",
+     .policy = "rules/default.yaml",
+     .object = "{'metadata':{'name':'p','annotations':{'cdi.k8s.io/x':'k8s.device-plugin.nvidia."
+               "com/gpu=GPU-1'}},'spec':{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}}",
+     .allowed = 0,
+     .message = "annotation cdi.k8s.io/x: k8s.device-plugin.nvidia.com/gpu=GPU-1 asks the "
+                "container runtime for NVIDIA devices"},
+    {.name = "a CDI annotation for another vendor's device is not GPU access",
+     .policy = "rules/default.yaml",
+     .object = "{'metadata':{'name':'p','annotations':{'cdi.k8s.io/x':'vendor.example/net=eth1'}},"
+               "'spec':{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}}",
+     .allowed = 1},
+
     /* ---- PriorityClasses: the cluster's, when a view knows them ---- */
     {.name = "without a cluster view an unlisted class cannot be called unknown",
      .policy = "mutate.yaml",
@@ -1046,6 +1247,25 @@ static const struct ecase cases[] = {
                    "[{'name':'dbg','image':'busybox'}]}"),
      .old_object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "]}"),
      .allowed = 1},
+    {.name = "kubectl debug --profile=sysadmin on a node the view knows has no GPU is fine",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'cpu-0','containers':[" CPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','securityContext':{'privileged':true}}]}"),
+     .old_object = POD("{'nodeName':'cpu-0','containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "the same on a GPU node the view knows is refused",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'gpu-1','containers':[" CPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','securityContext':{'privileged':true}}]}"),
+     .old_object = POD("{'nodeName':'gpu-1','containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "privileged ephemeral container \"dbg\" can reach every GPU of the node"},
     {.name = "debug containers added earlier are not judged again",
      .policy = "deny.yaml",
      .op = "UPDATE",
@@ -1486,6 +1706,35 @@ static const struct ecase cases[] = {
 
 /* Two policies patch the same lists: the second appends to what the first added, and the
  * recorded operations stay as they were when recorded. */
+/* A patch that is sent is recorded (audit annotation), also when the same rule found a problem
+ * it could not patch beside it: here a GPU added to the pod aimed at GPU nodes, and its
+ * privileged sidecar refused at /validate. */
+static void test_patch_beside_problem(void)
+{
+    struct policy *p = load("mutate.yaml");
+    const struct ecase c = {.name = "patch beside a problem", .policy = "", .mutating = true};
+    json_t *object = js(POD("{'containers':[" CPU_CONTAINER ",{'name':'root','securityContext':"
+                            "{'privileged':true}}],'nodeSelector':{'nvidia.com/gpu.present':'true'"
+                            "},'priorityClassName':'gpu-standard','tolerations':[" TOL "]}"));
+    struct review *r = make_review(&c, object);
+    struct decision dec;
+
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(p, r, true, false, NULL, &dec) == 0);
+    CHECK(dec.allowed && json_array_size(dec.patch) == 1);
+    CHECK_STR(json_string_value(json_object_get(dec.annotations, "gpu-request")),
+              "patched: added 1 nvidia.com/gpu to container \"web\"");
+    decision_release(&dec);
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(p, r, false, false, NULL, &dec) == 0);
+    CHECK(!dec.allowed);
+    CHECK_CONTAINS(dec.message, "privileged container \"root\" can reach GPU devices");
+    decision_release(&dec);
+    review_free(r);
+    json_decref(object);
+    policy_unref(p);
+}
+
 static void test_two_policies_share_lists(void)
 {
     struct rules_errors errs;
@@ -1758,7 +2007,9 @@ static void test_empty_effect_tolerates_every_effect(void)
 
 /* NVIDIA_VISIBLE_DEVICES asks the NVIDIA container runtime for GPUs unless it is "void", empty
  * (the runtime then acts as runc) or "none" (no GPU, only the driver's capabilities):
- * NVIDIA Container Toolkit, "Specialized Configurations with Docker", Environment variables. */
+ * NVIDIA Container Toolkit, "Specialized Configurations with Docker", Environment variables.
+ * The policy refuses every value a user sets but "void" and "none", the empty one too: only the
+ * device plugin has cause to set the variable (rules/README.md, GPU access per container). */
 #define VISIBLE(value)                                                                             \
     POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':'" value       \
         "'}]}]}")
@@ -1769,20 +2020,23 @@ static void test_visible_devices_without_a_gpu(void)
          .policy = "mutate.yaml",
          .object = VISIBLE("none"),
          .allowed = 1},
-        {.name = "NVIDIA_VISIBLE_DEVICES=\"\" asks for no GPU",
+        {.name = "NVIDIA_VISIBLE_DEVICES=\"\" asks for no GPU, but a user set it: refused",
          .policy = "mutate.yaml",
          .object = VISIBLE(""),
-         .allowed = 1},
+         .allowed = 0,
+         .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\", which"},
         {.name = "NVIDIA_VISIBLE_DEVICES=all asks for every GPU",
          .policy = "mutate.yaml",
          .object = VISIBLE("all"),
          .allowed = 0,
-         .message = "(NVIDIA_VISIBLE_DEVICES in container \"c\") but requests no nvidia.com/gpu"},
+         .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"all\", which the NVIDIA "
+                    "runtime honours around the device plugin"},
         {.name = "NVIDIA_VISIBLE_DEVICES=0 asks for a GPU",
          .policy = "mutate.yaml",
          .object = VISIBLE("0"),
          .allowed = 0,
-         .message = "(NVIDIA_VISIBLE_DEVICES in container \"c\") but requests no nvidia.com/gpu"},
+         .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"0\", which the NVIDIA "
+                    "runtime honours around the device plugin"},
     };
 
     CHECK_CASES(table);
@@ -1799,7 +2053,7 @@ static void test_init_containers_are_judged(void)
          .object = POD("{'initContainers':[{'name':'init','env':[{'name':'NVIDIA_VISIBLE_DEVICES',"
                        "'value':'all'}]}],'containers':[" CPU_CONTAINER "]}"),
          .allowed = 0,
-         .message = "NVIDIA_VISIBLE_DEVICES in container \"init\""},
+         .message = "container \"init\" sets NVIDIA_VISIBLE_DEVICES=\"all\""},
         {.name = "a privileged init container on GPU nodes",
          .policy = "mutate.yaml",
          .object = POD("{'initContainers':[{'name':'init','securityContext':{'privileged':true}}],"
@@ -1940,6 +2194,7 @@ int main(void)
         check_case(&cases[i]);
     RUN(test_routes);
     RUN(test_two_policies_share_lists);
+    RUN(test_patch_beside_problem);
     RUN(test_reservation_per_review);
     RUN(test_deny_warn_at_validate);
     RUN(test_empty_effect_tolerates_every_effect);

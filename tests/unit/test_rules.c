@@ -1165,7 +1165,7 @@ static void test_errors_collected_in_order(void)
                             "      type: gpu-request\n"          /* 7 */
                             "      action: deny\n"               /* 8 */
                             "  gpu:\n"                           /* 9 */
-                            "    runtimeClasses: [Nvidia]\n"     /* 10 */
+                            "    runtimeClasses: [\"nv[\"]\n"    /* 10 */
                             "  autogen: yes\n"                   /* 11 */
                             "  bogus: 1\n");                     /* 12 */
 
@@ -1173,7 +1173,8 @@ static void test_errors_collected_in_order(void)
     CHECK(E.n == 4);
     CHECK_STR(fmt_err(0), "t.yaml:8:15: spec.rules[0].action: expected one of Deny, Mutate, got "
                           "\"deny\"");
-    CHECK_CONTAINS(fmt_err(1), "t.yaml:10:22: spec.gpu.runtimeClasses[0]: bad name \"Nvidia\"");
+    /* runtime classes are globs (rules/README.md): an unclosed '[' is the error */
+    CHECK_CONTAINS(fmt_err(1), "t.yaml:10:22: spec.gpu.runtimeClasses[0]: bad glob \"nv[\"");
     CHECK_STR(fmt_err(2), "t.yaml:11:12: spec.autogen: expected a boolean (true or false), got "
                           "\"yes\"");
     CHECK_CONTAINS(fmt_err(3), "t.yaml:12:3: unknown key \"bogus\" in spec");
