@@ -710,8 +710,11 @@ def policy_markers():
         out.append(("tolerates %s" % taint["key"], {"containers": [{"name": "a"}], "tolerations": [
             {"key": taint["key"], "operator": "Exists", "effect": taint.get("effect", "NoSchedule")}]}))
     for rc in gpu.get("runtimeClasses") or []:
-        out.append(("runtimeClassName %s" % rc, {"containers": [{"name": "a"}],
-                                                 "runtimeClassName": rc}))
+        # a glob: each name the GPU Operator makes that it matches
+        for name in ("nvidia", "nvidia-cdi", "nvidia-legacy"):
+            if fnmatch.fnmatchcase(name, rc):
+                out.append(("runtimeClassName %s (%s)" % (name, rc), {
+                    "containers": [{"name": "a"}], "runtimeClassName": name}))
     return out
 
 
@@ -748,7 +751,6 @@ SPEC_CASES = [
     ("an ordinary env", {"containers": [C(env=[{"name": "FOO", "value": "1"}])]}, False),
     ("privileged, not pinned to a node", {"containers": [C(securityContext={"privileged": True})]},
      False),
-    ("pinned to a node, nothing risky", {"containers": [C()], "nodeName": "n1"}, False),
     ("a GPU limit", {"containers": [C(resources={"limits": {"nvidia.com/gpu": 1}})]}, True),
     ("a GPU limit in the second container", {"containers": [
         C(), C(name="d", resources={"limits": {"nvidia.com/gpu": "2"}})]}, True),
@@ -781,6 +783,16 @@ SPEC_CASES = [
     ("NVIDIA_VISIBLE_DEVICES in an init container", {"containers": [C()], "initContainers": [
         C(env=[{"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {
             "fieldPath": "metadata.name"}}}])]}, True),
+    # pinned to a node: CEL cannot tell a GPU node from another, the webhook's view can (a pod
+    # pinned to a GPU node targets it, and the kubelet checks no NoSchedule taint)
+    ("pinned to a node, nothing risky", {"containers": [C()], "nodeName": "n1"}, True),
+    ("pinned by matchFields, nothing risky", {"containers": [C()], "affinity": {"nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchFields": [{"key": "metadata.name", "operator": "In",
+                              "values": ["gpu-1"]}]}]}}}}, True),
+    ("runtimeClassName nvidia-cdi", {"containers": [C()], "runtimeClassName": "nvidia-cdi"}, True),
+    ("NVIDIA_VISIBLE_DEVICES empty", {"containers": [C(env=[{"name": "NVIDIA_VISIBLE_DEVICES",
+                                                             "value": ""}])]}, True),
     ("pinned and privileged", {"containers": [C(securityContext={"privileged": True})],
                                "nodeName": "gpu-1"}, True),
     ("pinned with envFrom", {"containers": [C(envFrom=[{"configMapRef": {"name": "x"}}])],
@@ -963,6 +975,23 @@ def t_cel_pods_extra(docs):
         mirror = wrap("Pod", copy.deepcopy(gpu_spec))
         mirror["metadata"]["annotations"] = {"kubernetes.io/config.mirror": "abc"}
         expect(conds, request_env(mirror, user="system:node:n1"), False, config[:8] + " mirror pod")
+
+
+def t_cel_cdi(docs):
+    """A cdi.k8s.io/ annotation asks the runtime for devices by name: sent, on a Pod and on every
+    workload's template; another annotation is not."""
+    for config in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        targets = [("Pod", "", "pods")] + [(k, g, r) for g, r, k in WORKLOADS]
+        for kind, group, resource in targets:
+            _, conds = entry_for(docs, config, group, resource)
+            for key, want in (("cdi.k8s.io/gpu", True), ("example.com/note", False)):
+                obj = wrap(kind, {"containers": [C()]})
+                meta = obj["metadata"] if kind == "Pod" else (
+                    obj["spec"]["jobTemplate"]["spec"]["template"]["metadata"]
+                    if kind == "CronJob" else obj["spec"]["template"]["metadata"])
+                meta["annotations"] = {key: "nvidia.com/gpu=all"}
+                expect(conds, request_env(obj, group=group, resource=resource), want,
+                       "%s %s: annotation %s" % (config[:8], kind, key))
 
 
 def t_cel_ephemeral(docs):
@@ -1381,6 +1410,7 @@ def main():
             run("%s: CEL on pods and workloads" % overlay, t_cel_workloads, docs)
             run("%s: CEL pods: mirror and DaemonSet pods" % overlay, t_cel_pods_extra, docs)
             run("%s: CEL ephemeral containers" % overlay, t_cel_ephemeral, docs)
+            run("%s: CEL CDI annotations" % overlay, t_cel_cdi, docs)
             run("%s: CEL null-safety" % overlay, t_cel_null_safe, docs)
             run("%s: CEL on upstream objects" % overlay, t_cel_upstream, docs)
             run("%s: who may set the opt-out label" % overlay, t_exempt_label, overlay, docs)
