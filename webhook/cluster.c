@@ -1667,6 +1667,31 @@ int cluster_node_is(struct cluster *c, const char *name,
     return rc;
 }
 
+int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *res, void *arg),
+                                 void *arg, const char *key, const char *value)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+    int rc = -1;
+
+    pthread_rwlock_rdlock(&c->lock);
+    for (size_t b = 0; b < t->n_buckets && rc != 1; b++) {
+        for (const struct table_entry *e = t->buckets[b]; e != NULL && rc != 1; e = e->next) {
+            const struct node *nd = e->value;
+            const char *v;
+            bool offered = false;
+
+            for (size_t i = 0; i < nd->n_res && !offered; i++)
+                offered = node_res_offered(&nd->res[i]) && offers(nd->res[i].name, arg);
+            if (!offered)
+                continue;
+            v = json_string_value(json_object_get(nd->labels, key));
+            rc = v != NULL && strcmp(v, value) == 0 ? 1 : 0;
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+    return rc;
+}
+
 bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value, bool *preempt)
 {
     const struct vclass *v;

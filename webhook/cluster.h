@@ -103,6 +103,12 @@ int cluster_node_is(struct cluster *c, const char *name,
                     bool (*gpu_labels)(const json_t *labels, void *arg),
                     bool (*gpu_res)(const char *res, void *arg), void *arg);
 
+/* Among the nodes that advertise an extended resource for which offers(name, arg) holds:
+ * 1 when one of them carries the label key=value, 0 when none does, -1 when there is no such
+ * node. The callback runs under the view's read lock. */
+int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *res, void *arg),
+                                 void *arg, const char *key, const char *value);
+
 /* Sums over the view's nodes, for the metrics: one extended resource. */
 struct cluster_resource_total {
     char name[RESOURCE_NAME_MAX];

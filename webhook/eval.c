@@ -55,6 +55,7 @@ struct ctx {
     char problem[MSG_MAX]; /* problems left as they are */
     char fixable[MSG_MAX]; /* problems this rule's patch fixed */
     char fixed[MSG_MAX];   /* what the patch did */
+    char note[MSG_MAX];    /* why a rule that passed patched nothing: warned at /mutate */
 };
 
 __attribute__((format(printf, 3, 4))) static void add_text(char *buf, size_t len, const char *fmt,
@@ -1249,6 +1250,59 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
     return V_PROBLEM;
 }
 
+static bool pod_offers(const char *res, void *arg)
+{
+    return pod_demand_get(arg, res) > 0;
+}
+
+/*
+ * Which of the n labels the patch may add, into keep: with a synced view that has nodes offering
+ * one of the pod's GPU resources, only the labels one of them carries (a selector no such node
+ * carries would leave the pod Pending forever: GKE's and the bare device plugin's nodes have no
+ * nvidia.com/gpu.present); without a view, or with none such node yet (they may come from a
+ * node autoscaler), all. False, with the reason in c->note, when none is left.
+ */
+static bool labels_carried(struct ctx *c, const struct node_label *labels, size_t n, bool *keep)
+{
+    struct pod_demand dm;
+    struct diag d;
+    char names[256] = "", want[512] = "";
+    bool any = false, offered = false;
+
+    for (size_t i = 0; i < n; i++)
+        keep[i] = labels[i].value != NULL;
+    if (!view_synced(c) || n > SELECTOR_LABELS_MAX)
+        return true;
+    diag_clear(&d);
+    if (pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) < 0)
+        return true;
+    for (size_t i = 0; i < n; i++) {
+        int rc;
+
+        if (!keep[i])
+            continue;
+        add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
+        rc = cluster_offering_nodes_carry(c->view, pod_offers, &dm, labels[i].key, labels[i].value);
+        offered = offered || rc >= 0;
+        keep[i] = rc == 1;
+        any = any || keep[i];
+    }
+    if (!offered) {
+        for (size_t i = 0; i < n; i++)
+            keep[i] = labels[i].value != NULL;
+        return true;
+    }
+    if (any || want[0] == '\0')
+        return true;
+    for (size_t i = 0; i < dm.n; i++)
+        add_text(names, sizeof(names), "%s", dm.r[i].name);
+    snprintf(c->note, sizeof(c->note),
+             "no nodeSelector added: no node offering %s carries %s, so the selector would leave "
+             "the pod Pending; add a label those nodes carry to gpu.nodeLabels",
+             names, want);
+    return false;
+}
+
 static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
 {
     const struct node_label *labels = ru->n_labels ? ru->labels : c->doc->gpu_node_labels;
@@ -1256,14 +1310,18 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
     const json_t *sel = json_object_get(c->spec, "nodeSelector");
     char why[300], want[512] = "", desc[MSG_MAX];
     const char *have;
-    bool conflict = false;
+    bool conflict = false, keep[SELECTOR_LABELS_MAX + 1];
     json_t *obj;
     int rc = 0;
 
     if (!requests_gpus(c) || confined(c->doc, c->spec, why, sizeof(why)))
         return V_OK;
+    if (n > SELECTOR_LABELS_MAX)
+        n = SELECTOR_LABELS_MAX;
+    if (!labels_carried(c, labels, n, keep))
+        return V_OK;
     for (size_t i = 0; i < n; i++) {
-        if (labels[i].value == NULL)
+        if (!keep[i])
             continue;
         add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
         have = json_string_value(json_object_get(sel, labels[i].key));
@@ -1280,13 +1338,13 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
         if (!json_is_object(sel)) {
             obj = json_object();
             for (size_t i = 0; i < n; i++) {
-                if (labels[i].value != NULL)
+                if (keep[i])
                     json_object_set_new(obj, labels[i].key, json_string(labels[i].value));
             }
             rc = add_at(c, "/nodeSelector", NULL, 0, obj);
         } else {
             for (size_t i = 0; i < n && rc == 0; i++) {
-                if (labels[i].value != NULL)
+                if (keep[i])
                     rc = add_at(c, "/nodeSelector", (const char *const[]){labels[i].key}, 1,
                                 json_string(labels[i].value));
             }
@@ -1445,6 +1503,25 @@ static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const
     return rule_fns[ru->type](c, ru);
 }
 
+/* Why a rule that passed patched nothing (node-selector with no label the GPU nodes carry): a
+ * warning under Enforce and Warn, an audit annotation under Audit. */
+static void note(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
+                 const struct ctx *c)
+{
+    char text[MSG_MAX + 64];
+
+    if (c->note[0] == '\0')
+        return;
+    if (eff == ENFORCE_AUDIT) {
+        decision_annotate(rn->dec, ru->name, c->note);
+        log_decision(rn, ru, eff, "would warn", c->note, "would_warn");
+        return;
+    }
+    snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, c->note);
+    decision_warn(rn->dec, text);
+    log_decision(rn, ru, eff, "warned", c->note, "warn");
+}
+
 /* /mutate: Mutate rules patch (Enforce) or report what they would do (Warn, Audit). */
 static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
                        enum rule_enforcement eff)
@@ -1462,6 +1539,7 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
             decision_annotate(rn->dec, ru->name, text);
             log_decision(rn, ru, eff, "patched", c.fixed, "patch");
         }
+        note(rn, ru, eff, &c);
         /* a problem it cannot patch is denied at /validate */
         if (rn->pred.doc != NULL)
             run_rule(rn, doc, ru, &rn->pred, &c);
@@ -1470,6 +1548,7 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
     if (rn->pred.doc == NULL && patch_init(&rn->pred, rn->real.doc) < 0)
         return -1;
     v = run_rule(rn, doc, ru, &rn->pred, &c);
+    note(rn, ru, eff, &c);
     if (v == V_FIXED)
         record_report(rn, ru, eff, "would patch", c.fixable);
     else if (v == V_PROBLEM)

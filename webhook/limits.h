@@ -99,6 +99,8 @@
 
 /* A qualified resource name: a DNS-subdomain prefix (253), '/', a name (63) and the NUL. */
 #define RESOURCE_NAME_MAX 318
+/* node-selector labels checked against the cluster view's GPU nodes; past this, none are */
+#define SELECTOR_LABELS_MAX 32u
 
 /* Metrics. Rule names are label values: a policy has a handful of rules, and names that come
  * and go over reloads are kept; past this many distinct names they count as rule="other". */

@@ -27,7 +27,8 @@
  *
  * The default policy (rules/default.yaml):
  *   gpu.resources   nvidia.com/gpu, nvidia.com/gpu.shared, nvidia.com/mig-*
- *   gpu.nodeLabels  nvidia.com/gpu.present: "true"
+ *   gpu.nodeLabels  nvidia.com/gpu.present: "true" (and the clouds' accelerator labels, with
+ *                   any value, which the generator never writes)
  *   gpu.taints      nvidia.com/gpu, any value, NoSchedule
  *   runtimeClasses  nvidia*
  *   classes         gpu-standard (the default); no "allowed" list, no cluster view

@@ -1197,6 +1197,64 @@ static const struct ecase cases[] = {
                "'spec':{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}}",
      .allowed = 1},
 
+    /* ---- node-selector: only a label the GPU nodes carry ---- */
+    {.name = "GKE: no nodeSelector the GPU nodes do not carry is patched in, and the reason is "
+             "given",
+     .policy = "rules/default.yaml",
+     .view = "gke.json",
+     .mutating = true,
+     .object = GPU_POD,
+     .allowed = 1,
+     .patch = "[{'op':'add','path':'/spec/priorityClassName','value':'gpu-standard'},"
+              "{'op':'add','path':'/spec/priority','value':100000},"
+              "{'op':'add','path':'/spec/preemptionPolicy','value':'PreemptLowerPriority'},"
+              "{'op':'add','path':'/spec/tolerations','value':[" TOL "]}]",
+     .warning = "gpuadmit [node-selector]: no nodeSelector added: no node offering nvidia.com/gpu "
+                "carries nvidia.com/gpu.present=true, so the selector would leave the pod Pending; "
+                "add a label those nodes carry to gpu.nodeLabels"},
+    {.name = "GKE: the same pod without the patch is not denied for its selector",
+     .policy = "rules/default.yaml",
+     .view = "gke.json",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                   "'tolerations':[" TOL "]}"),
+     .allowed = 1},
+    {.name = "GKE: a pod selecting the accelerator label is confined to GPU nodes",
+     .policy = "rules/default.yaml",
+     .view = "gke.json",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                   "'priority':100000,'preemptionPolicy':'PreemptLowerPriority','tolerations':[" TOL
+                   "],'nodeSelector':{'cloud.google.com/gke-accelerator':'nvidia-l4'}}"),
+     .allowed = 1},
+    {.name = "GKE: a CPU pod selecting the accelerator label targets GPU nodes",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'cloud.google.com/"
+                   "gke-accelerator':'nvidia-l4'}}"),
+     .allowed = 0,
+     .message = "targets GPU nodes (nodeSelector cloud.google.com/gke-accelerator=nvidia-l4)"},
+    {.name = "GPU Operator nodes in the view: the label they carry is patched in",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .mutating = true,
+     .object = POD("{'containers':[" GPU_CONTAINER "],'priorityClassName':'gpu-standard',"
+                   "'priority':100000,'preemptionPolicy':'PreemptLowerPriority','tolerations':[" TOL
+                   "]}"),
+     .allowed = 1,
+     .patch =
+         "[{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/gpu.present':'true'}}]"},
+    /* no node offers it yet (a node autoscaler may add one): no evidence against the label */
+    {.name = "no node in the view offers the MIG profile: the policy's label is added",
+     .policy = "rules/default.yaml",
+     .view = "gke.json",
+     .mutating = true,
+     .object =
+         POD("{'containers':[{'name':'m','resources':{'limits':{'nvidia.com/mig-1g.5gb':'1'}}}"
+             "],'priorityClassName':'gpu-standard','priority':100000,'preemptionPolicy':"
+             "'PreemptLowerPriority','tolerations':[" TOL "]}"),
+     .allowed = 1,
+     .patch =
+         "[{'op':'add','path':'/spec/nodeSelector','value':{'nvidia.com/gpu.present':'true'}}]"},
+
     /* ---- PriorityClasses: the cluster's, when a view knows them ---- */
     {.name = "without a cluster view an unlisted class cannot be called unknown",
      .policy = "mutate.yaml",
