@@ -913,6 +913,36 @@ static int add_gpu_request(struct ctx *c, const char *res, long long count)
 }
 
 /*
+ * Whether a container (or init container) asks for devices through Dynamic Resource Allocation:
+ * its resources.claims name an entry of spec.resourceClaims. NVIDIA's DRA driver serves GPUs so
+ * (device classes gpu.nvidia.com, mig.nvidia.com). The view holds no ResourceClaim or
+ * ResourceClaimTemplate, so the claim's device class is not known here: a claim is taken as a
+ * GPU request by the gpu-request rule (it asks a driver for its devices, not the node for all).
+ */
+static bool claims_devices(const json_t *spec)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    const json_t *c, *cl, *pc;
+    size_t i, k, m;
+
+    for (size_t l = 0; l < 2; l++) {
+        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+            json_array_foreach (json_object_get(json_object_get(c, "resources"), "claims"), k, cl) {
+                const char *name = json_string_value(json_object_get(cl, "name"));
+
+                json_array_foreach (json_object_get(spec, "resourceClaims"), m, pc) {
+                    const char *n = json_string_value(json_object_get(pc, "name"));
+
+                    if (name != NULL && n != NULL && strcmp(name, n) == 0)
+                        return true;
+                }
+            }
+        }
+    }
+    return false;
+}
+
+/*
  * Ways to reach GPUs around the device plugin, judged per container. A container gets GPUs
  * only through its own request (or, for an init container, the devices the kubelet's device
  * manager allocates to it): a GPU request in one container opens nothing for the others, and a
@@ -920,15 +950,17 @@ static int add_gpu_request(struct ctx *c, const char *res, long long count)
  * these. So each is refused in every container (init containers too) of a pod that requests
  * GPUs or can reach GPU nodes, and a user-set NVIDIA_VISIBLE_DEVICES in every pod.
  */
-static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_demand *dm)
+static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_demand *dm, bool dra)
 {
     char why[300], value[80];
     const json_t *x;
     const char *hp, *key, *val = NULL;
-    bool reachable = dm->n > 0;
+    bool reachable = dm->n > 0 || dra;
 
-    if (reachable)
+    if (dm->n > 0)
         snprintf(why, sizeof(why), "it requests %s", dm->r[0].name);
+    else if (dra)
+        snprintf(why, sizeof(why), "it claims devices through resourceClaims");
     else
         reachable = reaches_gpu_nodes(c, why, sizeof(why));
     if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices))) {
@@ -975,14 +1007,14 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
     struct diag d;
     char why[300];
     const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0);
-    bool fixed = false;
+    bool fixed = false, dra = claims_devices(c->spec);
 
     diag_clear(&d);
     if (pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) < 0) {
         add_problem(c->problem, sizeof(c->problem), "%s", d.msg);
         return V_PROBLEM;
     }
-    if (dm.n == 0 && pod_targets(c, why, sizeof(why))) {
+    if (dm.n == 0 && !dra && pod_targets(c, why, sizeof(why))) {
         char desc[MSG_MAX];
 
         snprintf(desc, sizeof(desc),
@@ -1000,7 +1032,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
             add_problem(c->problem, sizeof(c->problem), "%s", desc);
         }
     }
-    bypasses(c, ru, &dm);
+    bypasses(c, ru, &dm, dra);
     for (size_t i = 0; ru->max_per_pod > 0 && i < dm.n; i++) {
         if (dm.r[i].milli > ru->max_per_pod * 1000)
             add_problem(c->problem, sizeof(c->problem),

@@ -1108,8 +1108,11 @@ def gpu_targeted(obj, kind):
     unprivileged(spec)
     spec.setdefault("nodeSelector", {}).update(SEL)
     spec.pop("priorityClassName", None)
+    # a container's claim of a pod's resourceClaims (DRA) is a GPU request too
+    spec.pop("resourceClaims", None)
     for group_ in ("initContainers", "containers", "ephemeralContainers"):
         for c in spec.get(group_) or []:
+            (c.get("resources") or {}).pop("claims", None)
             for lst in ("limits", "requests"):
                 for r in list((c.get("resources") or {}).get(lst) or {}):
                     if GPU_RESOURCE_RE.fullmatch(r):

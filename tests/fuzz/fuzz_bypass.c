@@ -454,6 +454,16 @@ static void mix(struct gen *g, json_t *obj, const char *kind)
     n = json_array_size(list);
     if (n > 0 && (s = PICK(&g->b, env_froms)) != NULL)
         json_object_set_new(json_array_get(list, pick(&g->b, (unsigned)n)), "envFrom", js(s));
+    /* a DRA claim of the pod, and a container that uses it (or, at times, none) */
+    if (pick(&g->b, 6) == 0) {
+        json_object_set_new(spec, "resourceClaims",
+                            js("[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one\"}]"));
+        list = json_object_get(spec, "containers");
+        n = json_array_size(list);
+        if (n > 0 && pick(&g->b, 4) != 0)
+            json_object_set_new(json_array_get(list, pick(&g->b, (unsigned)n)), "resources",
+                                js("{\"claims\":[{\"name\":\"gpu\"}]}"));
+    }
     /* one more container that asks for a GPU resource, beside whatever the others do */
     if (pick(&g->b, 3) == 0) {
         bool init = pick(&g->b, 2) == 0;

@@ -547,6 +547,25 @@ static bool cdi_nvidia(const json_t *meta)
     return false;
 }
 
+/* Whether a container asks a DRA driver for devices: its resources.claims name a claim of the
+ * pod. Reading: without the ResourceClaim (the fuzzer has no cluster view) its device class is
+ * not known, and a claim is taken as a GPU request, as rules/README.md says. */
+static bool claims_devices(const json_t *spec)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    size_t i, k, m;
+    const json_t *c, *cl, *pc;
+
+    for (int l = 0; l < 2; l++)
+        json_array_foreach (json_object_get(spec, lists[l]), i, c)
+            json_array_foreach (json_object_get(json_object_get(c, "resources"), "claims"), k, cl)
+                json_array_foreach (json_object_get(spec, "resourceClaims"), m, pc)
+                    if (str(cl, "name") != NULL && str(pc, "name") != NULL &&
+                        strcmp(str(cl, "name"), str(pc, "name")) == 0)
+                        return true;
+    return false;
+}
+
 /* Whether the pod may run on a GPU node: it requests GPUs, tolerates the GPU taint (any form
  * the scheduler honours, an empty key with Exists included), names its node, or nothing
  * taints GPU nodes. */
@@ -646,7 +665,7 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
 {
     const json_t *spec = oracle_pod_spec(in->object, in->kind);
     struct demand d;
-    bool error = false;
+    bool error = false, dra;
     const char *sel;
 
     memset(v, 0, sizeof(*v));
@@ -668,15 +687,16 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
     if (error)
         refuse(v, "a GPU amount is not a whole, non-negative quantity");
 
-    /* gpu-request (Deny): targets GPU nodes but requests none. */
-    if (v->targets && !v->gpu)
+    /* gpu-request (Deny): targets GPU nodes but requests none (a DRA claim is a request). */
+    dra = claims_devices(spec);
+    if (v->targets && !v->gpu && !dra)
         refuse(v, "gpu-request: targets GPU nodes but requests no GPU");
     /* Every container on its own: does the runtime let it open a GPU it was not given?
      * Reading: a user-set NVIDIA_VISIBLE_DEVICES is refused wherever the pod may run, as only
      * the device plugin has cause to set it. */
     if (any_container(spec, visible_devices))
         refuse(v, "gpu-request: a container sets NVIDIA_VISIBLE_DEVICES");
-    if (may_land_on_gpu_node(spec, v->gpu, in->no_taints)) {
+    if (may_land_on_gpu_node(spec, v->gpu || dra, in->no_taints)) {
         if (any_container(spec, privileged))
             refuse(v, "gpu-request: a privileged container may run on a GPU node");
         if (any_container(spec, env_from_may_set))

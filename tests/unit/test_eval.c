@@ -1197,6 +1197,36 @@ static const struct ecase cases[] = {
                "'spec':{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}}",
      .allowed = 1},
 
+    /* ---- GPUs through Dynamic Resource Allocation ---- */
+    {.name = "DRA: a container's claim is its GPU request",
+     .policy = "rules/default.yaml",
+     .object = POD("{'tolerations':[" TOL "],'resourceClaims':[{'name':'gpu',"
+                   "'resourceClaimTemplateName':'single-gpu'}],'containers':[{'name':'c',"
+                   "'resources':{'claims':[{'name':'gpu'}]}}]}"),
+     .allowed = 1},
+    {.name = "DRA: a claim in an init container counts too",
+     .policy = "rules/default.yaml",
+     .object = POD("{'tolerations':[" TOL "],'resourceClaims':[{'name':'gpu',"
+                   "'resourceClaimName':'shared-gpu'}],'initContainers':[{'name':'i',"
+                   "'resources':{'claims':[{'name':'gpu'}]}}],'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "DRA: a pod claim no container uses asks for nothing",
+     .policy = "rules/default.yaml",
+     .object = POD("{'tolerations':[" TOL "],'resourceClaims':[{'name':'gpu',"
+                   "'resourceClaimTemplateName':'single-gpu'}],'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "container \"web\" targets GPU nodes (tolerates nvidia.com/gpu:NoSchedule) but "
+                "requests no nvidia.com/gpu"},
+    {.name = "DRA: a claiming pod's privileged sidecar is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'resourceClaims':[{'name':'gpu','resourceClaimTemplateName':'single-gpu'}],"
+                   "'containers':[{'name':'c','resources':{'claims':[{'name':'gpu'}]}},{'name':"
+                   "'side','securityContext':{'privileged':true}}]}"),
+     .allowed = 0,
+     .message = "privileged container \"side\" can reach GPU devices (a privileged container sees "
+                "all of the node's /dev, whatever it requests) and the pod can reach GPU nodes (it "
+                "claims devices through resourceClaims)"},
+
     /* ---- node-selector: only a label the GPU nodes carry ---- */
     {.name = "GKE: no nodeSelector the GPU nodes do not carry is patched in, and the reason is "
              "given",
