@@ -120,6 +120,11 @@ static bool gvr_is(const struct review *r, const char *group, const char *resour
 #define OP(o) (1u << REVIEW_##o)
 static const struct eval_route routes[] = {
     {"", "v1", "pods", "", OP(CREATE), true, true},
+    /* a user may add tolerations to any pod, and add to or narrow nodeSelector and affinity
+     * while it has scheduling gates: such an UPDATE is judged like a CREATE of the new object,
+     * at /validate only (a patch of a running pod's immutable fields, priorityClassName say,
+     * would make the apiserver refuse the update) */
+    {"", "v1", "pods", "", OP(UPDATE), false, true},
     /* kubectl debug adds containers to a running pod through this subresource */
     {"", "v1", "pods", "ephemeralcontainers", OP(UPDATE), true, true},
     /* pod templates (autogen), and the capacity of the workloads */
@@ -188,7 +193,7 @@ static const struct target *find_target(const struct review *r, bool autogen)
     if (r->sub_resource[0] != '\0')
         return NULL;
     if (gvr_is(r, "", "pods"))
-        return r->op == REVIEW_CREATE ? &pod : NULL;
+        return r->op == REVIEW_CREATE || r->op == REVIEW_UPDATE ? &pod : NULL;
     if (!autogen || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE))
         return NULL;
     for (size_t i = 0; i < sizeof(gvr) / sizeof(gvr[0]); i++) {
@@ -1624,6 +1629,20 @@ static bool template_changed(const struct review *r, const struct target *t)
     return changed_at(r, t->prefix, true) || (!t->is_pod && changed_at(r, t->meta_path, false));
 }
 
+/* For a pod UPDATE: whether what decides where it may run changed (pkg/apis/core/validation:
+ * ValidatePodUpdate lets tolerations be added to any pod, and nodeSelector and node affinity
+ * be added to or narrowed, and scheduling gates removed, while the pod is gated). */
+static bool scheduling_changed(const struct review *r)
+{
+    static const char *const fields[] = {"/spec/tolerations", "/spec/nodeSelector",
+                                         "/spec/affinity", "/spec/schedulingGates"};
+
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+        if (changed_at(r, fields[i], false))
+            return true;
+    return false;
+}
+
 static bool is_mirror_pod(const struct review *r)
 {
     return json_object_get(json_object_get(json_object_get(r->object, "metadata"), "annotations"),
@@ -2284,6 +2303,9 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
         any_autogen = any_autogen || p->docs[i].autogen;
     rn.t = find_target(r, any_autogen);
     if (is_mirror_pod(r) || (rn.t != NULL && r->op == REVIEW_UPDATE && !template_changed(r, rn.t)))
+        rn.t = NULL;
+    if (rn.t != NULL && rn.t->is_pod && !rn.t->ephemeral && r->op == REVIEW_UPDATE &&
+        !scheduling_changed(r))
         rn.t = NULL;
     if (rn.t != NULL && mutating && patch_init(&rn.real, r->object) < 0)
         goto out;

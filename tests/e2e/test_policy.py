@@ -129,10 +129,16 @@ RESOURCES = {  # kind -> (group, version, resource)
 USER = "alice@example.com"
 
 
-def review_of(obj, uid, ns, kind="Pod"):
+def review_of(obj, uid, ns, kind="Pod", old=None):
+    """The AdmissionReview of obj's CREATE, or with old its UPDATE from old."""
     group, version, resource = RESOURCES[kind]
     gvk = {"group": group, "version": version, "kind": kind}
     gvr = {"group": group, "version": version, "resource": resource}
+    if old is not None:
+        rv = review_of(obj, uid, ns, kind)
+        rv["request"].update(operation="UPDATE", oldObject=old, options={
+            "apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"})
+        return rv
     return {
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -222,10 +228,10 @@ class Answer:
         return "%s %s" % (self.path, js(self.resp))
 
 
-def admit(srv, conn, path, obj, ns, kind="Pod", uid=None):
+def admit(srv, conn, path, obj, ns, kind="Pod", uid=None, old=None):
     uid = uid or str(uuid.uuid4())
     since = srv.log_size()
-    conn.request("POST", path, body=json.dumps(review_of(obj, uid, ns, kind)).encode(),
+    conn.request("POST", path, body=json.dumps(review_of(obj, uid, ns, kind, old)).encode(),
                  headers=JSON_CT)
     resp = conn.getresponse()
     body = resp.read()
@@ -1287,7 +1293,27 @@ def fixture_tests():
                        annotations={"capacity": "warned: " + unchecked})
         return fn
 
-    subs = []
+    def pod_update(srv, conn):
+        # a pod created gated with no GPU marker (never sent), then updated to tolerate the
+        # GPU taint and select GPU nodes, which Kubernetes allows while it is gated: judged
+        # like a CREATE of the new object at /validate, never patched at /mutate
+        before = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gated",
+                                                                 "namespace": "ml"},
+                  "spec": {"schedulingGates": [{"name": "wait"}],
+                           "containers": [{"name": "web", "image": "nginx"}]}}
+        after = copy.deepcopy(before)
+        after["spec"].update(tolerations=[TOL], nodeSelector=dict(SEL))
+        expect(admit(srv, conn, "/mutate", after, "ml", old=before))
+        v = admit(srv, conn, "/validate", after, "ml", old=before)
+        eq((v.allowed, v.message), (False, admit(srv, conn, "/validate", after, "ml").message),
+           "the UPDATE's verdict is the CREATE's")
+        check(v.message.startswith("gpuadmit: pod ml/gated [gpu-request] container \"web\" "
+                                   "targets GPU nodes"), "pod UPDATE denial %r" % v.message)
+        relabelled = copy.deepcopy(after)
+        relabelled["metadata"]["labels"] = {"app": "x"}
+        expect(admit(srv, conn, "/validate", relabelled, "ml", old=after))
+
+    subs = [("Pod/update_aimed_at_gpu_nodes", pod_update)]
     for fname, kind, _, _ in FIXTURES:
         subs.append(("%s/as_is" % kind, as_is(fname, kind)))
         subs.append(("%s/gpu" % kind, gpu(fname, kind)))

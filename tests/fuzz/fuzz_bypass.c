@@ -553,6 +553,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             json_object_set_new(json_object_get(json_object_get(spec, "template"), "metadata"),
                                 "labels", json_pack("{s:s}", "app", "old"));
         }
+        /* a pod UPDATE that adds tolerations, a selector or affinity, or lifts gates */
+        if (strcmp(kinds[k].kind, "Pod") == 0 && update == 2) {
+            json_t *spec = json_object_get(old, "spec");
+
+            json_object_del(spec, "tolerations");
+            json_object_del(spec, "nodeSelector");
+            if (pick(&g.b, 2) == 0)
+                json_object_del(spec, "affinity");
+            json_object_set_new(spec, "schedulingGates", json_pack("[{s:s}]", "name", "wait"));
+        }
         if (strcmp(kinds[k].kind, "Pod") != 0 && update == 2) {
             json_t *spec = json_object_get(old, "spec");
 

@@ -633,6 +633,21 @@ bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_
 
 /* ---- the verdict -------------------------------------------------------------------------- */
 
+static bool scheduling_changed(const json_t *object, const json_t *old)
+{
+    static const char *const fields[] = {"tolerations", "nodeSelector", "affinity",
+                                         "schedulingGates"};
+    const json_t *a = json_object_get(object, "spec"), *b = json_object_get(old, "spec");
+
+    for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+        const json_t *x = json_object_get(a, fields[i]), *y = json_object_get(b, fields[i]);
+
+        if ((x == NULL) != (y == NULL) || (x != NULL && !json_equal(x, y)))
+            return true;
+    }
+    return false;
+}
+
 static bool excluded(const struct oracle_input *in)
 {
     const json_t *meta = json_object_get(in->object, "metadata");
@@ -665,7 +680,8 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
 {
     const json_t *spec = oracle_pod_spec(in->object, in->kind);
     struct demand d;
-    bool error = false, dra;
+    char why[128];
+    bool error = false, dra, pod_update;
     const char *sel;
 
     memset(v, 0, sizeof(*v));
@@ -673,11 +689,16 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
     v->op = in->op;
     if (spec == NULL || excluded(in))
         return;
-    /* Pods are judged on CREATE only; workloads on CREATE, and on UPDATE when the pod template
-     * changed (rules/README.md, "Pod templates"). */
-    if (strcmp(in->op, "CREATE") != 0 &&
-        (strcmp(in->kind, "Pod") == 0 ||
-         json_equal(pod_template(in->object, in->kind), pod_template(in->old_object, in->kind))))
+    /* Workloads are judged on CREATE, and on UPDATE when the pod template changed
+     * (rules/README.md, "Pod templates"). A pod UPDATE can change where the pod may run only
+     * through tolerations (any pod), nodeSelector, affinity and scheduling gates (a gated pod:
+     * Kubernetes' ValidatePodUpdate): such an UPDATE is judged like a CREATE of the new
+     * object, any other is not. */
+    pod_update = strcmp(in->op, "CREATE") != 0 && strcmp(in->kind, "Pod") == 0;
+    if (pod_update && !scheduling_changed(in->object, in->old_object))
+        return;
+    if (strcmp(in->op, "CREATE") != 0 && !pod_update &&
+        json_equal(pod_template(in->object, in->kind), pod_template(in->old_object, in->kind)))
         return;
     v->judged = true;
     pod_gpus(in, spec, &d, &v->gpu, &error);
@@ -722,4 +743,8 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
     sel = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
     if (!confined(spec) && sel != NULL && strcmp(sel, GPU_VALUE) != 0)
         refuse(v, "node-selector: nodeSelector %s=%.32s", GPU_LABEL, sel);
+    /* Reading: a pod UPDATE is never patched (a running pod's class and priority cannot be
+     * changed), so what the Mutate rules would patch on CREATE is refused instead */
+    if (pod_update && v->admit && !oracle_gpu_pod_settled(spec, in->no_taints, why, sizeof(why)))
+        refuse(v, "pod UPDATE: %s, and nothing is patched on UPDATE", why);
 }

@@ -977,6 +977,46 @@ def t_cel_pods_extra(docs):
         expect(conds, request_env(mirror, user="system:node:n1"), False, config[:8] + " mirror pod")
 
 
+def t_cel_pod_update(docs):
+    """Pod UPDATE reaches /validate only when tolerations, nodeSelector, affinity or scheduling
+    gates change (and the new object mentions a GPU); /mutate never gets it."""
+    _, conds = entry_for(docs, "ValidatingWebhookConfiguration", "", "pods")
+    tol = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    gated = {"containers": [C()], "schedulingGates": [{"name": "g"}]}
+    gpu = {"containers": [C(resources={"limits": {"nvidia.com/gpu": 1}})], "tolerations": [tol]}
+    cases = [
+        ("a gated CPU pod given the GPU toleration and selector", gated,
+         dict(gated, tolerations=[tol], nodeSelector={"nvidia.com/gpu.present": "true"}), True),
+        ("a GPU pod given one more toleration", gpu,
+         dict(gpu, tolerations=[tol, {"key": "x", "operator": "Exists"}]), True),
+        ("a GPU pod's gates removed", dict(gpu, schedulingGates=[{"name": "g"}]), gpu, True),
+        ("a GPU pod's affinity narrowed", gpu, dict(gpu, affinity={"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "zone", "operator": "In",
+                                       "values": ["a"]}]}]}}}), True),
+        ("a GPU pod's labels changed", gpu, gpu, False),
+        ("a CPU pod given a toleration of another taint", {"containers": [C()]},
+         {"containers": [C()], "tolerations": [{"key": "x", "operator": "Exists"}]}, False),
+    ]
+    for desc, before, after, want in cases:
+        old, new = wrap("Pod", copy.deepcopy(before)), wrap("Pod", copy.deepcopy(after))
+        new["metadata"]["labels"] = {"app": "new"}
+        env = request_env(new, op="UPDATE")
+        env["oldObject"] = old
+        expect(conds, env, want, "Validati pod UPDATE: %s" % desc)
+        for path, variant in leaf_removals(old):
+            env = request_env(new, op="UPDATE")
+            env["oldObject"] = variant
+            got, errors = cel.match(conds, env)
+            check(got != "error", "pod UPDATE, old object without %s: %s"
+                  % ("/".join(map(str, path)), "; ".join(errors)))
+    _, mconds = entry_for(docs, "MutatingWebhookConfiguration", "", "pods")
+    for kind, w in webhooks(docs):
+        if kind.startswith("Mutating") and w["name"].startswith("pods."):
+            for rule in w["rules"]:
+                check("UPDATE" not in rule["operations"], "the mutating pod entry takes UPDATE")
+
+
 def t_cel_cdi(docs):
     """A cdi.k8s.io/ annotation asks the runtime for devices by name: sent, on a Pod and on every
     workload's template; another annotation is not."""
@@ -1411,6 +1451,7 @@ def main():
             run("%s: CEL pods: mirror and DaemonSet pods" % overlay, t_cel_pods_extra, docs)
             run("%s: CEL ephemeral containers" % overlay, t_cel_ephemeral, docs)
             run("%s: CEL CDI annotations" % overlay, t_cel_cdi, docs)
+            run("%s: CEL pod UPDATE" % overlay, t_cel_pod_update, docs)
             run("%s: CEL null-safety" % overlay, t_cel_null_safe, docs)
             run("%s: CEL on upstream objects" % overlay, t_cel_upstream, docs)
             run("%s: who may set the opt-out label" % overlay, t_exempt_label, overlay, docs)

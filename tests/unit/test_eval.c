@@ -1227,6 +1227,56 @@ static const struct ecase cases[] = {
                 "all of the node's /dev, whatever it requests) and the pod can reach GPU nodes (it "
                 "claims devices through resourceClaims)"},
 
+    /* ---- pod UPDATE: new tolerations, selectors, affinity or gates ---- */
+    {.name = "pod UPDATE: a gated CPU pod updated to tolerate and select GPU nodes is judged",
+     .policy = "rules/default.yaml",
+     .op = "UPDATE",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'schedulingGates':[{'name':'g'}],"
+                   "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .old_object = POD("{'containers':[" CPU_CONTAINER "],'schedulingGates':[{'name':'g'}]}"),
+     .allowed = 0,
+     .message =
+         "gpuadmit: pod ml/p [gpu-request] container \"web\" targets GPU nodes (nodeSelector "
+         "nvidia.com/gpu.present=true) but requests no nvidia.com/gpu"},
+    {.name = "pod UPDATE: the same object as a CREATE is denied alike",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'schedulingGates':[{'name':'g'}],"
+                   "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 0,
+     .message =
+         "gpuadmit: pod ml/p [gpu-request] container \"web\" targets GPU nodes (nodeSelector "
+         "nvidia.com/gpu.present=true) but requests no nvidia.com/gpu"},
+    {.name = "pod UPDATE: a toleration added to a privileged pod is judged",
+     .policy = "rules/default.yaml",
+     .op = "UPDATE",
+     .object = POD("{'containers':[{'name':'root','securityContext':{'privileged':true}}],"
+                   "'tolerations':[{'operator':'Exists'}]}"),
+     .old_object = POD("{'containers':[{'name':'root','securityContext':{'privileged':true}}]}"),
+     .allowed = 0,
+     .message = "privileged container \"root\" can reach GPU devices"},
+    {.name = "pod UPDATE: nothing is patched at /mutate (immutable fields)",
+     .policy = "rules/default.yaml",
+     .mutating = true,
+     .op = "UPDATE",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'tolerations':[" TOL "]}"),
+     .old_object = POD("{'containers':[" GPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "pod UPDATE: a change of labels only is not judged",
+     .policy = "rules/default.yaml",
+     .op = "UPDATE",
+     .object =
+         "{'metadata':{'name':'p','labels':{'app':'new'}},'spec':{'containers':[" CPU_CONTAINER
+         "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}}",
+     .old_object =
+         POD("{'containers':[" CPU_CONTAINER "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}"),
+     .allowed = 1},
+    {.name = "pod UPDATE: a settled GPU pod given one more toleration passes",
+     .policy = "rules/default.yaml",
+     .op = "UPDATE",
+     .object = POD("{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC ",'schedulingGates':[]}"),
+     .old_object = POD("{'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}"),
+     .allowed = 1},
+
     /* ---- node-selector: only a label the GPU nodes carry ---- */
     {.name = "GKE: no nodeSelector the GPU nodes do not carry is patched in, and the reason is "
              "given",
@@ -1981,7 +2031,7 @@ static void test_routes(void)
     const struct eval_route *rt = eval_routes(&n);
     json_t *obj = json_object();
 
-    CHECK(n == 11);
+    CHECK(n == 12);
     for (size_t i = 0; i < n; i++) {
         char res[96];
 
@@ -1989,15 +2039,35 @@ static void test_routes(void)
         for (int k = 0; k < 4; k++) {
             struct ecase c = {.resource = res, .op = ops[k], .sub = rt[i].sub_resource};
             struct review *r = make_review(&c, obj);
-            bool op_in = (rt[i].ops & (1u << k)) != 0;
+            const struct eval_route *want[2] = {NULL, NULL};
 
             CHECK(r != NULL);
             if (r == NULL)
                 continue;
-            CHECK(eval_route_of(r, true) == (op_in && rt[i].mutating ? &rt[i] : NULL));
-            CHECK(eval_route_of(r, false) == (op_in && rt[i].validating ? &rt[i] : NULL));
+            /* a resource may have a route per set of operations (pods: CREATE at both
+             * endpoints, UPDATE at /validate only): the one whose operations hold */
+            for (size_t j = 0; j < n; j++) {
+                if (strcmp(rt[j].group, rt[i].group) != 0 ||
+                    strcmp(rt[j].resource, rt[i].resource) != 0 ||
+                    strcmp(rt[j].sub_resource, rt[i].sub_resource) != 0 ||
+                    (rt[j].ops & (1u << k)) == 0)
+                    continue;
+                if (want[0] == NULL && rt[j].mutating)
+                    want[0] = &rt[j];
+                if (want[1] == NULL && rt[j].validating)
+                    want[1] = &rt[j];
+            }
+            CHECK(eval_route_of(r, true) == want[0]);
+            CHECK(eval_route_of(r, false) == want[1]);
             review_free(r);
         }
+    }
+    {
+        struct ecase c = {.resource = "/pods", .op = "UPDATE"};
+        struct review *r = make_review(&c, obj);
+
+        CHECK(r != NULL && eval_route_of(r, true) == NULL && eval_route_of(r, false) != NULL);
+        review_free(r);
     }
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         for (int k = 0; k < 4; k++) {
