@@ -1097,6 +1097,61 @@ static const struct ecase cases[] = {
      .object = POD("{'containers':[{'name':'root','securityContext':{'privileged':true}}]}"),
      .allowed = 1},
 
+    /* ---- what operators need is not refused ---- */
+    {.name = "operators: the device plugin's DaemonSet pod, privileged with host paths, is exempt",
+     .policy = "rules/default.yaml",
+     .ns = "monitoring",
+     .user = "system:serviceaccount:kube-system:daemon-set-controller",
+     .object = "{'metadata':{'name':'nvidia-device-plugin-x','ownerReferences':[{'apiVersion':"
+               "'apps/v1','kind':'DaemonSet','name':'nvidia-device-plugin','uid':'u','controller':"
+               "true}]},'spec':{'tolerations':[{'operator':'Exists'}],'containers':[{'name':"
+               "'plugin','securityContext':{'privileged':true},'env':[{'name':"
+               "'NVIDIA_VISIBLE_DEVICES','value':'all'}]}],'volumes':[{'name':'dp','hostPath':"
+               "{'path':'/var/lib/kubelet/device-plugins'}},{'name':'dev','hostPath':{'path':"
+               "'/dev'}}]}}",
+     .allowed = 1},
+    {.name = "operators: DCGM exporter in the GPU Operator's namespace is exempt",
+     .policy = "rules/default.yaml",
+     .ns = "gpu-operator",
+     .object = POD("{'nodeName':'gpu-0','containers':[{'name':'dcgm','securityContext':{"
+                   "'privileged':true},'env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':'all'}]}]}"),
+     .allowed = 1},
+    {.name = "operators: kubectl debug node/ of a GPU node in kube-system is exempt",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .ns = "kube-system",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'gpu-1','hostPID':true,"
+                   "'tolerations':[{'operator':'Exists'}],'volumes':[{'name':'host-root',"
+                   "'hostPath':{'path':'/'}}]}"),
+     .allowed = 1},
+    {.name = "operators: kubectl debug --profile=sysadmin on a GPU node by an exempt group",
+     .policy = "debug-exempt.yaml",
+     .view = "stall.json",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .group = "system:masters",
+     .object = POD("{'nodeName':'gpu-1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','securityContext':{'privileged':true}}]}"),
+     .old_object = POD("{'nodeName':'gpu-1','containers':[" GPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name = "operators: the same by anyone else is refused",
+     .policy = "debug-exempt.yaml",
+     .view = "stall.json",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'gpu-1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','securityContext':{'privileged':true}}]}"),
+     .old_object = POD("{'nodeName':'gpu-1','containers':[" GPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "privileged ephemeral container \"dbg\" can reach every GPU of the node"},
+    {.name = "operators: a CPU pod pinned to the CPU node with host paths is fine",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'nodeName':'cpu-0','containers':[{'name':'c','securityContext':{"
+                   "'privileged':true},'envFrom':[{'configMapRef':{'name':'x'}}]}],'volumes':[{"
+                   "'name':'r','hostPath':{'path':'/'}}]}"),
+     .allowed = 1},
+
     /* ---- host paths as the host resolves them ---- */
     {.name = "host path: /proc/1/root is the host's /",
      .policy = "rules/default.yaml",
