@@ -546,15 +546,17 @@ static bool env_sets_visible_devices(const json_t *c)
     return visible_devices_entry(c) != NULL;
 }
 
-/* How a container's NVIDIA_VISIBLE_DEVICES is set, for messages: "=all", " from valueFrom". */
+/* How a container's NVIDIA_VISIBLE_DEVICES is set, for messages: "=\"all\"", " from valueFrom"
+ * (an entry with neither value nor valueFrom is the empty string). */
 static void visible_devices_value(const json_t *c, char *out, size_t len)
 {
-    const char *v = json_string_value(json_object_get(visible_devices_entry(c), "value"));
+    const json_t *e = visible_devices_entry(c);
+    const char *v = json_string_value(json_object_get(e, "value"));
 
-    if (v == NULL)
+    if (json_object_get(e, "valueFrom") != NULL)
         snprintf(out, len, " from valueFrom");
     else
-        snprintf(out, len, "=\"%.64s\"", v);
+        snprintf(out, len, "=\"%.64s\"", v ? v : "");
 }
 
 /* Calls fn on every container and init container until it returns true; that container. */

@@ -1077,6 +1077,11 @@ static const struct ecase cases[] = {
              "]}"),
      .allowed = 0,
      .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\""},
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES without a value is the empty string",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES'}]}]}"),
+     .allowed = 0,
+     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\", which"},
     {.name = "per container: NVIDIA_VISIBLE_DEVICES from valueFrom is refused",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','valueFrom':"
