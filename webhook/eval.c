@@ -1299,7 +1299,8 @@ static bool pod_offers(const char *res, void *arg)
  * one of the pod's GPU resources, only the labels one of them carries (a selector no such node
  * carries would leave the pod Pending forever: GKE's and the bare device plugin's nodes have no
  * nvidia.com/gpu.present); without a view, or with none such node yet (they may come from a
- * node autoscaler), all. False, with the reason in c->note, when none is left.
+ * node autoscaler), all. False, with the reason in c->note, when none is left. keep has room
+ * for SELECTOR_LABELS_MAX labels: past that many, every label with a value is kept unchecked.
  */
 static bool labels_carried(struct ctx *c, const struct node_label *labels, size_t n, bool *keep)
 {
@@ -1308,7 +1309,7 @@ static bool labels_carried(struct ctx *c, const struct node_label *labels, size_
     char names[256] = "", want[512] = "";
     bool any = false, offered = false;
 
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n && i < SELECTOR_LABELS_MAX; i++)
         keep[i] = labels[i].value != NULL;
     if (!view_synced(c) || n > SELECTOR_LABELS_MAX)
         return true;
@@ -1342,6 +1343,12 @@ static bool labels_carried(struct ctx *c, const struct node_label *labels, size_
     return false;
 }
 
+/* Whether label i goes into the patch (labels_carried). */
+static bool kept(const bool *keep, const struct node_label *labels, size_t i)
+{
+    return i < SELECTOR_LABELS_MAX ? keep[i] : labels[i].value != NULL;
+}
+
 static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
 {
     const struct node_label *labels = ru->n_labels ? ru->labels : c->doc->gpu_node_labels;
@@ -1349,18 +1356,16 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
     const json_t *sel = json_object_get(c->spec, "nodeSelector");
     char why[300], want[512] = "", desc[MSG_MAX];
     const char *have;
-    bool conflict = false, keep[SELECTOR_LABELS_MAX + 1];
+    bool conflict = false, keep[SELECTOR_LABELS_MAX];
     json_t *obj;
     int rc = 0;
 
     if (!requests_gpus(c) || confined(c->doc, c->spec, why, sizeof(why)))
         return V_OK;
-    if (n > SELECTOR_LABELS_MAX)
-        n = SELECTOR_LABELS_MAX;
     if (!labels_carried(c, labels, n, keep))
         return V_OK;
     for (size_t i = 0; i < n; i++) {
-        if (!keep[i])
+        if (!kept(keep, labels, i))
             continue;
         add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
         have = json_string_value(json_object_get(sel, labels[i].key));
@@ -1377,13 +1382,13 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
         if (!json_is_object(sel)) {
             obj = json_object();
             for (size_t i = 0; i < n; i++) {
-                if (keep[i])
+                if (kept(keep, labels, i))
                     json_object_set_new(obj, labels[i].key, json_string(labels[i].value));
             }
             rc = add_at(c, "/nodeSelector", NULL, 0, obj);
         } else {
             for (size_t i = 0; i < n && rc == 0; i++) {
-                if (keep[i])
+                if (kept(keep, labels, i))
                     rc = add_at(c, "/nodeSelector", (const char *const[]){labels[i].key}, 1,
                                 json_string(labels[i].value));
             }

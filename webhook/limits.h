@@ -99,7 +99,7 @@
 
 /* A qualified resource name: a DNS-subdomain prefix (253), '/', a name (63) and the NUL. */
 #define RESOURCE_NAME_MAX 318
-/* node-selector labels checked against the cluster view's GPU nodes; past this, none are */
+/* node-selector labels checked against the cluster view's GPU nodes; past this many, none is */
 #define SELECTOR_LABELS_MAX 32u
 
 /* Metrics. Rule names are label values: a policy has a handful of rules, and names that come
