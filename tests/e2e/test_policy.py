@@ -228,10 +228,13 @@ class Answer:
         return "%s %s" % (self.path, js(self.resp))
 
 
-def admit(srv, conn, path, obj, ns, kind="Pod", uid=None, old=None):
+def admit(srv, conn, path, obj, ns, kind="Pod", uid=None, old=None, sub=None):
     uid = uid or str(uuid.uuid4())
     since = srv.log_size()
-    conn.request("POST", path, body=json.dumps(review_of(obj, uid, ns, kind, old)).encode(),
+    rv = review_of(obj, uid, ns, kind, old)
+    if sub is not None:
+        rv["request"]["subResource"] = rv["request"]["requestSubResource"] = sub
+    conn.request("POST", path, body=json.dumps(rv).encode(),
                  headers=JSON_CT)
     resp = conn.getresponse()
     body = resp.read()
@@ -1312,6 +1315,33 @@ def fixture_tests():
         relabelled = copy.deepcopy(after)
         relabelled["metadata"]["labels"] = {"app": "x"}
         expect(admit(srv, conn, "/validate", relabelled, "ml", old=after))
+
+    def debug(node, allowed):
+        def fn(srv, conn):
+            # kubectl debug --profile=sysadmin: a privileged ephemeral container; the
+            # snapshot's cpu-0 has no GPU label or resource, gpu-1 offers 4 nvidia.com/gpu
+            before = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web",
+                                                                     "namespace": "ml"},
+                      "spec": {"nodeName": node, "containers": [{"name": "web",
+                                                                 "image": "nginx"}]}}
+            after = copy.deepcopy(before)
+            after["spec"]["ephemeralContainers"] = [{"name": "dbg", "image": "busybox",
+                                                     "securityContext": {"privileged": True}}]
+            v = admit(srv, conn, "/validate", after, "ml", old=before, sub="ephemeralcontainers")
+            if allowed:
+                expect(v)
+            else:
+                check(not v.allowed and "privileged ephemeral container \"dbg\" can reach every "
+                      "GPU of the node" in (v.message or ""), "debug on %s: %r" % (node, v))
+        return fn
+
+    def make_default_view():
+        return Server(rules_dir_with("default", default_text, "default.yaml"),
+                      "--cluster-snapshot", os.path.join(ROOT, "tests", "data", "snapshots",
+                                                         "stall.json"), name="default-view")
+
+    group("debug_on_known_nodes", make_default_view,
+          [("cpu_node_allowed", debug("cpu-0", True)), ("gpu_node_refused", debug("gpu-1", False))])
 
     subs = [("Pod/update_aimed_at_gpu_nodes", pod_update)]
     for fname, kind, _, _ in FIXTURES:
