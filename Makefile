@@ -201,7 +201,9 @@ bench: deps bench-deps
 	@if [[ "$(BENCH_VIEW)" != 0 ]]; then echo; echo "Cluster view (bench/README.md):"; \
 		build/release/bench/bench_view $(BENCH_ARGS); fi
 
+# the control plane's daemons first: their PID files are under build/cluster
 clean:
+	@[[ ! -d build/cluster ]] || scripts/cluster.sh down
 	rm -rf build
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@
 # Ports: CLUSTER_PORT_BASE (default 26000) + 379/380 etcd, 443 apiserver, 257 controller-manager,
 # 259 scheduler, 944 gpuadmit. Quiet when there is nothing to do; `up` prints the KUBECONFIG.
 set -euo pipefail
+# Go (cert-manager's CRDs come from its module): from PATH, or where Go's installer puts it
+command -v go >/dev/null || [[ ! -x /usr/local/go/bin/go ]] || PATH=/usr/local/go/bin:$PATH
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 D=$root/build/cluster

@@ -66,7 +66,9 @@ if have_all; then
     exit 0
 fi
 
-for tool in go apt-get dpkg-deb flock; do
+# Go from PATH, or where Go's own installer puts it (a non-login shell may not have it on PATH)
+command -v go >/dev/null || [[ ! -x /usr/local/go/bin/go ]] || PATH=/usr/local/go/bin:$PATH
+for tool in go apt-get dpkg-deb flock setsid; do
     command -v "$tool" >/dev/null ||
         { echo "k8s-binaries: $tool is needed to build or fetch the control plane" >&2; exit 1; }
 done
@@ -79,8 +81,18 @@ if have_all; then
     exit 0
 fi
 
+# Under the lock nobody else builds: what an interrupted build left behind can go.
+rm -rf "$cache"/.stage.*
 stage=$(mktemp -d "$cache/.stage.XXXXXX")
-trap 'rm -rf "$stage"' EXIT
+builder=
+# An interrupted build stops its go build too, compilers and all (the builder leads a process
+# group of its own), so that no orphan keeps the cores and writes into a stage that is gone.
+cleanup() {
+    [[ -z $builder ]] || { kill -TERM -- "-$builder" 2>/dev/null; wait "$builder" 2>/dev/null; }
+    rm -rf "$stage"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
 
 build_k8s() {
     local ldf="-s -w" p start
@@ -92,8 +104,12 @@ build_k8s() {
     echo "building Kubernetes $k8s (kube-apiserver, kube-controller-manager, kube-scheduler," \
         "kubectl); a cold build takes a while" >&2
     start=$(date +%s)
-    (cd "$mod_dir" && CGO_ENABLED=0 nice -n 19 go build -mod=readonly -buildvcs=false -trimpath \
-        -ldflags "$ldf" -o "$stage/" "${cmds[@]/#/k8s.io/kubernetes/cmd/}")
+    # the lock's descriptor is not passed on: a builder that outlived us must not hold it
+    (cd "$mod_dir" && exec setsid nice -n 19 env CGO_ENABLED=0 go build -mod=readonly -buildvcs=false \
+        -trimpath -ldflags "$ldf" -o "$stage/" "${cmds[@]/#/k8s.io/kubernetes/cmd/}") 9>&- &
+    builder=$!
+    wait "$builder"
+    builder=
     echo "built Kubernetes $k8s in $(($(date +%s) - start)) s" >&2
 }
 

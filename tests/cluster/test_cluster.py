@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import ssl
 import subprocess
 import sys
@@ -884,12 +885,28 @@ def main():
         sys.stdout.flush()
         os._exit(1)
 
+    # The binaries first, with their output shown: on a machine where they were never built
+    # this is a cold Go build of several minutes, which the scenarios' watchdog must not count.
+    r = subprocess.run([os.path.join(ROOT, "scripts", "k8s-binaries.sh")], stdout=subprocess.PIPE,
+                       timeout=7200)
+    if r.returncode != 0:
+        sys.stdout.write("not ok - the Kubernetes binaries (scripts/k8s-binaries.sh exit %d)\n"
+                         "0 passed, 1 failed\n" % r.returncode)
+        return 1
+    KUBECTL = os.path.join(r.stdout.decode().strip(), "kubectl")
+
+    # SIGTERM or SIGHUP (CI cancelled, a terminal closed) unwind like Ctrl-C, through the
+    # finally below that stops every daemon: they run in sessions of their own and would
+    # outlive this process otherwise
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGHUP, stop)
     timer = threading.Timer(LIMIT_S, dog)
     timer.daemon = True
     timer.start()
     start = time.time()
-    KUBECTL = os.path.join(sh(os.path.join(ROOT, "scripts", "k8s-binaries.sh"),
-                              timeout=7200).stdout.strip(), "kubectl")
     # a cold start: nothing of an earlier run
     cluster("down")
     shutil.rmtree(STATE, ignore_errors=True)
@@ -914,6 +931,10 @@ def main():
     except Fail as e:
         state["failed"] += 1
         sys.stdout.write("not ok - setup: %s\n" % e)
+    except Exception as e:  # noqa: BLE001 - a crash in the setup still ends with the counts
+        state["failed"] += 1
+        sys.stdout.write("not ok - setup: %s: %s\n%s" % (type(e).__name__, e,
+                                                        traceback.format_exc()))
     finally:
         if os.environ.get("KEEP_CLUSTER", "") in ("", "0"):
             subprocess.run([CLUSTER, "down"], env=ENV)
