@@ -1667,6 +1667,33 @@ int cluster_node_is(struct cluster *c, const char *name,
     return rc;
 }
 
+void cluster_nodes_matching(struct cluster *c,
+                            bool (*match)(const char *name, const json_t *labels, void *arg),
+                            bool (*gpu_labels)(const json_t *labels, void *arg),
+                            bool (*gpu_res)(const char *res, void *arg), void *arg, size_t *matched,
+                            size_t *gpu)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+
+    *matched = *gpu = 0;
+    pthread_rwlock_rdlock(&c->lock);
+    for (size_t b = 0; b < t->n_buckets; b++) {
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct node *nd = e->value;
+            bool is_gpu;
+
+            if (!match(e->key, nd->labels, arg))
+                continue;
+            (*matched)++;
+            is_gpu = gpu_labels(nd->labels, arg);
+            for (size_t i = 0; !is_gpu && i < nd->n_res; i++)
+                is_gpu = node_res_offered(&nd->res[i]) && gpu_res(nd->res[i].name, arg);
+            *gpu += is_gpu;
+        }
+    }
+    pthread_rwlock_unlock(&c->lock);
+}
+
 int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *res, void *arg),
                                  void *arg, const char *key, const char *value)
 {

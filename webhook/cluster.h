@@ -103,6 +103,15 @@ int cluster_node_is(struct cluster *c, const char *name,
                     bool (*gpu_labels)(const json_t *labels, void *arg),
                     bool (*gpu_res)(const char *res, void *arg), void *arg);
 
+/* Over the view's nodes for which match(node name, its labels, arg) holds: how many, into
+ * *matched, and how many of them are GPU nodes (as cluster_node_is), into *gpu. The callbacks
+ * run under the view's read lock. */
+void cluster_nodes_matching(struct cluster *c,
+                            bool (*match)(const char *name, const json_t *labels, void *arg),
+                            bool (*gpu_labels)(const json_t *labels, void *arg),
+                            bool (*gpu_res)(const char *res, void *arg), void *arg, size_t *matched,
+                            size_t *gpu);
+
 /* Among the nodes that advertise an extended resource for which offers(name, arg) holds:
  * 1 when one of them carries the label key=value, 0 when none does, -1 when there is no such
  * node. The callback runs under the view's read lock. */

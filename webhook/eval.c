@@ -11,6 +11,7 @@
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "capacity.h"
@@ -383,8 +384,9 @@ static bool may_tolerate(const json_t *tol, const struct taint *t)
     if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
         return false;
     /* a toleration of every taint (empty key, Exists) is how operators and node agents say
-     * "run anywhere": it lets the pod reach GPU nodes (reaches_gpu_nodes) but does not aim it
-     * at them */
+     * "run anywhere": it lets the pod reach GPU nodes (reaches_gpu_nodes) but does not by
+     * itself aim it at them (with a selector that picks only GPU nodes it does:
+     * steered_to_gpu_nodes) */
     if (key == NULL || key[0] == '\0')
         return false;
     if (strcmp(key, t->key) != 0)
@@ -805,10 +807,139 @@ static bool pinned_to_gpu_node(const struct ctx *c, char *why, size_t len)
     return false;
 }
 
-/* Whether the pod targets GPU nodes: targets_gpu_nodes, or pinned to a known GPU node. */
+/* A pod spec and its policy, for the callbacks of cluster_nodes_matching. */
+struct steer {
+    const struct policy_doc *doc;
+    const json_t *spec;
+};
+
+static bool steer_gpu_label(const json_t *labels, void *arg)
+{
+    return node_has_gpu_label(labels, (void *)((const struct steer *)arg)->doc);
+}
+
+static bool steer_gpu_res(const char *res, void *arg)
+{
+    return node_res_is_gpu(res, (void *)((const struct steer *)arg)->doc);
+}
+
+static bool value_in(const json_t *vals, const char *v)
+{
+    const json_t *x;
+    size_t i;
+
+    json_array_foreach (vals, i, x) {
+        if (v != NULL && json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* One node selector requirement against a value (NULL: the label or field is absent), as the
+ * scheduler reads it (k8s.io/component-helpers/scheduling/corev1/nodeaffinity): an operator it
+ * does not know, or a Gt/Lt that is not an integer, matches nothing. */
+static bool requirement_holds(const json_t *req, const char *v)
+{
+    const char *op = json_string_value(json_object_get(req, "operator"));
+    const json_t *vals = json_object_get(req, "values");
+    char *end;
+    long long have, want;
+
+    if (op == NULL)
+        return false;
+    if (strcmp(op, "In") == 0)
+        return value_in(vals, v);
+    if (strcmp(op, "NotIn") == 0)
+        return !value_in(vals, v);
+    if (strcmp(op, "Exists") == 0)
+        return v != NULL;
+    if (strcmp(op, "DoesNotExist") == 0)
+        return v == NULL;
+    if ((strcmp(op, "Gt") != 0 && strcmp(op, "Lt") != 0) || v == NULL ||
+        json_array_size(vals) != 1 || !json_is_string(json_array_get(vals, 0)))
+        return false;
+    have = strtoll(v, &end, 10);
+    if (*v == '\0' || *end != '\0')
+        return false;
+    want = strtoll(json_string_value(json_array_get(vals, 0)), &end, 10);
+    if (*end != '\0')
+        return false;
+    return op[0] == 'G' ? have > want : have < want;
+}
+
+/* Whether the node (name, labels) satisfies the pod's nodeSelector and required node affinity:
+ * every nodeSelector label, and one term (all of its expressions and fields; a term with
+ * neither matches no node). */
+static bool node_selected(const char *name, const json_t *labels, void *arg)
+{
+    const json_t *spec = ((const struct steer *)arg)->spec, *v, *terms, *term, *req;
+    const char *key;
+    size_t i, k;
+    bool any = false;
+
+    json_object_foreach ((json_t *)json_object_get(spec, "nodeSelector"), key, v) {
+        const char *have = json_string_value(json_object_get(labels, key));
+
+        if (have == NULL || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0)
+            return false;
+    }
+    terms = required_terms(spec);
+    if (!json_is_array(terms) || json_array_size(terms) == 0)
+        return true;
+    json_array_foreach (terms, i, term) {
+        const json_t *exprs = json_object_get(term, "matchExpressions");
+        const json_t *fields = json_object_get(term, "matchFields");
+        bool ok = json_array_size(exprs) + json_array_size(fields) > 0;
+
+        json_array_foreach (exprs, k, req) {
+            const char *lk = json_string_value(json_object_get(req, "key"));
+
+            ok = ok && lk != NULL &&
+                 requirement_holds(req, json_string_value(json_object_get(labels, lk)));
+        }
+        json_array_foreach (fields, k, req) {
+            const char *fk = json_string_value(json_object_get(req, "key"));
+
+            ok = ok && fk != NULL && strcmp(fk, "metadata.name") == 0 &&
+                 requirement_holds(req, name);
+        }
+        any = any || ok;
+    }
+    return any;
+}
+
+/* Whether a pod that tolerates every taint is steered onto GPU nodes: its nodeSelector or
+ * required node affinity matches only GPU nodes of a synced view (kubernetes.io/hostname:
+ * gpu-0, say). A toleration of every taint keeps nothing off the GPU taint, so such a pod lands
+ * on a GPU node as surely as one that names the GPU node label, and a CUDA image's
+ * NVIDIA_VISIBLE_DEVICES=all then sees every GPU of it. */
+static bool steered_to_gpu_nodes(const struct ctx *c, char *why, size_t len)
+{
+    struct steer st = {c->doc, c->spec};
+    size_t matched, gpu;
+
+    if (c->view == NULL || !cluster_synced(c->view) || !tolerates_all_gpu_taints(c->doc, c->spec))
+        return false;
+    if (json_object_size(json_object_get(c->spec, "nodeSelector")) == 0 &&
+        json_array_size(required_terms(c->spec)) == 0)
+        return false;
+    cluster_nodes_matching(c->view, node_selected, steer_gpu_label, steer_gpu_res, &st, &matched,
+                           &gpu);
+    if (matched == 0 || gpu != matched)
+        return false;
+    snprintf(why, len,
+             "it tolerates every taint, and its nodeSelector and node affinity match only GPU "
+             "nodes (%zu of the cluster)",
+             gpu);
+    return true;
+}
+
+/* Whether the pod targets GPU nodes: targets_gpu_nodes, pinned to a known GPU node, or steered
+ * onto GPU nodes of the view while it tolerates every taint. */
 static bool pod_targets(const struct ctx *c, char *why, size_t len)
 {
-    return targets_gpu_nodes(c->doc, c->spec, why, len) || pinned_to_gpu_node(c, why, len);
+    return targets_gpu_nodes(c->doc, c->spec, why, len) || pinned_to_gpu_node(c, why, len) ||
+           steered_to_gpu_nodes(c, why, len);
 }
 
 /* Whether the pod can land on a GPU node at all: it targets them; it names its node

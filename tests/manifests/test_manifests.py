@@ -761,10 +761,27 @@ SPEC_CASES = [
     ("the GPU taint tolerated", {"containers": [C()], "tolerations": [
         {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}, True),
     # tolerating every taint is "run anywhere" (operators, node agents): sent only together with
-    # a way to reach GPUs around the device plugin, as the policy judges it
+    # a way to reach GPUs around the device plugin, as the policy judges it, or with a
+    # nodeSelector or required node affinity (which the webhook's view may find picks only GPU
+    # nodes: kubernetes.io/hostname: gpu-0)
     ("every taint tolerated", {"containers": [C()], "tolerations": [{"operator": "Exists"}]}, False),
     ("every NoSchedule taint tolerated", {"containers": [C()], "tolerations": [
         {"operator": "Exists", "effect": "NoSchedule"}]}, False),
+    ("every taint tolerated, a hostname nodeSelector", {"containers": [C()], "tolerations": [
+        {"operator": "Exists"}], "nodeSelector": {"kubernetes.io/hostname": "gpu-0"}}, True),
+    ("every NoSchedule taint tolerated, a hostname affinity", {"containers": [C()], "tolerations": [
+        {"operator": "Exists", "effect": "NoSchedule"}], "affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                       "values": ["gpu-0"]}]}]}}}}, True),
+    ("every taint tolerated, only a preferred affinity", {"containers": [C()], "tolerations": [
+        {"operator": "Exists"}], "affinity": {"nodeAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "preference": {
+                "matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                      "values": ["gpu-0"]}]}}]}}}, False),
+    ("a hostname nodeSelector, no toleration", {"containers": [C()],
+                                                "nodeSelector": {"kubernetes.io/hostname": "gpu-0"}},
+     False),
     ("every taint tolerated, privileged", {"containers": [C(securityContext={"privileged": True})],
                                            "tolerations": [{"operator": "Exists"}]}, True),
     ("every taint tolerated, a hostPath", {"containers": [C()], "tolerations": [

@@ -1232,6 +1232,65 @@ static const struct ecase cases[] = {
      .object = POD("{'nodeName':'gpu-0','containers':[" CPU_CONTAINER "]}"),
      .allowed = 1},
 
+    /* ---- tolerating every taint and steered by selector onto GPU nodes of the view ---- */
+    {.name = "every taint tolerated and a hostname nodeSelector on a GPU node targets it",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'tolerations':[{'operator':'Exists'}],'nodeSelector':{'kubernetes.io/"
+                   "hostname':'gpu-0'},'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"web\" targets GPU nodes (it tolerates every taint, "
+                "and its nodeSelector and node affinity match only GPU nodes (1 of the cluster)) "
+                "but requests no nvidia.com/gpu; add resources.limits[\"nvidia.com/gpu\"]"},
+    {.name = "every NoSchedule taint tolerated and a required hostname affinity targets GPU nodes",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object =
+         POD("{'tolerations':[{'operator':'Exists','effect':'NoSchedule'}],'affinity':{"
+             "'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{"
+             "'nodeSelectorTerms':[{'matchExpressions':[{'key':'kubernetes.io/hostname',"
+             "'operator':'In','values':['gpu-0','gpu-3']}]}]}}},'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "match only GPU nodes (2 of the cluster)) but requests no nvidia.com/gpu"},
+    {.name = "a Deployment template that tolerates every taint and is steered onto a GPU node",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .resource = "apps/deployments",
+     .object = "{'spec':{'template':{'spec':{'tolerations':[{'operator':'Exists'}],'nodeSelector':"
+               "{'kubernetes.io/hostname':'gpu-1'},'containers':[" CPU_CONTAINER "]}}}}",
+     .allowed = 0,
+     .message = "targets GPU nodes (it tolerates every taint"},
+    {.name = "a pod UPDATE that adds a toleration of every taint to a pod steered onto a GPU node",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .op = "UPDATE",
+     .object = POD("{'tolerations':[{'operator':'Exists'}],'nodeSelector':{'kubernetes.io/"
+                   "hostname':'gpu-2'},'containers':[" CPU_CONTAINER "]}"),
+     .old_object = POD(
+         "{'nodeSelector':{'kubernetes.io/hostname':'gpu-2'},'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "targets GPU nodes (it tolerates every taint"},
+    {.name = "every taint tolerated, a selector that also matches a CPU node does not target",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'tolerations':[{'operator':'Exists'}],'affinity':{'nodeAffinity':{"
+                   "'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':[{"
+                   "'matchExpressions':[{'key':'kubernetes.io/hostname','operator':'In',"
+                   "'values':['gpu-0','cpu-0']}]}]}}},'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+    {.name =
+         "a hostname nodeSelector on a GPU node without the toleration is kept off by the taint",
+     .policy = "rules/default.yaml",
+     .view = "stall.json",
+     .object = POD("{'nodeSelector':{'kubernetes.io/hostname':'gpu-0'},'containers':[" CPU_CONTAINER
+                   "]}"),
+     .allowed = 1},
+    {.name = "every taint tolerated and a GPU-node selector without a view is not judged by it",
+     .policy = "rules/default.yaml",
+     .object = POD("{'tolerations':[{'operator':'Exists'}],'nodeSelector':{'kubernetes.io/"
+                   "hostname':'gpu-0'},'containers':[" CPU_CONTAINER "]}"),
+     .allowed = 1},
+
     /* ---- runtime classes are globs; CDI annotations are GPU access ---- */
     {.name = "runtimeClassName nvidia-cdi targets GPU nodes, and the CDI annotation is refused",
      .policy = "rules/default.yaml",
