@@ -521,9 +521,12 @@ static bool confined(const struct policy_doc *doc, const json_t *spec, char *why
  * accept-nvidia-visible-devices-envvar-when-unprivileged = true; internal/config/image/
  * cuda_image.go reads the variable). The kubelet puts the device plugin's value first and the
  * pod's env after it (pkg/kubelet/kubelet_pods.go, GenerateRunContainerOptions), so a user value
- * overrides the plugin's. Only "void" and "none" are documented to ask for no GPU; "" is not one
- * of them (and it overrides the plugin's value all the same), and valueFrom is unknown here: both
- * are counted with every other value. */
+ * overrides the plugin's. "void", "none" and "" ask for no GPU, and can only narrow what the
+ * plugin allocated: the issue's wording ("anything but void or none") left "" out, but upstream
+ * reads an empty value as no device (cuda_image.go DevicesFromEnvvars: "unset or empty or
+ * void"), and a set variable, empty or not, also stops the legacy CUDA_VERSION default of
+ * "all". An entry with neither value nor valueFrom is the empty string. valueFrom is unknown
+ * here and is counted with every other value. */
 static const json_t *visible_devices_entry(const json_t *c)
 {
     const json_t *env = json_object_get(c, "env"), *e;
@@ -535,8 +538,8 @@ static const json_t *visible_devices_entry(const json_t *c)
 
         if (n == NULL || strcmp(n, "NVIDIA_VISIBLE_DEVICES") != 0)
             continue;
-        if (v != NULL && (strcmp(v, "void") == 0 || strcmp(v, "none") == 0) &&
-            json_object_get(e, "valueFrom") == NULL)
+        if (json_object_get(e, "valueFrom") == NULL &&
+            (v == NULL || v[0] == '\0' || strcmp(v, "void") == 0 || strcmp(v, "none") == 0))
             continue;
         return e;
     }

@@ -350,9 +350,9 @@ static bool selector_names_gpu_label(const json_t *spec)
     return v != NULL && strcmp(v, GPU_VALUE) == 0;
 }
 
-/* A user-set NVIDIA_VISIBLE_DEVICES that can name GPUs: anything but "void" and "none". The
- * pod's value overrides the device plugin's, so "" replaces what the plugin allocated too; a
- * value from valueFrom is not known here. */
+/* A user-set NVIDIA_VISIBLE_DEVICES that can name GPUs: anything but "void", "none" and "".
+ * The runtime reads an empty value as no device (unset, empty or void), so "" can only narrow
+ * what the plugin allocated; a value from valueFrom is not known here. */
 static bool visible_devices(const json_t *c)
 {
     size_t i;
@@ -366,7 +366,8 @@ static bool visible_devices(const json_t *c)
         if (json_object_get(e, "valueFrom") != NULL)
             return true;
         /* Reading: an entry with neither value nor valueFrom is the empty string */
-        if (value == NULL || (strcmp(value, "void") != 0 && strcmp(value, "none") != 0))
+        if (value != NULL && value[0] != '\0' && strcmp(value, "void") != 0 &&
+            strcmp(value, "none") != 0)
             return true;
     }
     return false;

@@ -1070,18 +1070,29 @@ static const struct ecase cases[] = {
                    "'containers':[" GPU_CONTAINER "]," SETTLED_SPEC "}"),
      .allowed = 0,
      .message = "privileged container \"setup\" can reach GPU devices"},
-    {.name = "per container: NVIDIA_VISIBLE_DEVICES=\"\" overrides the device plugin's too",
+    /* "" is no device to the runtime (cuda_image.go: "unset or empty or void"): it can only
+     * narrow what the device plugin allocated, like void and none */
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES=\"\" asks for no GPU, like void",
      .policy = "rules/default.yaml",
      .object =
          POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':''}]}"
              "]}"),
-     .allowed = 0,
-     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\""},
+     .allowed = 1},
     {.name = "per container: NVIDIA_VISIBLE_DEVICES without a value is the empty string",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES'}]}]}"),
+     .allowed = 1},
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES=\"\" beside a GPU request narrows, fine",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'c','env':[{'name':"
+                   "'NVIDIA_VISIBLE_DEVICES','value':''}]}]," SETTLED_SPEC "}"),
+     .allowed = 1},
+    {.name = "per container: NVIDIA_VISIBLE_DEVICES=\"all,\" still names GPUs and is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES',"
+                   "'value':'all,'}]}]}"),
      .allowed = 0,
-     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\", which"},
+     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"all,\", which"},
     {.name = "per container: NVIDIA_VISIBLE_DEVICES from valueFrom is refused",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','valueFrom':"
@@ -2297,11 +2308,11 @@ static void test_visible_devices_without_a_gpu(void)
          .policy = "mutate.yaml",
          .object = VISIBLE("none"),
          .allowed = 1},
-        {.name = "NVIDIA_VISIBLE_DEVICES=\"\" asks for no GPU, but a user set it: refused",
+        /* "" is no device to the runtime, as void: it can only narrow (cuda_image.go) */
+        {.name = "NVIDIA_VISIBLE_DEVICES=\"\" asks for no GPU",
          .policy = "mutate.yaml",
          .object = VISIBLE(""),
-         .allowed = 0,
-         .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"\", which"},
+         .allowed = 1},
         {.name = "NVIDIA_VISIBLE_DEVICES=all asks for every GPU",
          .policy = "mutate.yaml",
          .object = VISIBLE("all"),
