@@ -986,22 +986,74 @@ static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
     return !keeps_off;
 }
 
-/* Whether an envFrom entry of the container may set NVIDIA_VISIBLE_DEVICES unseen: every key of
- * the ConfigMap or Secret becomes PREFIX+KEY, so an entry is safe only with a prefix that
- * NVIDIA_VISIBLE_DEVICES does not start with (APP_, say). */
+/* Whether an envFrom entry of the container may set NVIDIA_VISIBLE_DEVICES, CUDA_VERSION or
+ * NVIDIA_REQUIRE_CUDA unseen (the last two make a legacy CUDA image: cuda_env_unsafe): every
+ * key of the ConfigMap or Secret becomes PREFIX+KEY, so an entry is safe only with a prefix
+ * that none of them starts with (APP_, say). */
 static bool has_env_from(const json_t *c)
 {
-    static const char var[] = "NVIDIA_VISIBLE_DEVICES";
+    static const char *const vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VERSION",
+                                       "NVIDIA_REQUIRE_CUDA"};
     const json_t *e;
     size_t i;
 
     json_array_foreach (json_object_get(c, "envFrom"), i, e) {
         const char *prefix = json_string_value(json_object_get(e, "prefix"));
 
-        if (prefix == NULL || strncmp(var, prefix, strlen(prefix)) == 0)
+        if (prefix == NULL)
             return true;
+        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++)
+            if (strncmp(vars[v], prefix, strlen(prefix)) == 0)
+                return true;
     }
     return false;
+}
+
+/* The container's last env entry called name (the kubelet keeps the last of duplicates), or
+ * NULL. */
+static const json_t *env_entry(const json_t *c, const char *name)
+{
+    const json_t *env = json_object_get(c, "env"), *e, *found = NULL;
+    size_t i;
+
+    json_array_foreach (env, i, e) {
+        const char *n = json_string_value(json_object_get(e, "name"));
+
+        if (n != NULL && strcmp(n, name) == 0)
+            found = e;
+    }
+    return found;
+}
+
+/* Whether an env entry is empty: neither a value nor valueFrom, or the value "". */
+static bool env_empty(const json_t *e)
+{
+    const char *v = json_string_value(json_object_get(e, "value"));
+
+    return json_object_get(e, "valueFrom") == NULL && (v == NULL || v[0] == '\0');
+}
+
+/*
+ * Whether the container's env makes the NVIDIA runtime read it as a legacy CUDA image, which
+ * gets every GPU of the node when NVIDIA_VISIBLE_DEVICES is unset: a CUDA_VERSION that is not
+ * empty (or from valueFrom) with NVIDIA_REQUIRE_CUDA empty or unset, or an empty
+ * NVIDIA_REQUIRE_CUDA over an image whose CUDA_VERSION the pod spec does not show
+ * (nvidia-container-toolkit internal/config/image/cuda_image.go: IsLegacy, and
+ * DevicesFromEnvvars, "Environment variable unset with legacy image: default to all"). Safe
+ * when the same container sets NVIDIA_VISIBLE_DEVICES to void, none or "" (set, so no
+ * default), or a NVIDIA_REQUIRE_CUDA that is not empty beside its CUDA_VERSION.
+ */
+static bool cuda_env_unsafe(const json_t *c)
+{
+    const json_t *ver = env_entry(c, "CUDA_VERSION"), *req = env_entry(c, "NVIDIA_REQUIRE_CUDA");
+    const json_t *vis = env_entry(c, "NVIDIA_VISIBLE_DEVICES");
+
+    if (vis != NULL && json_object_get(vis, "valueFrom") == NULL &&
+        visible_devices_entry(c) == NULL)
+        return false;
+    if (req != NULL && !env_empty(req))
+        return false;
+    return (ver != NULL && !env_empty(ver)) || req != NULL;
 }
 
 /* ---- the rules ---- */
@@ -1125,8 +1177,16 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
     if (ru->deny_visible_devices_env && (x = find_container(c->spec, has_env_from)))
         add_problem(c->problem, sizeof(c->problem),
                     "container \"%s\" can reach GPU nodes (%s) and takes its environment from "
-                    "envFrom, which may set NVIDIA_VISIBLE_DEVICES unseen; give each envFrom "
-                    "entry a prefix (e.g. APP_) or set its variables with env",
+                    "envFrom, which may set NVIDIA_VISIBLE_DEVICES or CUDA_VERSION unseen; give "
+                    "each envFrom entry a prefix (e.g. APP_) or set its variables with env",
+                    container_name(x), why);
+    if (ru->deny_visible_devices_env && (x = find_container(c->spec, cuda_env_unsafe)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "container \"%s\" sets CUDA_VERSION or NVIDIA_REQUIRE_CUDA so that the "
+                    "NVIDIA runtime takes it for a legacy CUDA image, which gets every GPU of the "
+                    "node without NVIDIA_VISIBLE_DEVICES, and the pod can reach GPU nodes (%s); "
+                    "remove CUDA_VERSION (or set NVIDIA_REQUIRE_CUDA, e.g. cuda>=12.0), or set "
+                    "NVIDIA_VISIBLE_DEVICES=void in that container",
                     container_name(x), why);
     if (ru->deny_dev_host_path && (hp = dev_host_path(c->spec)))
         add_problem(c->problem, sizeof(c->problem),
@@ -1212,12 +1272,18 @@ static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
     json_array_foreach (list, i, x) {
         if (ephemeral_existed(c->r, container_name(x)))
             continue;
-        if (ru->deny_visible_devices_env && (env_sets_visible_devices(x) || has_env_from(x)))
-            add_problem(c->problem, sizeof(c->problem),
-                        "ephemeral container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which would "
-                        "expose every GPU of the node; debug without it",
-                        container_name(x),
-                        env_sets_visible_devices(x) ? "" : " (or may, via envFrom)");
+        if (ru->deny_visible_devices_env &&
+            (env_sets_visible_devices(x) || has_env_from(x) || cuda_env_unsafe(x)))
+            add_problem(
+                c->problem, sizeof(c->problem),
+                "ephemeral container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which would "
+                "expose every GPU of the node; debug without it",
+                container_name(x),
+                env_sets_visible_devices(x) ? ""
+                : has_env_from(x)
+                    ? " (or may, via envFrom)"
+                    : " in effect (CUDA_VERSION without NVIDIA_REQUIRE_CUDA makes a legacy CUDA "
+                      "image, which gets \"all\")");
         if (ru->deny_privileged && is_privileged(x))
             add_problem(c->problem, sizeof(c->problem),
                         "privileged ephemeral container \"%s\" can reach every GPU of the node; "

@@ -782,6 +782,13 @@ SPEC_CASES = [
     ("a hostname nodeSelector, no toleration", {"containers": [C()],
                                                 "nodeSelector": {"kubernetes.io/hostname": "gpu-0"}},
      False),
+    ("every taint tolerated, CUDA_VERSION", {"containers": [C(env=[
+        {"name": "CUDA_VERSION", "value": "12.2"}])], "tolerations": [{"operator": "Exists"}]}, True),
+    ("every taint tolerated, NVIDIA_REQUIRE_CUDA in an init container", {
+        "containers": [C()], "initContainers": [C(env=[{"name": "NVIDIA_REQUIRE_CUDA"}])],
+        "tolerations": [{"operator": "Exists"}]}, True),
+    ("CUDA_VERSION, kept off GPU nodes", {"containers": [C(env=[
+        {"name": "CUDA_VERSION", "value": "12.2"}])]}, False),
     ("every taint tolerated, privileged", {"containers": [C(securityContext={"privileged": True})],
                                            "tolerations": [{"operator": "Exists"}]}, True),
     ("every taint tolerated, a hostPath", {"containers": [C()], "tolerations": [
@@ -830,6 +837,8 @@ EPHEMERAL_CASES = [
         C(name="dbg", securityContext={"privileged": True})]}, True),
     ("a debug container with envFrom", {"containers": [C()], "ephemeralContainers": [
         C(name="dbg", envFrom=[{"secretRef": {"name": "s"}}])]}, True),
+    ("a debug container with CUDA_VERSION", {"containers": [C()], "ephemeralContainers": [
+        C(name="dbg", env=[{"name": "CUDA_VERSION", "value": "12.2"}])]}, True),
     ("a debug container with NVIDIA_VISIBLE_DEVICES", {"containers": [C()], "ephemeralContainers": [
         C(name="dbg", env=[{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}])]}, True),
 ]

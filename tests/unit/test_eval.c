@@ -1187,6 +1187,75 @@ static const struct ecase cases[] = {
                    "'volumes':[{'name':'h','hostPath':{'path':'/var/run/nvidia/driver'}}]}"),
      .allowed = 0,
      .message = "hostPath volume \"/var/run/nvidia/driver\" exposes GPU device nodes"},
+    /* ---- a legacy CUDA image gets every GPU without NVIDIA_VISIBLE_DEVICES ---- */
+    {.name = "legacy CUDA: a user-set CUDA_VERSION beside a GPU request is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'side','env':[{'name':'CUDA_VERSION',"
+                   "'value':'12.2'}]}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"side\" sets CUDA_VERSION or NVIDIA_REQUIRE_CUDA so "
+                "that the NVIDIA runtime takes it for a legacy CUDA image, which gets every GPU of "
+                "the node without NVIDIA_VISIBLE_DEVICES, and the pod can reach GPU nodes (it "
+                "requests nvidia.com/gpu); remove CUDA_VERSION (or set NVIDIA_REQUIRE_CUDA, e.g. "
+                "cuda>=12.0), or set NVIDIA_VISIBLE_DEVICES=void in that container"},
+    {.name = "legacy CUDA: CUDA_VERSION with an empty NVIDIA_REQUIRE_CUDA, tolerating all",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'CUDA_VERSION','value':'11.0'},"
+                   "{'name':'NVIDIA_REQUIRE_CUDA','value':''}]}],'tolerations':[{'operator':"
+                   "'Exists'}]}"),
+     .allowed = 0,
+     .message = "container \"c\" sets CUDA_VERSION or NVIDIA_REQUIRE_CUDA so that"},
+    {.name = "legacy CUDA: an empty NVIDIA_REQUIRE_CUDA over the image's CUDA_VERSION",
+     .policy = "rules/default.yaml",
+     .object = POD("{'initContainers':[{'name':'i','env':[{'name':'NVIDIA_REQUIRE_CUDA'}]}],"
+                   "'containers':[" CPU_CONTAINER "],'nodeName':'n'}"),
+     .allowed = 0,
+     .message = "container \"i\" sets CUDA_VERSION or NVIDIA_REQUIRE_CUDA so that"},
+    {.name = "legacy CUDA: CUDA_VERSION with NVIDIA_VISIBLE_DEVICES=void is safe",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'CUDA_VERSION','value':'12.2'},"
+                   "{'name':'NVIDIA_VISIBLE_DEVICES','value':'void'}]}],'tolerations':[{"
+                   "'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "legacy CUDA: CUDA_VERSION with a NVIDIA_REQUIRE_CUDA is not legacy",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'CUDA_VERSION','value':'12.2'},"
+                   "{'name':'NVIDIA_REQUIRE_CUDA','value':'cuda>=12.2'}]}],'tolerations':[{"
+                   "'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "legacy CUDA: CUDA_VERSION in a pod kept off GPU nodes is fine",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'CUDA_VERSION','value':'12.2'}]}]}"),
+     .allowed = 1},
+    {.name = "legacy CUDA: an envFrom prefix CUDA_ may set CUDA_VERSION",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'prefix':'CUDA_','configMapRef':{"
+                   "'name':'x'}}]}],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 0,
+     .message = "takes its environment from envFrom, which may set NVIDIA_VISIBLE_DEVICES or "
+                "CUDA_VERSION unseen"},
+    {.name = "legacy CUDA: an envFrom prefix NVIDIA_REQUIRE_ may set NVIDIA_REQUIRE_CUDA",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'prefix':'NVIDIA_REQUIRE_',"
+                   "'configMapRef':{'name':'x'}}]}],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 0,
+     .message = "takes its environment from envFrom"},
+    {.name = "legacy CUDA: an envFrom prefix APP_ is safe",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'prefix':'APP_','configMapRef':{"
+                   "'name':'x'}}]}],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "legacy CUDA: a debug container with CUDA_VERSION is refused",
+     .policy = "deny.yaml",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','env':[{'name':'CUDA_VERSION','value':'12.2'}]}]}"),
+     .old_object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "]}"),
+     .allowed = 0,
+     .message = "ephemeral container \"dbg\" sets NVIDIA_VISIBLE_DEVICES in effect "
+                "(CUDA_VERSION without NVIDIA_REQUIRE_CUDA makes a legacy CUDA image, which gets "
+                "\"all\")"},
     {.name = "host path: /dev/char/195:0 is /dev/nvidia0",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
