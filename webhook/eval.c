@@ -724,6 +724,70 @@ static const char *dev_host_path(const json_t *spec)
     return NULL;
 }
 
+/* path normalised (normalize_path) with /var/run read as /run, into out. */
+static void host_view_path(const char *path, char *out, size_t len)
+{
+    char alias[512];
+
+    normalize_path(path, out, len);
+    if (strcmp(out, "/var/run") == 0 || strncmp(out, "/var/run/", 9) == 0) {
+        snprintf(alias, sizeof(alias), "%s", out + 4);
+        snprintf(out, len, "%s", alias);
+    }
+}
+
+/* The mountPath of a volumeMount of the container under the runtime hook's volume-mount device
+ * list, or NULL: with accept-nvidia-visible-devices-as-volume-mounts (the device plugin's
+ * DEVICE_LIST_STRATEGY=volume-mounts), the NVIDIA hook takes every mount under
+ * /var/run/nvidia-container-devices as a device to hand over, named by the rest of its path
+ * (nvidia-container-toolkit, the hook's getDevicesFromMounts): a mount at
+ * .../nvidia-container-devices/all, of any volume, asks for every GPU. Judged normalised, and
+ * /run/nvidia-container-devices too. */
+static const char *device_list_mount(const json_t *c)
+{
+    const json_t *m;
+    size_t i;
+    char norm[512];
+
+    json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
+        const char *p = json_string_value(json_object_get(m, "mountPath"));
+
+        if (p == NULL)
+            continue;
+        host_view_path(p, norm, sizeof(norm));
+        if (strcmp(norm, "/run/nvidia-container-devices") == 0 ||
+            strncmp(norm, "/run/nvidia-container-devices/", 30) == 0)
+            return p;
+    }
+    return NULL;
+}
+
+static bool mounts_device_list(const json_t *c)
+{
+    return device_list_mount(c) != NULL;
+}
+
+/* Whether a hostPath volume is /dev/null, the device plugin's placeholder for a volume-mount
+ * device list entry. */
+static bool dev_null_host_path(const json_t *spec)
+{
+    const json_t *vol;
+    size_t i;
+    char norm[512];
+
+    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+        const char *p =
+            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
+
+        if (p == NULL)
+            continue;
+        normalize_path(p, norm, sizeof(norm));
+        if (strcmp(norm, "/dev/null") == 0)
+            return true;
+    }
+    return false;
+}
+
 /* A cdi.k8s.io/ annotation that asks the container runtime for NVIDIA devices by their Container
  * Device Interface names ("nvidia.com/gpu=all", comma-separated): containerd and CRI-O inject
  * them into the containers without the device plugin. Its key, or NULL; the value into val. */
@@ -1194,6 +1258,18 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
                     "mounts it, around the device plugin, and the pod can reach GPU nodes (%s); "
                     "remove the volume",
                     hp, why);
+    if (ru->deny_dev_host_path && (x = find_container(c->spec, mounts_device_list)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "container \"%s\" mounts a volume at %s, where the NVIDIA runtime hook reads "
+                    "the devices to hand over (a volume-mount device list, around the device "
+                    "plugin), and the pod can reach GPU nodes (%s); mount it elsewhere",
+                    container_name(x), device_list_mount(x), why);
+    if (ru->deny_dev_host_path && dev_null_host_path(c->spec))
+        add_problem(c->problem, sizeof(c->problem),
+                    "hostPath volume /dev/null is the device plugin's placeholder for a "
+                    "volume-mount device list entry, and the pod can reach GPU nodes (%s); "
+                    "remove the volume (use an emptyDir where a container needs an empty file)",
+                    why);
     if (ru->deny_dev_host_path && (key = cdi_nvidia_annotation(c, &val)))
         add_problem(c->problem, sizeof(c->problem),
                     "annotation %s: %.64s asks the container runtime for NVIDIA devices around "

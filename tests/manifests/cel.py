@@ -4,7 +4,7 @@ without a CEL engine (there is none in Debian). Not a suite: the test imports it
 
 The subset: identifiers, field selection (a.b), indexing (m['k'], l[0]), has(a.b), string, int,
 bool and null literals (null compares with any type), !, &&, ||, ==, !=, `in` (a key of a map,
-an element of a list), x.startsWith(s) and the
+an element of a list), x.startsWith(s), x.contains(s) and the
 x.exists(v, predicate) macro over lists (elements) and maps (keys). Anything else is a parse
 error, so an expression cannot quietly step outside what is checked here.
 
@@ -125,10 +125,10 @@ class _Parser:
 
     def method(self, target, name):
         self.take("op", "(")
-        if name == "startsWith":
+        if name in ("startsWith", "contains"):
             arg = self.or_()
             self.take("op", ")")
-            return ("startsWith", target, arg)
+            return (name, target, arg)
         if name == "exists":
             var = self.take("id")[1]
             self.take("op", ",")
@@ -235,6 +235,11 @@ def evaluate(ast, env):
         if not isinstance(s, str) or not isinstance(p, str):
             raise CelError("startsWith: no matching overload for %s" % _type(s))
         return s.startswith(p)
+    if op == "contains":
+        s, p = evaluate(ast[1], env), evaluate(ast[2], env)
+        if not isinstance(s, str) or not isinstance(p, str):
+            raise CelError("contains: no matching overload for %s" % _type(s))
+        return p in s
     if op == "exists":
         coll = evaluate(ast[1], env)
         if not isinstance(coll, (list, dict)):

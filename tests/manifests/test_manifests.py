@@ -787,6 +787,9 @@ SPEC_CASES = [
     ("every taint tolerated, NVIDIA_REQUIRE_CUDA in an init container", {
         "containers": [C()], "initContainers": [C(env=[{"name": "NVIDIA_REQUIRE_CUDA"}])],
         "tolerations": [{"operator": "Exists"}]}, True),
+    ("every taint tolerated, an emptyDir at the device list", {"containers": [C(volumeMounts=[
+        {"name": "e", "mountPath": "/var/run/nvidia-container-devices/all"}])], "volumes": [
+        {"name": "e", "emptyDir": {}}], "tolerations": [{"operator": "Exists"}]}, True),
     ("CUDA_VERSION, kept off GPU nodes", {"containers": [C(env=[
         {"name": "CUDA_VERSION", "value": "12.2"}])]}, False),
     ("every taint tolerated, privileged", {"containers": [C(securityContext={"privileged": True})],

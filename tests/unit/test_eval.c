@@ -1256,6 +1256,44 @@ static const struct ecase cases[] = {
      .message = "ephemeral container \"dbg\" sets NVIDIA_VISIBLE_DEVICES in effect "
                 "(CUDA_VERSION without NVIDIA_REQUIRE_CUDA makes a legacy CUDA image, which gets "
                 "\"all\")"},
+    /* ---- the runtime hook's volume-mount device list ---- */
+    {.name = "device list: /dev/null mounted under /var/run/nvidia-container-devices is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER ",{'name':'side','volumeMounts':[{'name':'n',"
+                   "'mountPath':'/var/run/nvidia-container-devices/all'}]}],'volumes':[{'name':"
+                   "'n','hostPath':{'path':'/dev/null'}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"side\" mounts a volume at "
+                "/var/run/nvidia-container-devices/all, where the NVIDIA runtime hook reads the "
+                "devices to hand over (a volume-mount device list, around the device plugin), "
+                "and the pod can reach GPU nodes (it requests nvidia.com/gpu); mount it "
+                "elsewhere; hostPath volume /dev/null is the device plugin's placeholder"},
+    {.name = "device list: any volume under /run/nvidia-container-devices, normalised",
+     .policy = "rules/default.yaml",
+     .object = POD("{'initContainers':[{'name':'i','volumeMounts':[{'name':'e','mountPath':"
+                   "'/run//x/../nvidia-container-devices/./GPU-0'}]}],'containers':[" CPU_CONTAINER
+                   "],'volumes':[{'name':'e','emptyDir':{}}],'tolerations':[{"
+                   "'operator':'Exists'}]}"),
+     .allowed = 0,
+     .message = "container \"i\" mounts a volume at /run//x/../nvidia-container-devices/./GPU-0"},
+    {.name = "device list: hostPath /dev/null alone, pinned to a node, is refused",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'n','volumes':[{'name':'n',"
+                   "'hostPath':{'path':'/dev//null'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume /dev/null is the device plugin's placeholder"},
+    {.name = "device list: a similar folder name is fine",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','volumeMounts':[{'name':'e','mountPath':"
+                   "'/var/run/nvidia-container-devices-x/all'}]}],'volumes':[{'name':'e',"
+                   "'emptyDir':{}}],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "device list: kept off GPU nodes, a mount there is not judged",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','volumeMounts':[{'name':'e','mountPath':"
+                   "'/var/run/nvidia-container-devices/all'}]}],'volumes':[{'name':'e',"
+                   "'emptyDir':{}}]}"),
+     .allowed = 1},
     {.name = "host path: /dev/char/195:0 is /dev/nvidia0",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
