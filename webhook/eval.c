@@ -788,6 +788,33 @@ static bool dev_null_host_path(const json_t *spec)
     return false;
 }
 
+/* A hostPath that reaches a container runtime's socket, or NULL: with it a container asks the
+ * runtime for a privileged container with every GPU of the node, around the kubelet and this
+ * webhook. The sockets of containerd, Docker and CRI-O, and their folders (the ones that hold
+ * nothing else: /run, which holds docker.sock, is judged by dev_host_path), normalised with
+ * /var/run read as /run. */
+static const char *runtime_socket_host_path(const json_t *spec)
+{
+    static const char *const paths[] = {"/run/containerd", "/run/containerd/containerd.sock",
+                                        "/run/docker.sock", "/run/crio", "/run/crio/crio.sock"};
+    const json_t *vol;
+    size_t i;
+    char norm[512];
+
+    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+        const char *p =
+            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
+
+        if (p == NULL)
+            continue;
+        host_view_path(p, norm, sizeof(norm));
+        for (size_t k = 0; k < sizeof(paths) / sizeof(paths[0]); k++)
+            if (strcmp(norm, paths[k]) == 0)
+                return p;
+    }
+    return NULL;
+}
+
 /* A cdi.k8s.io/ annotation that asks the container runtime for NVIDIA devices by their Container
  * Device Interface names ("nvidia.com/gpu=all", comma-separated): containerd and CRI-O inject
  * them into the containers without the device plugin. Its key, or NULL; the value into val. */
@@ -1264,6 +1291,12 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
                     "the devices to hand over (a volume-mount device list, around the device "
                     "plugin), and the pod can reach GPU nodes (%s); mount it elsewhere",
                     container_name(x), device_list_mount(x), why);
+    if (ru->deny_dev_host_path && (hp = runtime_socket_host_path(c->spec)))
+        add_problem(c->problem, sizeof(c->problem),
+                    "hostPath volume \"%s\" reaches the container runtime's socket, through "
+                    "which a container can start a privileged container with every GPU of the "
+                    "node, and the pod can reach GPU nodes (%s); remove the volume",
+                    hp, why);
     if (ru->deny_dev_host_path && dev_null_host_path(c->spec))
         add_problem(c->problem, sizeof(c->problem),
                     "hostPath volume /dev/null is the device plugin's placeholder for a "

@@ -1294,6 +1294,33 @@ static const struct ecase cases[] = {
                    "'/var/run/nvidia-container-devices/all'}]}],'volumes':[{'name':'e',"
                    "'emptyDir':{}}]}"),
      .allowed = 1},
+    /* ---- container runtime sockets ---- */
+    {.name = "runtime socket: /var/run/docker.sock in a pod that tolerates every taint",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
+                   "'volumes':[{'name':'s','hostPath':{'path':'/var/run/docker.sock'}}]}"),
+     .allowed = 0,
+     .message = "[gpu-request] hostPath volume \"/var/run/docker.sock\" reaches the container "
+                "runtime's socket, through which a container can start a privileged container "
+                "with every GPU of the node, and the pod can reach GPU nodes (tolerates every "
+                "taint); remove the volume"},
+    {.name = "runtime socket: containerd's folder beside a GPU request",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" GPU_CONTAINER "],'volumes':[{'name':'s','hostPath':{'path':"
+                   "'/var/run/containerd/'}}]," SETTLED_SPEC "}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/var/run/containerd/\" reaches the container runtime's"},
+    {.name = "runtime socket: CRI-O's socket, normalised",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'nodeName':'n','volumes':[{'name':'s',"
+                   "'hostPath':{'path':'/run/./crio//crio.sock'}}]}"),
+     .allowed = 0,
+     .message = "hostPath volume \"/run/./crio//crio.sock\" reaches the container runtime's"},
+    {.name = "runtime socket: kept off GPU nodes, not judged",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[" CPU_CONTAINER "],'volumes':[{'name':'s','hostPath':{'path':"
+                   "'/run/containerd/containerd.sock'}}]}"),
+     .allowed = 1},
     {.name = "host path: /dev/char/195:0 is /dev/nvidia0",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[" CPU_CONTAINER "],'tolerations':[{'operator':'Exists'}],"
