@@ -1909,17 +1909,33 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
     return 0;
 }
 
-/* /validate: Deny rules, and Mutate rules that enforce (their patch may not have happened). */
+/* Whether the review is a pod UPDATE (not kubectl debug): it is judged at /validate only. */
+static bool is_pod_update(const struct run *rn)
+{
+    return rn->t != NULL && rn->t->is_pod && !rn->t->ephemeral && rn->r->op == REVIEW_UPDATE;
+}
+
+/* /validate: Deny rules, and Mutate rules that enforce (their patch may not have happened). On a
+ * pod UPDATE only Deny rules are enforced: what a Mutate rule would patch (priorityClassName,
+ * say) is immutable on a running pod (pkg/apis/core/validation, ValidatePodUpdate), so its
+ * findings are warnings that point at what creates the pod, never a denial that asks for a
+ * field the update cannot change. */
 static void validate_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
                           enum rule_enforcement eff)
 {
     struct ctx c;
+    bool update = ru->action == ACTION_MUTATE && is_pod_update(rn);
 
-    if (ru->action == ACTION_MUTATE && eff != ENFORCE_ENFORCE)
+    if (ru->action == ACTION_MUTATE && eff != ENFORCE_ENFORCE && !update)
         return; /* reported at /mutate */
     if (run_rule(rn, doc, ru, NULL, &c) != V_PROBLEM)
         return;
-    if (eff == ENFORCE_ENFORCE)
+    if (update)
+        record_report(rn, ru, eff == ENFORCE_AUDIT ? ENFORCE_AUDIT : ENFORCE_WARN,
+                      "not enforced on a pod update (the pod's fields cannot change now; fix "
+                      "what creates the pod)",
+                      c.problem);
+    else if (eff == ENFORCE_ENFORCE)
         record_deny(rn, ru, c.problem);
     else
         record_report(rn, ru, eff, "would deny", c.problem);
