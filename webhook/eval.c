@@ -1132,7 +1132,7 @@ static bool env_empty(const json_t *e)
  * (nvidia-container-toolkit internal/config/image/cuda_image.go: IsLegacy, and
  * DevicesFromEnvvars, "Environment variable unset with legacy image: default to all"). Safe
  * when the same container sets NVIDIA_VISIBLE_DEVICES to void, none or "" (set, so no
- * default), or a NVIDIA_REQUIRE_CUDA that is not empty beside its CUDA_VERSION.
+ * default), or a NVIDIA_REQUIRE_CUDA value that is not empty beside its CUDA_VERSION.
  */
 static bool cuda_env_unsafe(const json_t *c)
 {
@@ -1142,8 +1142,8 @@ static bool cuda_env_unsafe(const json_t *c)
     if (vis != NULL && json_object_get(vis, "valueFrom") == NULL &&
         visible_devices_entry(c) == NULL)
         return false;
-    if (req != NULL && !env_empty(req))
-        return false;
+    if (req != NULL && json_object_get(req, "valueFrom") == NULL && !env_empty(req))
+        return false; /* a valueFrom may well be empty */
     return (ver != NULL && !env_empty(ver)) || req != NULL;
 }
 

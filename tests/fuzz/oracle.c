@@ -19,6 +19,16 @@
  *     ephemeral one added later too) may mount it: it opens every GPU device node it holds;
  *   - containerd and CRI-O inject the devices a cdi.k8s.io/ annotation names by their CDI
  *     names (nvidia.com/gpu=all);
+ *   - the runtime takes a container whose CUDA_VERSION is not empty and whose
+ *     NVIDIA_REQUIRE_CUDA is empty or unset for a legacy CUDA image, and gives it every GPU
+ *     when NVIDIA_VISIBLE_DEVICES is unset (cuda_image.go, IsLegacy and DevicesFromEnvvars);
+ *     the image's own env is unknown here, and the pod's env comes after it;
+ *   - the runtime hook hands a container a device for every mount under
+ *     /var/run/nvidia-container-devices, named by the rest of its path (the volume-mount
+ *     device list, getDevicesFromMounts), whatever the volume;
+ *   - a container runtime's socket lets a container start another, privileged one;
+ *   - with a cluster view, a pod that tolerates every taint lands where its selector says, GPU
+ *     nodes included; the fuzzer has no view, so that case is left to the unit tests;
  *   - a pod lands on a GPU node when it requests GPUs, tolerates the GPU taint, names its node
  *     (nodeName, matchFields: without a cluster view, any node may be a GPU node), or nothing
  *     taints GPU nodes.
@@ -377,7 +387,9 @@ static bool visible_devices(const json_t *c)
  * some key exactly when the prefix is a prefix of it ("" included). */
 static bool env_from_may_set(const json_t *c)
 {
-    static const char var[] = "NVIDIA_VISIBLE_DEVICES";
+    /* and the two names that make a legacy CUDA image (legacy_cuda) */
+    static const char *const vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VERSION",
+                                       "NVIDIA_REQUIRE_CUDA"};
     size_t i;
     const json_t *e;
 
@@ -385,10 +397,47 @@ static bool env_from_may_set(const json_t *c)
         const char *prefix = str(e, "prefix");
         size_t n = prefix ? strlen(prefix) : 0;
 
-        if (n <= sizeof(var) - 1 && (n == 0 || memcmp(var, prefix, n) == 0))
-            return true;
+        for (size_t k = 0; k < 3; k++)
+            if (n <= strlen(vars[k]) && (n == 0 || memcmp(vars[k], prefix, n) == 0))
+                return true;
     }
     return false;
+}
+
+/* What the container's env makes of a variable, the last entry winning: 0 unset, 1 empty, 2 a
+ * value that is not empty, 3 unknown (valueFrom: empty or not). */
+static int env_state(const json_t *c, const char *name)
+{
+    size_t i;
+    const json_t *e;
+    int state = 0;
+
+    json_array_foreach (json_object_get(c, "env"), i, e) {
+        const char *n = str(e, "name"), *value = str(e, "value");
+
+        if (n == NULL || strcmp(n, name) != 0)
+            continue;
+        state = json_object_get(e, "valueFrom") != NULL ? 3
+                : value == NULL || value[0] == '\0'     ? 1
+                                                        : 2;
+    }
+    return state;
+}
+
+/* Whether the runtime may take the container for a legacy CUDA image and give it every GPU:
+ * NVIDIA_VISIBLE_DEVICES unset, and CUDA_VERSION not empty with NVIDIA_REQUIRE_CUDA empty or
+ * unset, where what the pod leaves unset may come from the image. Reading: only what the pod
+ * sets is judged: CUDA_VERSION that may be set, or NVIDIA_REQUIRE_CUDA that may be empty (the
+ * image's CUDA_VERSION then counts); a CUDA image's own legacy env is no pod's doing. */
+static bool legacy_cuda(const json_t *c)
+{
+    int ver = env_state(c, "CUDA_VERSION"), req = env_state(c, "NVIDIA_REQUIRE_CUDA");
+
+    if (env_state(c, "NVIDIA_VISIBLE_DEVICES") != 0)
+        return false; /* set: no default (and its value is judged by visible_devices) */
+    if (req == 2)
+        return false;
+    return ver >= 2 || req == 1 || req == 3;
 }
 
 static bool any_container(const json_t *spec, bool (*f)(const json_t *))
@@ -530,6 +579,55 @@ static bool device_host_path(const json_t *spec)
         if (strncmp(norm, "/run/nvidia/driver", 18) == 0 || strcmp(norm, "/dev/block") == 0 ||
             strncmp(norm, "/dev/block/", 11) == 0)
             return true;
+    }
+    return false;
+}
+
+/* Whether a volumeMount of the container lands under the hook's device list folder (or is it),
+ * as the runtime cleans the destination; /run too, which /var/run links to on the host (and in
+ * most images). */
+static bool device_list_mount(const json_t *c)
+{
+    size_t i;
+    const json_t *m;
+    char norm[512];
+
+    json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
+        const char *p = str(m, "mountPath");
+
+        if (p == NULL)
+            continue;
+        normalize(p, norm, sizeof(norm));
+        if (holds("/var/run/nvidia-container-devices", norm) ||
+            holds("/run/nvidia-container-devices", norm))
+            return true;
+    }
+    return false;
+}
+
+/* A hostPath volume that holds a container runtime's socket, or is /dev/null (Reading: the
+ * device plugin's placeholder for a device list entry, which nothing else beside GPUs needs). */
+static bool runtime_host_path(const json_t *spec)
+{
+    static const char *const sockets[] = {"/run/containerd/containerd.sock", "/run/docker.sock",
+                                          "/run/crio/crio.sock"};
+    size_t i;
+    const json_t *vol;
+    char norm[512];
+
+    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+        const char *p = str(json_object_get(vol, "hostPath"), "path");
+
+        if (p == NULL)
+            continue;
+        normalize(p, norm, sizeof(norm));
+        if (strcmp(norm, "/dev/null") == 0)
+            return true;
+        if (strcmp(norm, "/var/run") == 0 || strncmp(norm, "/var/run/", 9) == 0)
+            memmove(norm, norm + 4, strlen(norm + 4) + 1);
+        for (size_t k = 0; k < sizeof(sockets) / sizeof(sockets[0]); k++)
+            if (holds(norm, sockets[k]))
+                return true;
     }
     return false;
 }
@@ -681,7 +779,6 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
 {
     const json_t *spec = oracle_pod_spec(in->object, in->kind);
     struct demand d;
-    char why[128];
     bool error = false, dra, pod_update;
     const char *sel;
 
@@ -727,6 +824,12 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
             refuse(v, "gpu-request: a hostPath holds GPU device nodes");
         if (cdi_nvidia(oracle_pod_meta(in->object, in->kind)))
             refuse(v, "gpu-request: a CDI annotation names NVIDIA devices");
+        if (any_container(spec, legacy_cuda))
+            refuse(v, "gpu-request: a legacy CUDA env gets every GPU on a GPU node");
+        if (any_container(spec, device_list_mount))
+            refuse(v, "gpu-request: a mount under the hook's device list on a GPU node");
+        if (runtime_host_path(spec))
+            refuse(v, "gpu-request: a hostPath of a runtime socket or /dev/null on a GPU node");
     }
     for (size_t s = 0; s < d.n; s++) {
         int64_t need = d.v_app[s] > d.v_init_max[s] ? d.v_app[s] : d.v_init_max[s];
@@ -741,11 +844,11 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
      * kept (see has_class). */
     /* tolerations (Mutate): always patchable (nothing to add without taints). node-selector
      * (Mutate): patchable unless the nodeSelector sets the label to another value. */
+    /* A pod UPDATE is never patched, and a running pod's class and priority cannot change
+     * (ValidatePodUpdate): the Mutate rules only warn there, whatever they find. */
+    if (pod_update)
+        return;
     sel = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
     if (!confined(spec) && sel != NULL && strcmp(sel, GPU_VALUE) != 0)
         refuse(v, "node-selector: nodeSelector %s=%.32s", GPU_LABEL, sel);
-    /* Reading: a pod UPDATE is never patched (a running pod's class and priority cannot be
-     * changed), so what the Mutate rules would patch on CREATE is refused instead */
-    if (pod_update && v->admit && !oracle_gpu_pod_settled(spec, in->no_taints, why, sizeof(why)))
-        refuse(v, "pod UPDATE: %s, and nothing is patched on UPDATE", why);
 }

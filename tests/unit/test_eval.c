@@ -1223,6 +1223,13 @@ static const struct ecase cases[] = {
                    "{'name':'NVIDIA_REQUIRE_CUDA','value':'cuda>=12.2'}]}],'tolerations':[{"
                    "'operator':'Exists'}]}"),
      .allowed = 1},
+    {.name = "legacy CUDA: NVIDIA_REQUIRE_CUDA from valueFrom may be empty",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'CUDA_VERSION','value':'12.2'},"
+                   "{'name':'NVIDIA_REQUIRE_CUDA','valueFrom':{'configMapKeyRef':{'name':'g',"
+                   "'key':'k'}}}]}],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 0,
+     .message = "container \"c\" sets CUDA_VERSION or NVIDIA_REQUIRE_CUDA so that"},
     {.name = "legacy CUDA: CUDA_VERSION in a pod kept off GPU nodes is fine",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[{'name':'c','env':[{'name':'CUDA_VERSION','value':'12.2'}]}]}"),
