@@ -1265,7 +1265,8 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
                     "nodes (%s); drop securityContext.privileged and add only the capabilities it "
                     "needs",
                     container_name(x), why);
-    if (ru->deny_visible_devices_env && (x = find_container(c->spec, has_env_from)))
+    if (ru->deny_visible_devices_env && ru->deny_env_from &&
+        (x = find_container(c->spec, has_env_from)))
         add_problem(c->problem, sizeof(c->problem),
                     "container \"%s\" can reach GPU nodes (%s) and takes its environment from "
                     "envFrom, which may set NVIDIA_VISIBLE_DEVICES or CUDA_VERSION unseen; give "
@@ -1382,14 +1383,15 @@ static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
         if (ephemeral_existed(c->r, container_name(x)))
             continue;
         if (ru->deny_visible_devices_env &&
-            (env_sets_visible_devices(x) || has_env_from(x) || cuda_env_unsafe(x)))
+            (env_sets_visible_devices(x) || (ru->deny_env_from && has_env_from(x)) ||
+             cuda_env_unsafe(x)))
             add_problem(
                 c->problem, sizeof(c->problem),
                 "ephemeral container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which would "
                 "expose every GPU of the node; debug without it",
                 container_name(x),
                 env_sets_visible_devices(x) ? ""
-                : has_env_from(x)
+                : (ru->deny_env_from && has_env_from(x))
                     ? " (or may, via envFrom)"
                     : " in effect (CUDA_VERSION without NVIDIA_REQUIRE_CUDA makes a legacy CUDA "
                       "image, which gets \"all\")");

@@ -113,6 +113,7 @@ struct rule {
     bool deny_visible_devices_env;
     bool deny_privileged;
     bool deny_dev_host_path;
+    bool deny_env_from; /* envFrom without a safe prefix; only with deny_visible_devices_env */
 
     /* priority-class */
     char *default_class; /* NULL: no default (Mutate then cannot fix, and denies) */

@@ -1437,6 +1437,7 @@ enum {
     R_DENY_ENV,
     R_DENY_PRIVILEGED,
     R_DENY_HOST_PATH,
+    R_DENY_ENV_FROM,
     R_NS_DEFAULTS,
     R_ALLOWED,
     R_LABELS,
@@ -1462,6 +1463,7 @@ static const struct field RULE_FIELDS[R_N] = {
     {"denyVisibleDevicesEnv", false},
     {"denyPrivileged", false},
     {"denyDevHostPath", false},
+    {"denyEnvFrom", false},
     {"namespaceDefaults", false},
     {"allowed", false},
     {"labels", false},
@@ -1484,9 +1486,9 @@ static const struct field RULE_FIELDS[R_N] = {
 
 /* The rule types each key of RULE_FIELDS is valid for. */
 static const unsigned RULE_FIELD_TYPES[R_N] = {
-    FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL,   FOR_GPU | FOR_PC, FOR_GPU,
-    FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES, FOR_CAP,          FOR_CAP,
-    FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP,
+    FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_GPU | FOR_PC, FOR_GPU,
+    FOR_GPU, FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES,        FOR_CAP,
+    FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP,
 };
 
 /* Refuses keys of another rule type. */
@@ -1534,6 +1536,7 @@ static void load_gpu_rule(struct loader *L, const struct policy_doc *doc, const 
 
     r->default_count = 1;
     r->deny_visible_devices_env = r->deny_privileged = r->deny_dev_host_path = true;
+    r->deny_env_from = true;
     path_key(p, path, "default");
     if (!given(v[R_DEFAULT]) || map_fields(L, v[R_DEFAULT], p, GPU_DEFAULT_FIELDS, GD_N, dv, dk)) {
         path_key(q, p, "resource");
@@ -1564,6 +1567,9 @@ static void load_gpu_rule(struct loader *L, const struct policy_doc *doc, const 
     path_key(p, path, "denyDevHostPath");
     if (given(v[R_DENY_HOST_PATH]))
         get_bool(L, v[R_DENY_HOST_PATH], p, &r->deny_dev_host_path);
+    path_key(p, path, "denyEnvFrom");
+    if (given(v[R_DENY_ENV_FROM]))
+        get_bool(L, v[R_DENY_ENV_FROM], p, &r->deny_env_from);
 }
 
 enum { ND_NAMESPACE, ND_CLASS, ND_N };

@@ -1252,6 +1252,30 @@ static const struct ecase cases[] = {
      .object = POD("{'containers':[{'name':'c','envFrom':[{'prefix':'APP_','configMapRef':{"
                    "'name':'x'}}]}],'tolerations':[{'operator':'Exists'}]}"),
      .allowed = 1},
+    {.name = "denyEnvFrom: false lets envFrom without a prefix through",
+     .policy = "env-from-allowed.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'configMapRef':{'name':'x'}}]}],"
+                   "'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 1},
+    {.name = "denyEnvFrom: false still refuses NVIDIA_VISIBLE_DEVICES and privileged",
+     .policy = "env-from-allowed.yaml",
+     .object = POD("{'containers':[{'name':'c','envFrom':[{'configMapRef':{'name':'x'}}],"
+                   "'env':[{'name':'NVIDIA_VISIBLE_DEVICES','value':'all'}],'securityContext':{"
+                   "'privileged':true}}],'tolerations':[{'operator':'Exists'}]}"),
+     .allowed = 0,
+     .message = "[gpu-request] container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"all\", which the "
+                "NVIDIA runtime honours around the device plugin (it can expose every GPU of the "
+                "node); remove the variable (or set it to void), and request "
+                "resources.limits[\"nvidia.com/gpu\"] where the container needs a GPU; "
+                "privileged container \"c\" can reach GPU devices"},
+    {.name = "denyEnvFrom: false lets a debug container's envFrom through",
+     .policy = "env-from-allowed.yaml",
+     .op = "UPDATE",
+     .sub = "ephemeralcontainers",
+     .object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "],'ephemeralContainers':"
+                   "[{'name':'dbg','envFrom':[{'secretRef':{'name':'s'}}]}]}"),
+     .old_object = POD("{'nodeName':'g1','containers':[" GPU_CONTAINER "]}"),
+     .allowed = 1},
     {.name = "legacy CUDA: a debug container with CUDA_VERSION is refused",
      .policy = "deny.yaml",
      .op = "UPDATE",

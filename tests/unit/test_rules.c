@@ -758,10 +758,11 @@ static void test_unknown_key(void)
 
     CHECK(p == NULL);
     CHECK(E.n == 2);
-    CHECK(has_err("t.yaml:9:7",
-                  "unknown key \"tolerationz\" in spec.rules[0]; expected one of name, type, "
-                  "action, enforcement, match, exclude, default, maxPerPod, denyVisibleDevicesEnv, "
-                  "denyPrivileged, denyDevHostPath, namespaceDefaults, allowed, labels"));
+    CHECK(has_err(
+        "t.yaml:9:7",
+        "unknown key \"tolerationz\" in spec.rules[0]; expected one of name, type, "
+        "action, enforcement, match, exclude, default, maxPerPod, denyVisibleDevicesEnv, "
+        "denyPrivileged, denyDevHostPath, denyEnvFrom, namespaceDefaults, allowed, labels"));
     CHECK(has_err("t.yaml:10:1", "unknown key \"foo\" at the top level; expected one of "
                                  "apiVersion, kind, metadata, spec"));
 }
