@@ -2025,14 +2025,15 @@ struct cap_target {
     json_t *spec; /* the pod template spec (owned) */
     int64_t increase;
     int64_t total;
-    int64_t surge; /* of increase, the rollout's surge pods (maxUnavailable 0): a stall, never
-                      "never" */
-    bool grew;    /* the replicas (a Job's width) grow, or it is new: only then can it be "never" */
-    bool hpa;     /* a HorizontalPodAutoscaler: warnings only */
-    bool pod;     /* a bare pod: the sharing check only */
-    bool job;     /* a Job: its pods run as others finish, so its width is clamped to at most */
-    bool cron;    /* a CronJob's jobTemplate: its Jobs come later, so "not now" only warns */
-    uint64_t key; /* its reservations' (cluster_workload_key) */
+    int64_t surge;  /* of increase, the rollout's surge pods (maxUnavailable 0): a stall, never
+                       "never" */
+    bool grew;      /* the replicas (a Job's width) grow, it is new, or its template changes: only
+                       then can it be "never" */
+    bool hpa;       /* a HorizontalPodAutoscaler: warnings only */
+    bool pod;       /* a bare pod: the sharing check only */
+    bool job;       /* a Job: its pods run as others finish, so its width is clamped to at most */
+    bool cron;      /* a CronJob's jobTemplate: its Jobs come later, so "not now" only warns */
+    uint64_t key;   /* its reservations' (cluster_workload_key) */
     int64_t before; /* replicas (a Job's width) before the change */
     char what[300];
 };
@@ -2188,7 +2189,9 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     ct->before = before;
     ct->key = cluster_workload_key(res[which], r->ns, object_name(r));
     ct->increase = now > before ? now - before : 0;
-    ct->grew = ct->increase > 0;
+    /* a new template makes new pods of all the replicas (a Deployment's new ReplicaSet, a
+     * StatefulSet's rolling update): each must fit some node at most, whatever the surge */
+    ct->grew = ct->increase > 0 || (changed && now > 0);
     if (which == 0 && changed && r->op == REVIEW_UPDATE) {
         ct->surge = rollout_surge(r->object, now);
         ct->increase += ct->surge;
@@ -2472,8 +2475,8 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
         shared_multiple(ct, &res, &doc->gpu_resources, shared, sizeof(shared));
     if (shared[0])
         capacity_report(rn, ru, as, CAP_NEVER, shared, shared, NULL);
-    if (ct->pod || ct->increase == 0)
-        return;
+    if (ct->pod || (ct->increase == 0 && !ct->grew))
+        return; /* nothing new: a changed template is judged against at most below */
     capacity_explain(&rq, &res, expl, sizeof(expl));
     if (res.eligible == 0 && res.transient == 0) {
         /* no node matches; only a node autoscaler can add one (a pool scaled to zero). With
