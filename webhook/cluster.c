@@ -669,22 +669,45 @@ static const char *controlling_deployment(const json_t *obj)
     return NULL;
 }
 
-/* The pods a Job's controller keeps running now: none while suspended, else parallelism
- * capped by the completions still to go (pkg/controller/job/job_controller.go, manageJob). */
+/* A finished Job: a Complete or Failed condition that is True, or a completionTime
+ * (pkg/controller/job/job_controller.go, syncJob returns early when IsJobFinished). */
+static bool job_finished(const json_t *status)
+{
+    const json_t *cond;
+    size_t i;
+
+    if (json_is_string(json_object_get(status, "completionTime")))
+        return true;
+    json_array_foreach (json_object_get(status, "conditions"), i, cond) {
+        const char *type = str_at(cond, "type");
+
+        if ((strcmp(type, "Complete") == 0 || strcmp(type, "Failed") == 0) &&
+            strcmp(str_at(cond, "status"), "True") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The pods a Job's controller keeps running now: none while suspended or once finished, else
+ * parallelism capped by the completions still to go (pkg/controller/job/job_controller.go,
+ * manageJob). Without completions, the Job is done once any pod has succeeded (a work queue:
+ * manageJob creates no pod after the first success), so it owes none. */
 static int64_t job_wants(const json_t *obj)
 {
-    const json_t *spec = json_object_get(obj, "spec");
+    const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
     const json_t *par = json_object_get(spec, "parallelism");
     const json_t *comp = json_object_get(spec, "completions");
     int64_t want = json_is_integer(par) ? json_integer_value(par) : 1, left;
+    int64_t succeeded = json_integer_value(json_object_get(status, "succeeded"));
 
-    if (json_is_true(json_object_get(spec, "suspend")))
+    if (json_is_true(json_object_get(spec, "suspend")) || job_finished(status))
         return 0;
     if (json_is_integer(comp)) {
-        left = json_integer_value(comp) -
-               json_integer_value(json_object_get(json_object_get(obj, "status"), "succeeded"));
+        left = json_integer_value(comp) - succeeded;
         if (left < want)
             want = left > 0 ? left : 0;
+    } else if (succeeded > 0) {
+        want = 0;
     }
     return want;
 }

@@ -1166,6 +1166,44 @@ static void test_waiting_follows_the_view(void)
     cluster_free(c);
 }
 
+#define JOB(spec, status)                                                                          \
+    "{'kind':'Job','metadata':{'name':'j','namespace':'ns'},'spec':{" spec                         \
+    ",'template':{'spec':" ON_GPU_NODES "}},'status':{" status "}}"
+
+/* A finished Job owes no pods: the job controller does nothing for it
+ * (pkg/controller/job/job_controller.go, syncJob: IsJobFinished, a Complete or Failed
+ * condition True), and a Job without completions creates none after its first success. */
+static void test_finished_jobs_owe_nothing(void)
+{
+    struct cluster *c = empty_view();
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
+    apply(c, CLUSTER_JOBS, "ADDED", JOB("'parallelism':3,'completions':6", "'succeeded':1"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 5);
+    apply(c, CLUSTER_JOBS, "MODIFIED",
+          JOB("'parallelism':3,'completions':6",
+              "'succeeded':2,'conditions':[{'type':'Failed','status':'True'}]"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    apply(c, CLUSTER_JOBS, "MODIFIED",
+          JOB("'parallelism':3,'completions':6",
+              "'succeeded':2,'conditions':[{'type':'Complete','status':'False'}]"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 5);
+    apply(c, CLUSTER_JOBS, "MODIFIED",
+          JOB("'parallelism':3,'completions':6",
+              "'succeeded':6,'conditions':[{'type':'Complete','status':'True'}]"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    apply(c, CLUSTER_JOBS, "MODIFIED",
+          JOB("'parallelism':3", "'succeeded':0,'completionTime':'2026-12-01T10:00:00Z'"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    /* no completions: a work queue, done once one pod succeeds */
+    apply(c, CLUSTER_JOBS, "MODIFIED", JOB("'parallelism':3", "'succeeded':0"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 5);
+    apply(c, CLUSTER_JOBS, "MODIFIED", JOB("'parallelism':3", "'succeeded':1"));
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1186,5 +1224,6 @@ int main(void)
     RUN(test_grace_runs_from_the_first_zero);
     RUN(test_never_preempts);
     RUN(test_waiting_follows_the_view);
+    RUN(test_finished_jobs_owe_nothing);
     TEST_MAIN_END("test_cluster");
 }
