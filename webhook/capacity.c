@@ -1147,18 +1147,17 @@ static void waiting_done(struct cluster *c, struct capacity_result *out, struct 
     out->fit_now = out->fit_now > lost ? out->fit_now - lost : 0;
 }
 
-/* Drops the reservations the view now sees as waiting pods: a workload's reservation stands
- * for pods not yet in the view, and once its ReplicaSet or pods are, they count instead. */
-static void held_drop_waiting(const struct cluster *c, struct held *h)
+/* Drops the reservations the view has caught up with: a workload's reservation stands for
+ * pods not yet in the view, and once the view shows its replicas at the reservation's target
+ * (its ReplicaSets' or its own spec.replicas, or its pods), they count instead, as owed,
+ * Pending or bound. Not before: a Pending pod of the replicas it had does not stand for the
+ * ones just admitted. One lookup per reservation, none per waiting pod. */
+static void held_drop_shown(const struct cluster *c, struct held *h)
 {
     size_t w = 0;
 
     for (size_t i = 0; i < h->n; i++) {
-        bool seen = false;
-
-        for (size_t k = 0; !seen && k < c->n_waiting; k++)
-            seen = c->waiting[k]->reserve_key == h->r[i].key;
-        if (!seen)
+        if (cluster_shown(c, h->r[i].key) < h->r[i].target)
             h->r[w++] = h->r[i];
     }
     h->n = w;
@@ -1191,8 +1190,8 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         snprintf(out->reasons, sizeof(out->reasons), "out of memory listing the eligible nodes");
         return -1;
     }
-    if (held.n > 0 && c->n_waiting > 0)
-        held_drop_waiting(c, &held);
+    if (held.n > 0)
+        held_drop_shown(c, &held);
     out->eligible = (int)set->n;
     wt.n = 0;
     if (c->n_waiting > 0 && set->n > 0)
@@ -1293,7 +1292,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     const char *rn[CAPACITY_RESOURCES_MAX];
     struct elig_set *set;
     double now = cluster_now();
-    int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take;
+    int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take, target = rq->base + pods;
     struct held held;
     size_t w;
 
@@ -1334,6 +1333,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
             rv->until = now + window_s;
             rv->key = rq->key;
             rv->base = rq->base;
+            rv->target = target;
             snprintf(rv->node, sizeof(rv->node), "%s", n->name);
             snprintf(rv->name, sizeof(rv->name), "%s", out.res[r].name);
             rv->gpus = take * out.res[r].per_pod;

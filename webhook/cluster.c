@@ -8,6 +8,7 @@
 #include "cluster.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -828,12 +829,63 @@ static void waiter_set_spec(struct waiter *w, json_t *spec, int64_t priority)
     w->priority = priority;
 }
 
+static void shown_name(uint64_t key, char *buf, size_t len)
+{
+    snprintf(buf, len, "%016" PRIx64, key);
+}
+
+int64_t cluster_shown(const struct cluster *c, uint64_t key)
+{
+    char name[20];
+    const int64_t *v;
+
+    shown_name(key, name, sizeof(name));
+    v = table_get(&c->shown, name);
+    return v ? *v : 0;
+}
+
+/* Adds n to the replicas shown of key; false when out of memory (nothing added). */
+static bool shown_add(struct cluster *c, uint64_t key, int64_t n)
+{
+    char name[20];
+    int64_t *v;
+
+    if (n == 0 || key == 0)
+        return true;
+    shown_name(key, name, sizeof(name));
+    if ((v = table_get(&c->shown, name)) == NULL) {
+        if ((v = calloc(1, sizeof(*v))) == NULL || table_put(&c->shown, name, v, 0) < 0)
+            return false; /* table_put freed it */
+    }
+    *v += n;
+    if (*v <= 0)
+        table_del(&c->shown, name);
+    return true;
+}
+
+/* Keeps w's part of cluster.shown current: max(pods, wants) under its reserve_key. Out of
+ * memory it counts none, so a reservation lasts its window: GPUs are never promised twice. */
+static void waiter_show(struct cluster *c, struct waiter *w)
+{
+    int64_t n = w->pods > w->wants ? w->pods : w->wants;
+
+    if (n < 0)
+        n = 0;
+    if (w->shown_key == w->reserve_key && w->shown == n)
+        return;
+    shown_add(c, w->shown_key, -w->shown);
+    w->shown = shown_add(c, w->reserve_key, n) ? n : 0;
+    w->shown_key = w->reserve_key;
+}
+
 /* Keeps cluster.waiting to the waiters with pods to wait for, and drops a waiter that has
  * neither pods nor a workload. Out of memory, a waiter is simply not counted. */
 static void waiter_update(struct cluster *c, struct waiter *w)
 {
     bool waits = waiter_count(w) > 0 && w->spec != NULL;
     struct waiter **grown;
+
+    waiter_show(c, w);
 
     if (waits && w->at == SIZE_MAX) {
         if (c->n_waiting == c->cap_waiting) {
@@ -1153,6 +1205,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
         rc |= table_init(&c->kinds[k], workload_free, c);
     rc |= table_init(&c->bindings, binding_free, c);
     rc |= table_init(&c->waiters, waiter_free, c);
+    rc |= table_init(&c->shown, plain_free, c);
     if (rc != 0) {
         cluster_free(c);
         return NULL;
@@ -1178,6 +1231,7 @@ void cluster_free(struct cluster *c)
         table_free(&c->kinds[k]);
     table_free(&c->bindings);
     table_free(&c->waiters); /* after the workloads, which point at theirs */
+    table_free(&c->shown);   /* after both, which count in it */
     free(c->waiting);
     table_free(&c->rnames); /* empty by now: every user is gone */
     free(c->sums);

@@ -142,6 +142,8 @@ struct waiter {
     int64_t pending;             /* of them, unbound */
     int64_t wants;               /* pods its controller wants now; -1: no workload record */
     uint64_t reserve_key;       /* cluster_workload_key of the workload a reservation is made for */
+    uint64_t shown_key;         /* the key its replicas count under in cluster.shown, and */
+    int64_t shown;              /* how many: max(pods, wants) when it was last updated */
     const struct workload *rec; /* the workload record that sets wants, or NULL */
     size_t at;                  /* its place in cluster.waiting, or SIZE_MAX: not waiting */
 };
@@ -168,9 +170,10 @@ struct workload {
  * in the view (the node's use grows past used_at + gpus) or the window ends. */
 #define CLUSTER_RESERVATIONS_MAX 1024
 struct reservation {
-    double until; /* monotonic seconds */
-    uint64_t key; /* the workload's (cluster_workload_key) */
-    int64_t base; /* its replicas before the admitted change */
+    double until;   /* monotonic seconds */
+    uint64_t key;   /* the workload's (cluster_workload_key) */
+    int64_t base;   /* its replicas before the admitted change */
+    int64_t target; /* base + the pods admitted: the view's replicas that end it (shown) */
     char node[254];
     char name[RESOURCE_NAME_MAX];
     int64_t gpus;
@@ -234,6 +237,9 @@ struct cluster {
     struct table rnames;     /* interned resource names: the key is the name every node_res and
                                 bound_res points to, the value counts them; gone at 0 */
     struct table waiters;    /* key -> struct waiter; freed last */
+    struct table shown;      /* cluster_workload_key (hex) -> int64_t: the replicas the view
+                                shows of each workload (its waiters' max(pods, wants)), so that
+                                a reservation ends once they reach its target */
     struct waiter **waiting; /* the waiters with waiter_count() > 0, in any order */
     size_t n_waiting, cap_waiting;
     unsigned list_gen[CLUSTER_KINDS];
@@ -252,5 +258,7 @@ const struct binding *cluster_binding(const struct cluster *c, const char *node)
 /* The interned copy of resource name, or NULL when no node offers it and no bound pod uses it
  * (then no node_res or bound_res can have it): records compare names by pointer. */
 const char *cluster_rname(const struct cluster *c, const char *name);
+/* The replicas the view shows of the workload of key (cluster_workload_key): 0 for none. */
+int64_t cluster_shown(const struct cluster *c, uint64_t key);
 
 #endif

@@ -1204,6 +1204,47 @@ static void test_finished_jobs_owe_nothing(void)
     cluster_free(c);
 }
 
+/* A reservation lasts until the view shows the workload's replicas at its target (base +
+ * the pods admitted), as owed, Pending or bound pods: a Pending pod of the replicas it had
+ * does not end it, and once the view has caught up the reservation is not counted on top. */
+static void test_reservation_ends_at_its_target(void)
+{
+    struct cluster *c = empty_view();
+    json_t *spec = js(ON_GPU_NODES);
+    struct capacity_request rq = {
+        spec, &gpus, 3, 5, 0, cluster_workload_key("statefulsets", "ns", "db"), 2};
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
+    apply(c, CLUSTER_STATEFULSETS, "ADDED", DB_STS(2));
+    owned_pod(c, "ADDED", "db-0", "n1", 0, "StatefulSet", "db");
+    owned_pod(c, "ADDED", "db-1", "", 0, "StatefulSet", "db");
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 6); /* 8 - db-0 - db-1 waiting */
+    capacity_reserve(c, &rq, 3, 60);                  /* db scaled 2 -> 5 admitted */
+    CHECK(cluster_shown(c, rq.key) == 2);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3); /* db-1 is not one of the 3 */
+    /* the view sees the StatefulSet at 5: its 3 owed replicas count instead */
+    apply(c, CLUSTER_STATEFULSETS, "MODIFIED", DB_STS(5));
+    CHECK(cluster_shown(c, rq.key) == 5);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3);
+    /* all five bound */
+    owned_pod(c, "MODIFIED", "db-1", "n1", 0, "StatefulSet", "db");
+    owned_pod(c, "ADDED", "db-2", "n1", 0, "StatefulSet", "db");
+    owned_pod(c, "ADDED", "db-3", "n2", 0, "StatefulSet", "db");
+    owned_pod(c, "ADDED", "db-4", "n2", 0, "StatefulSet", "db");
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3 && c->n_waiting == 0);
+    apply(c, CLUSTER_STATEFULSETS, "DELETED", DB_STS(5));
+    for (int i = 0; i < 5; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "db-%d", i);
+        owned_pod(c, "DELETED", name, "n1", 0, "StatefulSet", "db");
+    }
+    CHECK(cluster_shown(c, rq.key) == 0 && c->shown.n == 0);
+    json_decref(spec);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1225,5 +1266,6 @@ int main(void)
     RUN(test_never_preempts);
     RUN(test_waiting_follows_the_view);
     RUN(test_finished_jobs_owe_nothing);
+    RUN(test_reservation_ends_at_its_target);
     TEST_MAIN_END("test_cluster");
 }

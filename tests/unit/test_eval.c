@@ -2329,6 +2329,36 @@ static void test_reservation_retry(void)
     policy_unref(p);
 }
 
+/* A reservation ends when the view shows the workload's replicas at its target, not as soon
+ * as one of its pods is Pending (held.json: 4 GPUs free; Deployment ml/b of 5 replicas, 4
+ * bound and 1 Pending, which takes one of them). b's scale to 8 is admitted and holds 3; the
+ * Pending pod is one of the 5 it had, so c finds the 3 still held. */
+#define DEP_NAMED(name, n)                                                                         \
+    "{'metadata':{'name':'" name "','namespace':'ml'},'spec':{'replicas':" #n                      \
+    ",'template':{'metadata':{'labels':{'app':'" name                                              \
+    "'}},'spec':" TEMPLATE_SPEC("batch-low") "}}}"
+static void test_reservation_until_the_view_shows_it(void)
+{
+    struct policy *p = load("capacity.yaml");
+    struct cluster *view = load_view("held.json");
+    const struct ecase b_up = {.resource = "apps/deployments",
+                               .op = "UPDATE",
+                               .object = DEP_NAMED("b", 8),
+                               .old_object = DEP_NAMED("b", 5)};
+    const struct ecase c = {.resource = "apps/deployments", .object = DEP_NAMED("c", 3)};
+    const struct ecase c1 = {.resource = "apps/deployments", .object = DEP_NAMED("c", 1)};
+    char text[2048];
+
+    CHECK(admit(p, view, &b_up, text, sizeof(text)));
+    CHECK_STR(text, "");
+    CHECK(!admit(p, view, &c, text, sizeof(text)));
+    CHECK_CONTAINS(text, "deployments ml/c: only 0 of 3 more pods fit now");
+    CHECK(!admit(p, view, &c1, text, sizeof(text)));
+    CHECK_CONTAINS(text, "deployments ml/c: only 0 of 1 more pods fit now");
+    cluster_free(view);
+    policy_unref(p);
+}
+
 /* The route table answers for exactly its entries, per operation and endpoint; the
  * subresources and kinds next to them are not routed. */
 static void test_routes(void)
@@ -2676,5 +2706,6 @@ int main(void)
     RUN(test_host_path_dot_dot);
     RUN(test_equal_toleration_needs_the_value);
     RUN(test_reservation_retry);
+    RUN(test_reservation_until_the_view_shows_it);
     TEST_MAIN_END("test_eval");
 }
