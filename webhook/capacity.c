@@ -574,6 +574,7 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
 /* Waiters whose pods go to the same nodes (one place hash), with those nodes (gset) and the
  * free GPUs of the ones the template's pods can use too (both). */
 #define WAIT_GROUPS_MAX 16
+#define WAIT_PLACES_MAX 64 /* places looked at per decision; the rest count as "rest" */
 struct wait_group {
     uint64_t place;
     const struct waiter *first;
@@ -582,8 +583,11 @@ struct wait_group {
     int64_t both;
 };
 
+/* Up to WAIT_GROUPS_MAX groups whose nodes overlap the eligible ones, then one more: the
+ * waiting pods past that (or whose nodes are not known), counted against every eligible node
+ * (its gset the decision's own set), so that none is left out. */
 struct waiting {
-    struct wait_group g[WAIT_GROUPS_MAX];
+    struct wait_group g[WAIT_GROUPS_MAX + 1];
     size_t n;
 };
 
@@ -597,7 +601,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
     const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
     const bool preempts = out->preempts;
     int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe, both = 0;
-    size_t cur[WAIT_GROUPS_MAX] = {0}, at = 0;
+    size_t cur[WAIT_GROUPS_MAX + 1] = {0}, at = 0;
     /* the usual case, one group, with its cursor in registers */
     const struct elig_set *one = wt->n == 1 ? wt->g[0].gset : NULL;
     const struct elig_slot *gs = one ? one->by_slot : NULL;
@@ -1064,52 +1068,126 @@ static void wait_set_store(struct cluster *c, uint64_t place, const char *res, s
     pthread_mutex_unlock(&c->elig_lock);
 }
 
+/* Whether two eligible sets share a node: one merge of their by_slot lists, sorted by slot
+ * (a slot names one resource of one node). */
+static bool sets_overlap(const struct elig_set *a, const struct elig_set *b)
+{
+    size_t i = 0, k = 0;
+
+    while (i < a->n && k < b->n) {
+        uint32_t x = a->by_slot[i].slot, y = b->by_slot[k].slot;
+
+        if (x == y)
+            return true;
+        i += x < y;
+        k += y < x;
+    }
+    return false;
+}
+
+static void group_add(struct wait_group *g, const struct waiter *w)
+{
+    int64_t n = waiter_count(w);
+
+    if (g->first == NULL)
+        g->first = w;
+    g->gpus += n * w->per_pod;
+    g->pending += w->pending;
+    g->owed += n - w->pending;
+}
+
+static void group_merge(struct wait_group *into, const struct wait_group *g)
+{
+    if (into->first == NULL)
+        into->first = g->first;
+    into->gpus += g->gpus;
+    into->pending += g->pending;
+    into->owed += g->owed;
+}
+
+/* The eligible set of the waiting pods of group g, or NULL when out of memory. */
+static struct elig_set *group_set(struct cluster *c, const struct capacity_request *rq,
+                                  const struct capacity_result *out, const char *const *rn,
+                                  const struct wait_group *g, struct capacity_result **gout)
+{
+    struct capacity_request grq = {g->first->spec, rq->gpu_globs, 0, 0, 0, 0, 0};
+    struct elig_set *gset = wait_set_lookup(c, g->place, rn[0]);
+
+    if (gset != NULL)
+        return gset;
+    if (*gout == NULL && (*gout = malloc(sizeof(**gout))) == NULL)
+        return NULL;
+    (*gout)->n_res = 1;
+    (*gout)->res[0] = out->res[0];
+    (*gout)->reasons[0] = (*gout)->shared_why[0] = '\0';
+    if (eligible_nodes(c, &grq, *gout, rn, &gset) < 0)
+        return NULL;
+    wait_set_store(c, g->place, rn[0], gset);
+    return gset;
+}
+
 /* The pods already waiting for the GPUs the template's pods would take, grouped by where they
  * can go: unbound Pending pods and replicas owed, of equal or higher priority (the scheduler's
  * queue pops them first; a lower-priority one waits behind the template's pods). Called under
  * the read lock, before the fit pass that sums what they can take; reads the few waiting
- * entries, never the pods. Release with waiting_done(). */
+ * entries, never the pods. Groups whose nodes share none with set are left out before the
+ * cap on groups; past the cap, or when a group's nodes cannot be known (out of memory), its
+ * pods count against every eligible node: more than they take, never fewer. Release with
+ * waiting_done(). */
 static void waiting_groups(struct cluster *c, const struct capacity_request *rq,
                            const struct capacity_result *out, const char *const *rn,
-                           struct waiting *wt)
+                           struct elig_set *set, struct waiting *wt)
 {
     struct capacity_result *gout = NULL;
+    struct wait_group *places = NULL, rest = {0, NULL, 0, 0, 0, NULL, 0};
+    size_t n_places = 0;
 
     wt->n = 0;
     for (size_t i = 0; i < c->n_waiting; i++) {
         const struct waiter *w = c->waiting[i];
         size_t k = 0;
-        int64_t n = waiter_count(w);
 
         if (w->priority < out->priority || w->res[0] != out->res[0].name[0] ||
             strcmp(w->res, out->res[0].name) != 0)
             continue;
-        while (k < wt->n && wt->g[k].place != w->place)
+        while (k < n_places && places[k].place != w->place)
             k++;
-        if (k == wt->n) {
-            if (wt->n == WAIT_GROUPS_MAX)
-                continue; /* so many kinds of placement: the rest are not counted */
-            wt->g[wt->n++] = (struct wait_group){w->place, w, 0, 0, 0, NULL, 0};
+        if (k == n_places) {
+            if (places == NULL && (places = calloc(WAIT_PLACES_MAX, sizeof(*places))) == NULL) {
+                group_add(&rest, w); /* out of memory: against every eligible node */
+                continue;
+            }
+            if (n_places == WAIT_PLACES_MAX) {
+                group_add(&rest, w); /* so many kinds of placement: against every node */
+                continue;
+            }
+            places[n_places++] = (struct wait_group){w->place, NULL, 0, 0, 0, NULL, 0};
         }
-        wt->g[k].gpus += n * w->per_pod;
-        wt->g[k].pending += w->pending;
-        wt->g[k].owed += n - w->pending;
+        group_add(&places[k], w);
     }
-    for (size_t k = 0; k < wt->n; k++) {
-        struct capacity_request grq = {wt->g[k].first->spec, rq->gpu_globs, 0, 0, 0, 0, 0};
+    for (size_t k = 0; k < n_places; k++) {
+        struct elig_set *gset = group_set(c, rq, out, rn, &places[k], &gout);
 
-        if ((wt->g[k].gset = wait_set_lookup(c, wt->g[k].place, rn[0])) != NULL)
-            continue;
-        if (gout == NULL && (gout = malloc(sizeof(*gout))) == NULL)
-            continue; /* out of memory: these waiting pods are not counted */
-        gout->n_res = 1;
-        gout->res[0] = out->res[0];
-        gout->reasons[0] = gout->shared_why[0] = '\0';
-        if (eligible_nodes(c, &grq, gout, rn, &wt->g[k].gset) < 0)
-            wt->g[k].gset = NULL;
-        else
-            wait_set_store(c, wt->g[k].place, rn[0], wt->g[k].gset);
+        if (gset == NULL) {
+            group_merge(&rest, &places[k]);
+        } else if (!sets_overlap(set, gset)) {
+            elig_release(c, gset); /* they go elsewhere: they take none of these GPUs */
+        } else if (wt->n == WAIT_GROUPS_MAX) {
+            group_merge(&rest, &places[k]);
+            elig_release(c, gset);
+        } else {
+            wt->g[wt->n] = places[k];
+            wt->g[wt->n++].gset = gset;
+        }
     }
+    if (rest.first != NULL) {
+        pthread_mutex_lock(&c->elig_lock);
+        set->refs++; /* released in waiting_done, as every group's */
+        pthread_mutex_unlock(&c->elig_lock);
+        rest.gset = set;
+        wt->g[wt->n++] = rest;
+    }
+    free(places);
     free(gout);
 }
 
@@ -1195,7 +1273,7 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     out->eligible = (int)set->n;
     wt.n = 0;
     if (c->n_waiting > 0 && set->n > 0)
-        waiting_groups(c, rq, out, rn, &wt);
+        waiting_groups(c, rq, out, rn, set, &wt);
     if (out->n_res == 1 && held.n == 0 && wt.n == 0) {
         fit_all_one(c, set, rq, out, rn, now);
     } else if (out->n_res == 1 && held.n == 0) {

@@ -1245,6 +1245,49 @@ static void test_reservation_ends_at_its_target(void)
     cluster_free(c);
 }
 
+/* An unbound pod of no controller whose spec adds extra (a nodeSelector, tolerations). */
+static void pending_pod(struct cluster *c, const char *name, const char *extra)
+{
+    char buf[1024];
+
+    snprintf(buf, sizeof(buf),
+             "{'kind':'Pod','metadata':{'name':'%s','namespace':'ns'},'spec':{%s,'containers':"
+             "[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':"
+             "'Pending'}}",
+             name, extra);
+    apply(c, CLUSTER_PODS, "ADDED", buf);
+}
+
+/* Pods waiting in many places: those whose nodes are not the template's are left out before
+ * the cap on groups (WAIT_GROUPS_MAX), and the groups past the cap count against every
+ * eligible node rather than not at all (2 nodes of 16 GPUs). */
+static void test_many_waiting_places(void)
+{
+    struct cluster *c = empty_view();
+    char name[32], extra[200];
+
+    apply(c, CLUSTER_NODES, "ADDED", NODE("n1", "16", "16", ""));
+    apply(c, CLUSTER_NODES, "ADDED", NODE("n2", "16", "16", ""));
+    for (int i = 0; i < 20; i++) { /* 20 places no node matches, first in the queue */
+        snprintf(name, sizeof(name), "elsewhere-%d", i);
+        snprintf(extra, sizeof(extra), "'nodeSelector':{'pool':'p%d'}", i);
+        pending_pod(c, name, extra);
+    }
+    pending_pod(c, "here", "'nodeSelector':{'nvidia.com/gpu.present':'true'}");
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 31);
+    for (int i = 0; i < 20; i++) { /* 20 more places, all on these nodes: 21 pods in all */
+        snprintf(name, sizeof(name), "here-%d", i);
+        snprintf(extra, sizeof(extra),
+                 "'nodeSelector':{'nvidia.com/gpu.present':'true'},'tolerations':[{'key':'k%d',"
+                 "'operator':'Exists'}]",
+                 i);
+        pending_pod(c, name, extra);
+    }
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 11);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).waiting_pods == 21);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1267,5 +1310,6 @@ int main(void)
     RUN(test_waiting_follows_the_view);
     RUN(test_finished_jobs_owe_nothing);
     RUN(test_reservation_ends_at_its_target);
+    RUN(test_many_waiting_places);
     TEST_MAIN_END("test_cluster");
 }
