@@ -596,6 +596,10 @@ static struct vpod *vpod_from_json(const json_t *obj, bool *skip)
     if (v == NULL)
         return NULL;
     v->node = strdup(str_at(spec, "nodeName"));
+    /* the SchedulingGates PreEnqueue plugin keeps a gated pod out of the active queue
+     * (pkg/scheduler/framework/plugins/schedulinggates): it takes no GPUs until the gate
+     * goes (Kueue removes its gate on admission), a MODIFIED event */
+    v->gated = json_array_size(json_object_get(spec, "schedulingGates")) > 0;
     v->priority = json_integer_value(json_object_get(spec, "priority"));
     v->demand = calloc(dm.n, sizeof(*v->demand));
     if (v->node == NULL || v->demand == NULL)
@@ -628,9 +632,9 @@ static struct vclass *vclass_from_json(const json_t *obj)
 /* The pod template's spec, trimmed to what decisions read. New object. */
 static json_t *trim_pod_spec(const json_t *spec)
 {
-    static const char *const keep[] = {"nodeSelector",      "affinity",        "tolerations",
-                                       "priorityClassName", "priority",        "preemptionPolicy",
-                                       "overhead",          "runtimeClassName"};
+    static const char *const keep[] = {"nodeSelector",      "affinity",         "tolerations",
+                                       "priorityClassName", "priority",         "preemptionPolicy",
+                                       "overhead",          "runtimeClassName", "schedulingGates"};
     static const char *const lists[] = {"containers", "initContainers"};
     json_t *out = json_object(), *arr, *c, *slim;
     size_t i;
@@ -936,7 +940,7 @@ static void pod_waiter_key(const json_t *obj, bool unbound, char *buf, size_t le
 static void waiter_add_pod(struct cluster *c, struct vpod *v, const json_t *obj)
 {
     char key[600];
-    bool unbound = v->node[0] == '\0';
+    bool unbound = v->node[0] == '\0' && !v->gated; /* waits in the scheduler's queue */
     struct waiter *w;
     json_t *spec;
 
@@ -963,7 +967,7 @@ static void waiter_drop_pod(struct cluster *c, const struct vpod *v)
     if (w == NULL)
         return;
     w->pods--;
-    w->pending -= v->node[0] == '\0';
+    w->pending -= v->node[0] == '\0' && !v->gated;
     waiter_update(c, w);
 }
 

@@ -90,6 +90,7 @@ struct pod_res {
 struct vpod {
     char *node;  /* "" while unbound */
     char *owner; /* its waiter's key (struct waiter), or NULL: a bound pod of no tracked owner */
+    bool gated;  /* unbound with spec.schedulingGates: out of the scheduler's queue */
     int64_t priority;
     struct pod_res *demand;
     size_t n_demand;

@@ -1288,6 +1288,42 @@ static void test_many_waiting_places(void)
     cluster_free(c);
 }
 
+/* A Pending pod with scheduling gates is out of the scheduler's queue (the SchedulingGates
+ * PreEnqueue plugin; Kueue gates pods so): it takes no GPUs until its gate goes, and it is
+ * one of its controller's replicas all the same (2 nodes of 4 GPUs). */
+static void test_gated_pods_wait_for_their_gate(void)
+{
+    struct cluster *c = empty_view();
+    const char *gated = "{'kind':'Pod','metadata':{'name':'g','namespace':'ns'},'spec':{"
+                        "'schedulingGates':[{'name':'kueue.x-k8s.io/admission'}],'nodeSelector':"
+                        "{'nvidia.com/gpu.present':'true'},'containers':[{'name':'c','resources':"
+                        "{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':'Pending'}}";
+    const char *ungated = "{'kind':'Pod','metadata':{'name':'g','namespace':'ns'},'spec':{"
+                          "'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{"
+                          "'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+                          "'status':{'phase':'Pending'}}";
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
+    apply(c, CLUSTER_PODS, "ADDED", gated);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    apply(c, CLUSTER_PODS, "MODIFIED", ungated); /* admitted: the gate removed */
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 7 && c->n_waiting == 1);
+    apply(c, CLUSTER_PODS, "MODIFIED", gated);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    apply(c, CLUSTER_PODS, "DELETED", gated);
+    CHECK(c->waiters.n == 0);
+    /* a gated replica of db is one of its 3: db owes 2, and the gated one takes nothing */
+    apply(c, CLUSTER_STATEFULSETS, "ADDED", DB_STS(3));
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'db-0','namespace':'ns','ownerReferences':[{'kind':"
+          "'StatefulSet','name':'db','controller':true}]},'spec':{'schedulingGates':[{'name':"
+          "'x'}],'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+          "'status':{'phase':'Pending'}}");
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 6);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1311,5 +1347,6 @@ int main(void)
     RUN(test_finished_jobs_owe_nothing);
     RUN(test_reservation_ends_at_its_target);
     RUN(test_many_waiting_places);
+    RUN(test_gated_pods_wait_for_their_gate);
     TEST_MAIN_END("test_cluster");
 }
