@@ -2194,6 +2194,12 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     ct->grew = ct->increase > 0 || (changed && now > 0);
     if (which == 0 && changed && r->op == REVIEW_UPDATE) {
         ct->surge = rollout_surge(r->object, now);
+        /* a scale-down with it: the controller scales the old ReplicaSet down to the new
+         * replicas first (sync.go, scale, on the scaling event), and the surge pods then take
+         * the GPUs those freed (rolling.go, NewRSNewReplicas: replicas + maxSurge less the
+         * pods there are) */
+        if (now < before)
+            ct->surge = ct->surge > before - now ? ct->surge - (before - now) : 0;
         ct->increase += ct->surge;
     }
     ct->spec = json_incref((json_t *)tmpl);
