@@ -2516,8 +2516,8 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
                  (long long)res.total_gpus[0], res.res[0].name, (long long)res.fit_ever);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         capacity_report(rn, ru, as, CAP_NOTE, text, brief, NULL);
-        if (ct->increase > res.fit_ever)
-            ct->increase = res.fit_ever;
+        /* of the pods it runs at once, clamped, those it did not run before */
+        ct->increase = res.fit_ever > ct->before ? res.fit_ever - ct->before : 0;
         ct->total = res.fit_ever;
         rq.increase = ct->increase; /* the arithmetic of what is judged now */
         rq.total = ct->total;

@@ -2653,6 +2653,39 @@ static void test_default_surge(void)
     CHECK_CASES(table);
 }
 
+/* A running Job whose parallelism is raised past what the eligible nodes hold at most runs
+ * that many at once (stall.json: 16 at most, 4 free): the new demand is the clamped width less
+ * the pods it runs already, max(0, min(total, at most) - before). */
+#define JOB_LOW(par)                                                                               \
+    "{'metadata':{'name':'j'},'spec':{'parallelism':" #par                                         \
+    ",'template':{'spec':" TEMPLATE_SPEC("batch-low") "}}}"
+static void test_clamped_job_increase(void)
+{
+    static const struct ecase table[] = {
+        {.name = "capacity: parallelism 14 to 20 runs 2 more at once, which fit",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "batch/jobs",
+         .op = "UPDATE",
+         .object = JOB_LOW(20),
+         .old_object = JOB_LOW(14),
+         .allowed = 1,
+         .warning = "jobs ml/j runs at most 16 of its 20 pods at once"},
+        {.name = "capacity: parallelism 10 to 20 runs 6 more at once, of which 4 fit",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "batch/jobs",
+         .op = "UPDATE",
+         .object = JOB_LOW(20),
+         .old_object = JOB_LOW(10),
+         .allowed = 0,
+         .message = "only 4 of 6 more pods fit now",
+         .warning = "jobs ml/j runs at most 16 of its 20 pods at once"},
+    };
+
+    CHECK_CASES(table);
+}
+
 /* hostPath paths are judged as the kernel resolves them: ".." takes the segment before it
  * away, so a detour through another directory still lands on the device nodes, and one out
  * of /dev leaves them. */
@@ -2720,6 +2753,7 @@ int main(void)
     RUN(test_init_containers_are_judged);
     RUN(test_max_per_pod_is_inclusive);
     RUN(test_default_surge);
+    RUN(test_clamped_job_increase);
     RUN(test_host_path_dot_dot);
     RUN(test_equal_toleration_needs_the_value);
     RUN(test_reservation_retry);
