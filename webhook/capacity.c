@@ -571,12 +571,14 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
     out->fit_ever += fit_ever;
 }
 
-/* Waiters whose pods go to the same nodes (one place hash), with those nodes (gset) and the
- * free GPUs of the ones the template's pods can use too (both). */
+/* Waiters whose pods go to the same nodes (one place hash) and ask as much each, with those
+ * nodes (gset) and the free GPUs of the ones the template's pods can use too that their pods
+ * can take, whole pods per node (both). */
 #define WAIT_GROUPS_MAX 16
 #define WAIT_PLACES_MAX 64 /* places looked at per decision; the rest count as "rest" */
 struct wait_group {
     uint64_t place;
+    int64_t per_pod; /* of each of its pods (1 for the rest: the most it can take) */
     const struct waiter *first;
     int64_t gpus, pending, owed;
     struct elig_set *gset; /* NULL: not known (out of memory), not counted */
@@ -590,6 +592,13 @@ struct waiting {
     struct wait_group g[WAIT_GROUPS_MAX + 1];
     size_t n;
 };
+
+/* Of a node's free GPUs, those whole pods of per_pod each take: a pod lands whole on one
+ * node, so 2 free GPUs hold no pod of 4. */
+static inline int64_t whole(int64_t free, int64_t per_pod)
+{
+    return per_pod <= 1 ? free : free / per_pod * per_pod;
+}
 
 /* fit_all_one while pods wait: the same pass, which also adds each node's free GPUs to the
  * groups whose nodes include it. Both sets' by_slot lists are sorted by slot, so a cursor per
@@ -606,6 +615,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
     const struct elig_set *one = wt->n == 1 ? wt->g[0].gset : NULL;
     const struct elig_slot *gs = one ? one->by_slot : NULL;
     const size_t gn = one ? one->n : 0;
+    const int64_t gpp = one ? wt->g[0].per_pod : 1;
     struct amounts a;
 
     for (size_t k = 0; k < set->n; k++) {
@@ -621,7 +631,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
             while (at < gn && gs[at].slot < slot)
                 at++;
             if (at < gn && gs[at].slot == slot && a.alloc > a.used)
-                both += a.alloc - a.used;
+                both += whole(a.alloc - a.used, gpp);
             continue;
         }
         for (size_t j = 0; j < wt->n; j++) {
@@ -632,7 +642,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
             while (cur[j] < g->n && g->by_slot[cur[j]].slot < slot)
                 cur[j]++;
             if (cur[j] < g->n && g->by_slot[cur[j]].slot == slot && a.alloc > a.used)
-                wt->g[j].both += a.alloc - a.used;
+                wt->g[j].both += whole(a.alloc - a.used, wt->g[j].per_pod);
         }
     }
     if (one != NULL)
@@ -1007,7 +1017,8 @@ out:
  * names one resource of one node. Sequential reads of two arrays of ~1,000 entries. */
 static int64_t free_on_both(const struct cluster *c, const struct elig_set *set,
                             const struct elig_set *gset, const char *const *rn,
-                            const struct capacity_result *out, double now, int64_t want)
+                            const struct capacity_result *out, double now, int64_t per_pod,
+                            int64_t want)
 {
     struct amounts a;
     int64_t sum = 0;
@@ -1023,7 +1034,7 @@ static int64_t free_on_both(const struct cluster *c, const struct elig_set *set,
         }
         if (!amounts_of_sum(c, x, false, 0, &a))
             amounts_of_records(c, set->nodes[set->by_slot[i].i], rn[0], out, now, &a);
-        sum += a.alloc > a.used ? a.alloc - a.used : 0;
+        sum += a.alloc > a.used ? whole(a.alloc - a.used, per_pod) : 0;
         i++;
         k++;
     }
@@ -1139,7 +1150,7 @@ static void waiting_groups(struct cluster *c, const struct capacity_request *rq,
                            struct elig_set *set, struct waiting *wt)
 {
     struct capacity_result *gout = NULL;
-    struct wait_group *places = NULL, rest = {0, NULL, 0, 0, 0, NULL, 0};
+    struct wait_group *places = NULL, rest = {0, 1, NULL, 0, 0, 0, NULL, 0};
     size_t n_places = 0;
 
     wt->n = 0;
@@ -1150,7 +1161,7 @@ static void waiting_groups(struct cluster *c, const struct capacity_request *rq,
         if (w->priority < out->priority || w->res[0] != out->res[0].name[0] ||
             strcmp(w->res, out->res[0].name) != 0)
             continue;
-        while (k < n_places && places[k].place != w->place)
+        while (k < n_places && (places[k].place != w->place || places[k].per_pod != w->per_pod))
             k++;
         if (k == n_places) {
             if (places == NULL && (places = calloc(WAIT_PLACES_MAX, sizeof(*places))) == NULL) {
@@ -1161,7 +1172,7 @@ static void waiting_groups(struct cluster *c, const struct capacity_request *rq,
                 group_add(&rest, w); /* so many kinds of placement: against every node */
                 continue;
             }
-            places[n_places++] = (struct wait_group){w->place, NULL, 0, 0, 0, NULL, 0};
+            places[n_places++] = (struct wait_group){w->place, w->per_pod, NULL, 0, 0, 0, NULL, 0};
         }
         group_add(&places[k], w);
     }
@@ -1282,7 +1293,8 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         fit_all(c, set, rq, out, rn, now, &held);
         for (size_t k = 0; k < wt.n; k++)
             if (wt.g[k].gset != NULL)
-                wt.g[k].both = free_on_both(c, set, wt.g[k].gset, rn, out, now, wt.g[k].gpus);
+                wt.g[k].both =
+                    free_on_both(c, set, wt.g[k].gset, rn, out, now, wt.g[k].per_pod, wt.g[k].gpus);
     }
     fit_transient(c, set, out, rn, now);
     if (wt.n > 0)

@@ -1324,6 +1324,34 @@ static void test_gated_pods_wait_for_their_gate(void)
     cluster_free(c);
 }
 
+/* A waiting pod takes only the GPUs it can land on, whole on one node: a Pending pod of 4 GPUs
+ * takes nothing of 2 nodes with 2 free each (the scheduler's NodeResourcesFit filters both
+ * out), and one of 2 takes 2 of them. */
+static void test_waiting_pods_land_whole(void)
+{
+    struct cluster *c = empty_view();
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
+    apply(c, CLUSTER_PODS, "ADDED", POD("b1", "n1", "2", "Running"));
+    apply(c, CLUSTER_PODS, "ADDED", POD("b2", "n2", "2", "Running"));
+    apply(c, CLUSTER_PODS, "ADDED", POD("big", "", "4", "Pending"));
+    CHECK(judge(c, ANYWHERE, 1, 0).fit_now == 4 && judge(c, ANYWHERE, 1, 0).waiting_gpus == 0);
+    CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 4);
+    apply(c, CLUSTER_PODS, "ADDED", POD("two", "", "2", "Pending"));
+    CHECK(judge(c, ANYWHERE, 1, 0).fit_now == 2 && judge(c, ANYWHERE, 1, 0).waiting_gpus == 2);
+    /* the same with a reservation held (the other pass over the nodes) */
+    {
+        json_t *spec = js(ANYWHERE);
+        struct capacity_request rq = {spec, &gpus, 1, 1, 0, 0, 0};
+
+        capacity_reserve(c, &rq, 1, 60);
+        CHECK(judge(c, ANYWHERE, 1, 0).fit_now == 1);
+        json_decref(spec);
+    }
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1348,5 +1376,6 @@ int main(void)
     RUN(test_reservation_ends_at_its_target);
     RUN(test_many_waiting_places);
     RUN(test_gated_pods_wait_for_their_gate);
+    RUN(test_waiting_pods_land_whole);
     TEST_MAIN_END("test_cluster");
 }
