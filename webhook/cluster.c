@@ -971,13 +971,37 @@ static void waiter_drop_pod(struct cluster *c, const struct vpod *v)
     waiter_update(c, w);
 }
 
-/* The value of the class a template names, else its spec.priority, else 0. */
+/* The priority a template's pods get from the Priority admission plugin
+ * (plugin/pkg/admission/priority): the value of the class it names, or of the globalDefault
+ * class when it names none; else its spec.priority, else 0. */
 static int64_t template_class_value(struct cluster *c, const json_t *spec)
 {
-    const struct vclass *v =
-        table_get(&c->kinds[CLUSTER_PRIORITYCLASSES], str_at(spec, "priorityClassName"));
+    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
+    const char *cls = str_at(spec, "priorityClassName");
+    const struct vclass *v = cls[0] ? table_get(t, cls) : NULL;
 
+    for (size_t i = 0; v == NULL && !cls[0] && i < t->n_buckets; i++) {
+        for (const struct table_entry *e = t->buckets[i]; e; e = e->next) {
+            if (((const struct vclass *)e->value)->global_default)
+                v = e->value;
+        }
+    }
     return v ? v->value : json_integer_value(json_object_get(spec, "priority"));
+}
+
+/* The PriorityClasses changed: the replicas workloads owe take their templates' priority
+ * anew, whichever came first into the view (a class event is rare; a decision reads the
+ * priority it finds). */
+static void waiters_reprioritize(struct cluster *c)
+{
+    for (size_t i = 0; i < c->waiters.n_buckets; i++) {
+        for (struct table_entry *e = c->waiters.buckets[i]; e; e = e->next) {
+            struct waiter *w = e->value;
+
+            if (w->rec != NULL && w->spec != NULL)
+                w->priority = template_class_value(c, w->spec);
+        }
+    }
 }
 
 /* A workload record of kind k under key ("NS/NAME") sets its waiter's wants. */
@@ -1428,6 +1452,8 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
     table_sweep(t, older_than, c->list_gen[k]);
     if (k == CLUSTER_NODES)
         c->node_gen++;
+    if (k == CLUSTER_PRIORITYCLASSES)
+        waiters_reprioritize(c);
     c->listed[k] = true;
     c->heartbeat[k] = cluster_now();
     pthread_rwlock_unlock(&c->lock);
@@ -1451,6 +1477,8 @@ int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, cons
         diag_set(d, NULL, 0, 0, "%s watch event of unknown type \"%.32s\"", kinds[k].plural, type);
         rc = -1;
     }
+    if (k == CLUSTER_PRIORITYCLASSES)
+        waiters_reprioritize(c);
     c->heartbeat[k] = cluster_now();
     pthread_rwlock_unlock(&c->lock);
     return rc;

@@ -1352,6 +1352,42 @@ static void test_waiting_pods_land_whole(void)
     cluster_free(c);
 }
 
+/* The replicas a workload owes have its template's priority as the Priority admission plugin
+ * will give its pods: the class it names, or the globalDefault class when it names none,
+ * whether the class came into the view before the workload or after (2 nodes of 4 GPUs, a
+ * template of class mid, 50). */
+#define STS_CLASS(name, cls)                                                                       \
+    "{'kind':'StatefulSet','metadata':{'name':'" name "','namespace':'ns'},'spec':{'replicas':3,"  \
+    "'template':{'spec':{" cls "'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"    \
+    "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}}}"
+#define MID_TEMPLATE                                                                               \
+    "{'priorityClassName':'mid','nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"    \
+    "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}"
+static void test_owed_priority_follows_the_classes(void)
+{
+    struct cluster *c = empty_view();
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'mid'},'value':50}");
+    apply(c, CLUSTER_STATEFULSETS, "ADDED", STS_CLASS("db", "'priorityClassName':'high',"));
+    CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 8); /* high unknown yet: priority 0 */
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'high'},'value':100}");
+    CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 5);
+    apply(c, CLUSTER_PRIORITYCLASSES, "DELETED",
+          "{'kind':'PriorityClass','metadata':{'name':'high'},'value':100}");
+    CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 8);
+    /* a template naming no class gets the globalDefault one */
+    apply(c, CLUSTER_STATEFULSETS, "ADDED", STS_CLASS("web", ""));
+    CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 8);
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'dflt'},'value':100,'globalDefault':true}");
+    CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 5);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -1377,5 +1413,6 @@ int main(void)
     RUN(test_many_waiting_places);
     RUN(test_gated_pods_wait_for_their_gate);
     RUN(test_waiting_pods_land_whole);
+    RUN(test_owed_priority_follows_the_classes);
     TEST_MAIN_END("test_cluster");
 }
