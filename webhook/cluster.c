@@ -833,9 +833,16 @@ static void waiter_set_spec(struct waiter *w, json_t *spec, int64_t priority)
     w->priority = priority;
 }
 
+/* key in 16 hex digits (buf: 17 bytes at least); not snprintf, which a decision pays per
+ * reservation. */
 static void shown_name(uint64_t key, char *buf, size_t len)
 {
-    snprintf(buf, len, "%016" PRIx64, key);
+    static const char digits[] = "0123456789abcdef";
+
+    (void)len;
+    for (int i = 15; i >= 0; i--, key >>= 4)
+        buf[i] = digits[key & 15];
+    buf[16] = '\0';
 }
 
 int64_t cluster_shown(const struct cluster *c, uint64_t key)
@@ -882,6 +889,91 @@ static void waiter_show(struct cluster *c, struct waiter *w)
     w->shown_key = w->reserve_key;
 }
 
+static void group_name(const struct waiter *w, char *buf, size_t len)
+{
+    snprintf(buf, len, "%016" PRIx64 "/%" PRId64 "/%" PRId64 "/%s", w->place, w->per_pod,
+             w->priority, w->res);
+}
+
+static bool group_fits(const struct wgroup *g, const struct waiter *w)
+{
+    return g->place == w->place && g->per_pod == w->per_pod && g->priority == w->priority &&
+           strcmp(g->res, w->res) == 0;
+}
+
+/* w leaves its group; the group goes with its last waiter. */
+static void group_leave(struct cluster *c, struct waiter *w)
+{
+    struct wgroup *g = w->group;
+    char name[RESOURCE_NAME_MAX + 64];
+
+    if (g == NULL)
+        return;
+    g->count -= w->g_count;
+    g->pending -= w->g_pending;
+    *(w->gprev ? &w->gprev->gnext : &g->head) = w->gnext;
+    *(w->gnext ? &w->gnext->gprev : &g->tail) = w->gprev;
+    w->group = NULL;
+    w->gprev = w->gnext = NULL;
+    w->g_count = w->g_pending = 0;
+    if (g->head != NULL)
+        return;
+    c->live_groups[g->at] = c->live_groups[--c->n_groups];
+    c->live_groups[g->at]->at = g->at;
+    snprintf(name, sizeof(name), "%016" PRIx64 "/%" PRId64 "/%" PRId64 "/%s", g->place, g->per_pod,
+             g->priority, g->res);
+    table_del(&c->groups, name); /* frees g */
+}
+
+/* w joins the group of its place, resource, amount and priority. Out of memory it joins none
+ * and its pods are not counted, as when cluster.waiting cannot grow. */
+static void group_join(struct cluster *c, struct waiter *w)
+{
+    char name[RESOURCE_NAME_MAX + 64];
+    struct wgroup *g, **grown;
+
+    group_name(w, name, sizeof(name));
+    if ((g = table_get(&c->groups, name)) == NULL) {
+        if (c->n_groups == c->cap_groups) {
+            size_t cap = c->cap_groups ? 2 * c->cap_groups : 16;
+
+            if ((grown = realloc(c->live_groups, cap * sizeof(*grown))) == NULL)
+                return;
+            c->live_groups = grown;
+            c->cap_groups = cap;
+        }
+        if ((g = calloc(1, sizeof(*g))) == NULL || table_put(&c->groups, name, g, 0) < 0)
+            return; /* table_put freed it */
+        g->place = w->place;
+        snprintf(g->res, sizeof(g->res), "%s", w->res);
+        g->per_pod = w->per_pod;
+        g->priority = w->priority;
+        g->at = c->n_groups;
+        c->live_groups[c->n_groups++] = g;
+    }
+    w->group = g;
+    w->gprev = g->tail;
+    w->gnext = NULL;
+    *(g->tail ? &g->tail->gnext : &g->head) = w;
+    g->tail = w;
+}
+
+/* Keeps w's part of its group's sums current, moving it when its place, resource, amount or
+ * priority changed, and out of any when it waits for nothing. */
+static void waiter_group(struct cluster *c, struct waiter *w, bool waits)
+{
+    if (w->group != NULL && (!waits || !group_fits(w->group, w)))
+        group_leave(c, w);
+    if (waits && w->group == NULL)
+        group_join(c, w);
+    if (w->group == NULL)
+        return;
+    w->group->count += waiter_count(w) - w->g_count;
+    w->group->pending += w->pending - w->g_pending;
+    w->g_count = waiter_count(w);
+    w->g_pending = w->pending;
+}
+
 /* Keeps cluster.waiting to the waiters with pods to wait for, and drops a waiter that has
  * neither pods nor a workload. Out of memory, a waiter is simply not counted. */
 static void waiter_update(struct cluster *c, struct waiter *w)
@@ -890,6 +982,7 @@ static void waiter_update(struct cluster *c, struct waiter *w)
     struct waiter **grown;
 
     waiter_show(c, w);
+    waiter_group(c, w, waits);
 
     if (waits && w->at == SIZE_MAX) {
         if (c->n_waiting == c->cap_waiting) {
@@ -998,8 +1091,10 @@ static void waiters_reprioritize(struct cluster *c)
         for (struct table_entry *e = c->waiters.buckets[i]; e; e = e->next) {
             struct waiter *w = e->value;
 
-            if (w->rec != NULL && w->spec != NULL)
+            if (w->rec != NULL && w->spec != NULL) {
                 w->priority = template_class_value(c, w->spec);
+                waiter_group(c, w, w->group != NULL); /* to the group of that priority */
+            }
         }
     }
 }
@@ -1234,6 +1329,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     rc |= table_init(&c->bindings, binding_free, c);
     rc |= table_init(&c->waiters, waiter_free, c);
     rc |= table_init(&c->shown, plain_free, c);
+    rc |= table_init(&c->groups, plain_free, c);
     if (rc != 0) {
         cluster_free(c);
         return NULL;
@@ -1260,6 +1356,8 @@ void cluster_free(struct cluster *c)
     table_free(&c->bindings);
     table_free(&c->waiters); /* after the workloads, which point at theirs */
     table_free(&c->shown);   /* after both, which count in it */
+    table_free(&c->groups);
+    free(c->live_groups);
     free(c->waiting);
     table_free(&c->rnames); /* empty by now: every user is gone */
     free(c->sums);

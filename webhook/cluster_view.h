@@ -142,11 +142,26 @@ struct waiter {
     int64_t pods;                /* its non-terminal GPU pods in the view */
     int64_t pending;             /* of them, unbound */
     int64_t wants;               /* pods its controller wants now; -1: no workload record */
-    uint64_t reserve_key;       /* cluster_workload_key of the workload a reservation is made for */
-    uint64_t shown_key;         /* the key its replicas count under in cluster.shown, and */
-    int64_t shown;              /* how many: max(pods, wants) when it was last updated */
-    const struct workload *rec; /* the workload record that sets wants, or NULL */
-    size_t at;                  /* its place in cluster.waiting, or SIZE_MAX: not waiting */
+    uint64_t reserve_key; /* cluster_workload_key of the workload a reservation is made for */
+    struct wgroup *group; /* the group it waits in (cluster.groups), or NULL */
+    struct waiter *gprev, *gnext; /* its neighbours there, in the order they joined */
+    int64_t g_count, g_pending;   /* what it adds to the group's sums */
+    uint64_t shown_key;           /* the key its replicas count under in cluster.shown, and */
+    int64_t shown;                /* how many: max(pods, wants) when it was last updated */
+    const struct workload *rec;   /* the workload record that sets wants, or NULL */
+    size_t at;                    /* its place in cluster.waiting, or SIZE_MAX: not waiting */
+};
+
+/* The waiters that wait in one place (place hash), for one resource, as much each, at one
+ * priority, with their sums kept as they change: a decision reads the few groups, never the
+ * waiters (20,000 Pending single-pod Jobs of one template are one group). */
+struct wgroup {
+    uint64_t place;
+    char res[RESOURCE_NAME_MAX];
+    int64_t per_pod, priority;
+    int64_t count, pending;     /* the sums of its waiters' waiter_count() and pending */
+    struct waiter *head, *tail; /* its waiters, the first to join first; never empty */
+    size_t at;                  /* its place in cluster.live_groups */
 };
 
 /* Pods a waiter waits for: the unbound ones and those its controller has yet to create. */
@@ -235,13 +250,16 @@ struct cluster {
     struct table bindings;             /* node name -> struct binding */
     struct res_sum *sums;              /* 64-byte aligned; grows under the write lock */
     uint32_t n_sums, cap_sums, free_sum;
-    struct table rnames;     /* interned resource names: the key is the name every node_res and
-                                bound_res points to, the value counts them; gone at 0 */
-    struct table waiters;    /* key -> struct waiter; freed last */
-    struct table shown;      /* cluster_workload_key (hex) -> int64_t: the replicas the view
-                                shows of each workload (its waiters' max(pods, wants)), so that
-                                a reservation ends once they reach its target */
-    struct waiter **waiting; /* the waiters with waiter_count() > 0, in any order */
+    struct table rnames;         /* interned resource names: the key is the name every node_res and
+                                    bound_res points to, the value counts them; gone at 0 */
+    struct table waiters;        /* key -> struct waiter; freed last */
+    struct table shown;          /* cluster_workload_key (hex) -> int64_t: the replicas the view
+                                    shows of each workload (its waiters' max(pods, wants)), so that
+                                    a reservation ends once they reach its target */
+    struct waiter **waiting;     /* the waiters with waiter_count() > 0, in any order */
+    struct table groups;         /* group key -> struct wgroup: the waiting ones, grouped */
+    struct wgroup **live_groups; /* the same, in the order they were made */
+    size_t n_groups, cap_groups;
     size_t n_waiting, cap_waiting;
     unsigned list_gen[CLUSTER_KINDS];
     bool listed[CLUSTER_KINDS];

@@ -1114,6 +1114,39 @@ static void owned_pod(struct cluster *c, const char *type, const char *name, con
     "{'kind':'StatefulSet','metadata':{'name':'db','namespace':'ns'},'spec':{'replicas'"           \
     ":" #replicas ",'template':{'spec':" ON_GPU_NODES "}}}"
 
+/* The view's groups of waiters agree with its waiters: the same pods, each waiter in the
+ * group of its place, resource, amount and priority (decisions read the groups alone). */
+static bool groups_agree(const struct cluster *c)
+{
+    int64_t waiting = 0, grouped = 0, pending = 0, gpending = 0;
+    size_t members = 0;
+
+    for (size_t i = 0; i < c->n_waiting; i++) {
+        const struct waiter *w = c->waiting[i];
+
+        waiting += waiter_count(w);
+        pending += w->pending;
+        if (w->group == NULL || w->group->place != w->place || w->group->priority != w->priority ||
+            w->group->per_pod != w->per_pod)
+            return false;
+    }
+    for (size_t i = 0; i < c->n_groups; i++) {
+        const struct wgroup *g = c->live_groups[i];
+        int64_t n = 0;
+
+        if (g->head == NULL || g->at != i)
+            return false;
+        for (const struct waiter *w = g->head; w != NULL; w = w->gnext, members++)
+            n += waiter_count(w);
+        if (n != g->count)
+            return false;
+        grouped += g->count;
+        gpending += g->pending;
+    }
+    return waiting == grouped && pending == gpending && members == c->n_waiting &&
+           c->groups.n == c->n_groups;
+}
+
 /* Pods that wait for GPUs (Pending, or owed by their StatefulSet) follow pod and workload
  * events, and take free GPUs from a decision (2 nodes of 4 GPUs, a template of priority 0). */
 static void test_waiting_follows_the_view(void)
@@ -1125,34 +1158,41 @@ static void test_waiting_follows_the_view(void)
     apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", PRESENT, "4", ""));
     apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8);
+    CHECK(groups_agree(c));
     /* db owes 3 replicas: they come before anything admitted now */
     apply(c, CLUSTER_STATEFULSETS, "ADDED", DB_STS(3));
+    CHECK(groups_agree(c));
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.fit_now == 5 && r.waiting_pods == 3 && r.waiting_gpus == 3);
     capacity_waiting_text(&r, text, sizeof(text));
     CHECK_STR(text, "3 replicas a controller still owes (StatefulSet ns/db)");
     /* db-0 bound: it uses a GPU and is owed no more */
     owned_pod(c, "ADDED", "db-0", "n1", 0, "StatefulSet", "db");
+    CHECK(groups_agree(c));
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.fit_now == 5 && r.waiting_pods == 2);
     /* db-1 created, Pending: still waiting, now in the scheduler's queue */
     owned_pod(c, "ADDED", "db-1", "", 0, "StatefulSet", "db");
+    CHECK(groups_agree(c));
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.fit_now == 5 && r.waiting_pods == 2);
     capacity_waiting_text(&r, text, sizeof(text));
     CHECK_STR(text, "1 Pending pod and 1 replica their controllers still owe (StatefulSet ns/db)");
     /* db-1 bound */
     owned_pod(c, "MODIFIED", "db-1", "n2", 0, "StatefulSet", "db");
+    CHECK(groups_agree(c));
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.fit_now == 5 && r.waiting_pods == 1);
     /* scaled down to 2: nothing owed */
     apply(c, CLUSTER_STATEFULSETS, "MODIFIED", DB_STS(2));
+    CHECK(groups_agree(c));
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.fit_now == 6 && r.waiting_pods == 0 && c->n_waiting == 0);
     /* a Pending pod of lower priority waits behind the template's pods; one of higher before */
     owned_pod(c, "ADDED", "low", "", -5, NULL, NULL);
     CHECK(c->n_waiting == 1 && judge(c, ON_GPU_NODES, 1, 0).fit_now == 6);
     owned_pod(c, "ADDED", "high", "", 5, NULL, NULL);
+    CHECK(groups_agree(c));
     r = judge(c, ON_GPU_NODES, 1, 0);
     CHECK(r.fit_now == 5 && r.waiting_pods == 1);
     capacity_waiting_text(&r, text, sizeof(text));
@@ -1163,6 +1203,8 @@ static void test_waiting_follows_the_view(void)
     cluster_list_end(c, CLUSTER_PODS);
     CHECK(c->n_waiting == 0 && c->waiters.n == 0);
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8);
+    CHECK(groups_agree(c));
+    CHECK(groups_agree(c));
     cluster_free(c);
 }
 
@@ -1181,26 +1223,34 @@ static void test_finished_jobs_owe_nothing(void)
     apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
     apply(c, CLUSTER_JOBS, "ADDED", JOB("'parallelism':3,'completions':6", "'succeeded':1"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 5);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_JOBS, "MODIFIED",
           JOB("'parallelism':3,'completions':6",
               "'succeeded':2,'conditions':[{'type':'Failed','status':'True'}]"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_JOBS, "MODIFIED",
           JOB("'parallelism':3,'completions':6",
               "'succeeded':2,'conditions':[{'type':'Complete','status':'False'}]"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 5);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_JOBS, "MODIFIED",
           JOB("'parallelism':3,'completions':6",
               "'succeeded':6,'conditions':[{'type':'Complete','status':'True'}]"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_JOBS, "MODIFIED",
           JOB("'parallelism':3", "'succeeded':0,'completionTime':'2026-12-01T10:00:00Z'"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
     /* no completions: a work queue, done once one pod succeeds */
     apply(c, CLUSTER_JOBS, "MODIFIED", JOB("'parallelism':3", "'succeeded':0"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 5);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_JOBS, "MODIFIED", JOB("'parallelism':3", "'succeeded':1"));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
+    CHECK(groups_agree(c));
     cluster_free(c);
 }
 
@@ -1220,19 +1270,23 @@ static void test_reservation_ends_at_its_target(void)
     owned_pod(c, "ADDED", "db-0", "n1", 0, "StatefulSet", "db");
     owned_pod(c, "ADDED", "db-1", "", 0, "StatefulSet", "db");
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 6); /* 8 - db-0 - db-1 waiting */
-    capacity_reserve(c, &rq, 3, 60);                  /* db scaled 2 -> 5 admitted */
+    CHECK(groups_agree(c));
+    capacity_reserve(c, &rq, 3, 60); /* db scaled 2 -> 5 admitted */
     CHECK(cluster_shown(c, rq.key) == 2);
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3); /* db-1 is not one of the 3 */
+    CHECK(groups_agree(c));
     /* the view sees the StatefulSet at 5: its 3 owed replicas count instead */
     apply(c, CLUSTER_STATEFULSETS, "MODIFIED", DB_STS(5));
     CHECK(cluster_shown(c, rq.key) == 5);
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3);
+    CHECK(groups_agree(c));
     /* all five bound */
     owned_pod(c, "MODIFIED", "db-1", "n1", 0, "StatefulSet", "db");
     owned_pod(c, "ADDED", "db-2", "n1", 0, "StatefulSet", "db");
     owned_pod(c, "ADDED", "db-3", "n2", 0, "StatefulSet", "db");
     owned_pod(c, "ADDED", "db-4", "n2", 0, "StatefulSet", "db");
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 3 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_STATEFULSETS, "DELETED", DB_STS(5));
     for (int i = 0; i < 5; i++) {
         char name[16];
@@ -1242,6 +1296,7 @@ static void test_reservation_ends_at_its_target(void)
     }
     CHECK(cluster_shown(c, rq.key) == 0 && c->shown.n == 0);
     json_decref(spec);
+    CHECK(groups_agree(c));
     cluster_free(c);
 }
 
@@ -1275,6 +1330,7 @@ static void test_many_waiting_places(void)
     }
     pending_pod(c, "here", "'nodeSelector':{'nvidia.com/gpu.present':'true'}");
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 31);
+    CHECK(groups_agree(c));
     for (int i = 0; i < 20; i++) { /* 20 more places, all on these nodes: 21 pods in all */
         snprintf(name, sizeof(name), "here-%d", i);
         snprintf(extra, sizeof(extra),
@@ -1284,7 +1340,10 @@ static void test_many_waiting_places(void)
         pending_pod(c, name, extra);
     }
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 11);
+    CHECK(groups_agree(c));
     CHECK(judge(c, ON_GPU_NODES, 1, 0).waiting_pods == 21);
+    CHECK(groups_agree(c));
+    CHECK(groups_agree(c));
     cluster_free(c);
 }
 
@@ -1307,10 +1366,13 @@ static void test_gated_pods_wait_for_their_gate(void)
     apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", PRESENT, "4", ""));
     apply(c, CLUSTER_PODS, "ADDED", gated);
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_PODS, "MODIFIED", ungated); /* admitted: the gate removed */
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 7 && c->n_waiting == 1);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_PODS, "MODIFIED", gated);
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 8 && c->n_waiting == 0);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_PODS, "DELETED", gated);
     CHECK(c->waiters.n == 0);
     /* a gated replica of db is one of its 3: db owes 2, and the gated one takes nothing */
@@ -1321,6 +1383,8 @@ static void test_gated_pods_wait_for_their_gate(void)
           "'x'}],'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
           "'status':{'phase':'Pending'}}");
     CHECK(judge(c, ON_GPU_NODES, 1, 0).fit_now == 6);
+    CHECK(groups_agree(c));
+    CHECK(groups_agree(c));
     cluster_free(c);
 }
 
@@ -1373,18 +1437,24 @@ static void test_owed_priority_follows_the_classes(void)
           "{'kind':'PriorityClass','metadata':{'name':'mid'},'value':50}");
     apply(c, CLUSTER_STATEFULSETS, "ADDED", STS_CLASS("db", "'priorityClassName':'high',"));
     CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 8); /* high unknown yet: priority 0 */
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
           "{'kind':'PriorityClass','metadata':{'name':'high'},'value':100}");
     CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 5);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_PRIORITYCLASSES, "DELETED",
           "{'kind':'PriorityClass','metadata':{'name':'high'},'value':100}");
     CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 8);
+    CHECK(groups_agree(c));
     /* a template naming no class gets the globalDefault one */
     apply(c, CLUSTER_STATEFULSETS, "ADDED", STS_CLASS("web", ""));
     CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 8);
+    CHECK(groups_agree(c));
     apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
           "{'kind':'PriorityClass','metadata':{'name':'dflt'},'value':100,'globalDefault':true}");
     CHECK(judge(c, MID_TEMPLATE, 1, 0).fit_now == 5);
+    CHECK(groups_agree(c));
+    CHECK(groups_agree(c));
     cluster_free(c);
 }
 
