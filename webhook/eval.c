@@ -2134,13 +2134,17 @@ static bool cap_cronjob(const struct review *r, struct cap_target *ct)
 
     if (!gvr_is(r, "batch", "cronjobs") || r->sub_resource[0] ||
         (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || !json_is_object(tmpl) ||
-        json_is_true(patch_get(r->object, "/spec/jobTemplate/spec/suspend")))
-        return false;
+        json_is_true(patch_get(r->object, "/spec/jobTemplate/spec/suspend")) ||
+        json_is_true(patch_get(r->object, "/spec/suspend")))
+        return false; /* a suspended CronJob makes no Jobs (cronjob_controllerv2.go, syncCronJob
+                         returns before scheduling while spec.suspend is true) */
     now = job_width(r->object, "/spec/jobTemplate/spec");
     if (r->op == REVIEW_UPDATE && r->old_object != NULL &&
         json_equal(patch_get(r->object, "/spec/jobTemplate"),
-                   patch_get(r->old_object, "/spec/jobTemplate")))
-        before = now; /* the Jobs it makes are unchanged: nothing new to judge */
+                   patch_get(r->old_object, "/spec/jobTemplate")) &&
+        !json_is_true(patch_get(r->old_object, "/spec/suspend")))
+        before = now; /* the Jobs it makes are unchanged: nothing new to judge; the UPDATE
+                         that resumes it is judged as its CREATE */
     ct->total = now;
     ct->before = before;
     ct->increase = now > before ? now - before : 0;

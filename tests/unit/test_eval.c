@@ -357,6 +357,13 @@ out:
     "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"       \
     "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'" gpus "'}}}]}}}}}}"
 
+#define CRON_SUSPENDED(suspend, par, gpus)                                                         \
+    "{'metadata':{'name':'cj'},'spec':{'suspend':" suspend                                         \
+    ",'schedule':'0 * * * *','jobTemplate':"                                                       \
+    "{'spec':{'parallelism':" #par ",'template':{'spec':{'priorityClassName':'gpu-standard',"      \
+    "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':"       \
+    "[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'" gpus "'}}}]}}}}}}"
+
 static const struct ecase cases[] = {
     PER_RULE("gpu-request", ONLY_GPU_REQUEST,
              "[{'op':'add','path':'/spec/containers/0/resources','value':{'limits':{'nvidia.com/"
@@ -2119,6 +2126,21 @@ static const struct ecase cases[] = {
      .message = "cronjobs ml/cj (its Jobs) can never fit: 1 pod at once, at most 0 fit the "
                 "eligible nodes (16 nvidia.com/gpu in all, cordoned and not Ready nodes "
                 "included); no eligible node holds one pod: ask for fewer GPUs per pod"},
+    {.name = "capacity: a suspended CronJob makes no Jobs: not judged",
+     .policy = "capacity.yaml",
+     .view = "idle.json",
+     .resource = "batch/cronjobs",
+     .object = CRON_SUSPENDED("true", 1, "8"),
+     .allowed = 1},
+    {.name = "capacity: ... and the UPDATE that resumes it is judged as its CREATE",
+     .policy = "capacity.yaml",
+     .view = "idle.json",
+     .resource = "batch/cronjobs",
+     .op = "UPDATE",
+     .object = CRON_SUSPENDED("false", 1, "8"),
+     .old_object = CRON_SUSPENDED("true", 1, "8"),
+     .allowed = 0,
+     .message = "cronjobs ml/cj (its Jobs) can never fit: 1 pod at once"},
     {.name = "capacity: ... and one that does not fit now only warns: its Jobs come later",
      .policy = "capacity.yaml",
      .view = "full.json",
