@@ -2548,10 +2548,20 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
         return;
     }
     if (ct->increase > res.fit_now) {
+        /* the scheduler keeps no headroom: pods that fit once it is spent start, and eat it */
+        struct capacity_request bare = rq;
+        struct capacity_result nohr;
+        bool eats = false;
+
+        bare.headroom = 0;
+        if (rq.headroom > 0 && capacity_judge(rn->view, &bare, &nohr) == 0)
+            eats = ct->increase <= nohr.fit_now;
         snprintf(brief, sizeof(brief), "%s: only %lld of %lld more pods fit now, the rest %s",
                  ct->what, (long long)res.fit_now, (long long)ct->increase,
                  ct->cron ? "of each Job's pods will wait Pending (or, with available: Deny, "
                             "the Job is refused) unless GPUs are free when the schedule fires"
+                 : eats   ? "eat into the headroom the capacity rule keeps free (the scheduler "
+                            "keeps none: they would start)"
                           : "will wait Pending");
         not_now_hints(ru, ct, &res, &hs);
         with_hints(brief, &hs, full, sizeof(full));

@@ -2154,7 +2154,8 @@ static const struct ecase cases[] = {
      .resource = "apps/replicasets",
      .object = RS(13, "gpu-standard"),
      .allowed = 0,
-     .message = "only 12 of 13 more pods fit now, the rest will wait Pending; the capacity "
+     .message = "only 12 of 13 more pods fit now, the rest eat into the headroom the capacity "
+                "rule keeps free (the scheduler keeps none: they would start); the capacity "
                 "rule's headroom keeps 1 GPU free on each node: lower it to admit more"},
     {.name = "capacity: with autoscaling: true, past every node's GPUs is only a warning",
      .policy = "capacity-autoscaling.yaml",
