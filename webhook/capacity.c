@@ -1470,6 +1470,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
             snprintf(rv->node, sizeof(rv->node), "%s", n->name);
             snprintf(rv->name, sizeof(rv->name), "%s", out.res[r].name);
             rv->gpus = take * out.res[r].per_pod;
+            rv->pods = take;
             rv->used_at = used[r];
         }
         if (take > 0)
@@ -1479,4 +1480,55 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     pthread_rwlock_unlock(&c->lock);
     elig_release(c, set);
     held_free(&held);
+}
+
+void capacity_shrink(struct cluster *c, uint64_t key, int64_t replicas)
+{
+    double now = cluster_now();
+    uint64_t base_seen[CLUSTER_RESERVATIONS_MAX];
+    size_t n_bases = 0;
+
+    if (c == NULL || key == 0)
+        return;
+    pthread_mutex_lock(&c->reserve_lock);
+    /* each admission of key (one base) in turn: its entries lie side by side, a node's
+     * resources together, in the order the pods were placed */
+    for (size_t i = 0; i < c->n_reservations; i++) {
+        const struct reservation *first = &c->reservations[i];
+        int64_t keep, placed = 0;
+        const char *node = NULL;
+        int64_t node_keep = 0;
+        bool seen = false;
+
+        if (first->key != key || first->until <= now)
+            continue;
+        for (size_t b = 0; b < n_bases && !seen; b++)
+            seen = base_seen[b] == (uint64_t)first->base;
+        if (seen)
+            continue;
+        base_seen[n_bases++] = (uint64_t)first->base;
+        keep = replicas > first->base ? replicas - first->base : 0;
+        for (size_t k = i; k < c->n_reservations; k++) {
+            struct reservation *r = &c->reservations[k];
+
+            if (r->key != key || r->base != first->base || r->until <= now)
+                continue;
+            if (node == NULL || strcmp(node, r->node) != 0) { /* the next node's pods */
+                node = r->node;
+                node_keep = keep - placed > 0 ? keep - placed : 0;
+                if (node_keep > r->pods)
+                    node_keep = r->pods;
+                placed += r->pods;
+            }
+            if (node_keep < r->pods) {
+                r->gpus = r->pods > 0 ? r->gpus / r->pods * node_keep : 0;
+                r->pods = node_keep;
+            }
+        }
+        if (first->target > first->base + keep)
+            for (size_t k = i; k < c->n_reservations; k++)
+                if (c->reservations[k].key == key && c->reservations[k].base == first->base)
+                    c->reservations[k].target = first->base + keep;
+    }
+    pthread_mutex_unlock(&c->reserve_lock);
 }

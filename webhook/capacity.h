@@ -85,4 +85,8 @@ void capacity_explain(const struct capacity_request *rq, const struct capacity_r
 void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int64_t pods,
                       double window_s);
 
+/* A scale of the workload of key down to replicas: each of its reservations shrinks to the
+ * pods it still stands for, max(0, replicas - its base), the last placed going first. */
+void capacity_shrink(struct cluster *c, uint64_t key, int64_t replicas);
+
 #endif

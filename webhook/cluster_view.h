@@ -193,6 +193,7 @@ struct reservation {
     char node[254];
     char name[RESOURCE_NAME_MAX];
     int64_t gpus;
+    int64_t pods;    /* the pods those stand for (every resource's entry of a node the same) */
     int64_t used_at; /* the node's use of name when reserved */
 };
 

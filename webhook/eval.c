@@ -2632,6 +2632,10 @@ static void capacity_pass(struct run *rn, const struct policy *p)
 
         capacity_reserve(rn->view, &rq, rn->reserve_pods, (double)rn->reserve_s);
     }
+    /* a scale-down takes back what its earlier admissions still hold past the new replicas */
+    if (rn->view != NULL && ct.key != 0 && ct.total < ct.before && rn->n_deny == 0 &&
+        !rn->r->dry_run && !ct.hpa && !ct.pod && !ct.cron)
+        capacity_shrink(rn->view, ct.key, ct.total);
     json_decref(ct.spec);
 }
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,

@@ -2352,6 +2352,56 @@ static void test_reservation_retry(void)
     policy_unref(p);
 }
 
+/* A scale-down takes back what the workload's admissions still hold past its new replicas
+ * (stall.json: 4 GPUs free): b admitted at 4 and scaled to 1 holds 1, so 3 are left. */
+static void test_scale_down_shrinks_the_reservation(void)
+{
+    struct policy *p = load("capacity.yaml");
+    struct cluster *view = load_view("stall.json");
+    const struct ecase b = {.resource = "apps/replicasets",
+                            .object = RS_NAMED("b", 4, "batch-low")};
+    const struct ecase b_down = {.resource = "apps/replicasets",
+                                 .op = "UPDATE",
+                                 .object = RS_NAMED("b", 1, "batch-low"),
+                                 .old_object = RS_NAMED("b", 4, "batch-low")};
+    const struct ecase c = {.resource = "apps/replicasets",
+                            .object = RS_NAMED("c", 3, "batch-low")};
+    const struct ecase d = {.resource = "apps/replicasets",
+                            .object = RS_NAMED("d", 1, "batch-low")};
+    char text[2048];
+
+    CHECK(admit(p, view, &b, text, sizeof(text)));
+    CHECK(admit(p, view, &b_down, text, sizeof(text)));
+    CHECK(admit(p, view, &c, text, sizeof(text)));
+    CHECK_STR(text, "");
+    CHECK(!admit(p, view, &d, text, sizeof(text)));
+    CHECK_CONTAINS(text, "replicasets ml/d: only 0 of 1 more pods fit now");
+    cluster_free(view);
+    /* from 4 to 3 to 0: it holds 3, then none */
+    view = load_view("stall.json");
+    {
+        const struct ecase b3 = {.resource = "apps/replicasets",
+                                 .op = "UPDATE",
+                                 .object = RS_NAMED("b", 3, "batch-low"),
+                                 .old_object = RS_NAMED("b", 4, "batch-low")};
+        const struct ecase b0 = {.resource = "apps/replicasets",
+                                 .op = "UPDATE",
+                                 .object = RS_NAMED("b", 0, "batch-low"),
+                                 .old_object = RS_NAMED("b", 3, "batch-low")};
+        const struct ecase d2 = {.resource = "apps/replicasets",
+                                 .object = RS_NAMED("d", 2, "batch-low")};
+
+        CHECK(admit(p, view, &b, text, sizeof(text)));
+        CHECK(admit(p, view, &b3, text, sizeof(text)));
+        CHECK(admit(p, view, &d, text, sizeof(text)));
+        CHECK(!admit(p, view, &d2, text, sizeof(text)));
+        CHECK(admit(p, view, &b0, text, sizeof(text)));
+        CHECK(admit(p, view, &d2, text, sizeof(text)));
+    }
+    cluster_free(view);
+    policy_unref(p);
+}
+
 /* A reservation ends when the view shows the workload's replicas at its target, not as soon
  * as one of its pods is Pending (held.json: 4 GPUs free; Deployment ml/b of 5 replicas, 4
  * bound and 1 Pending, which takes one of them). b's scale to 8 is admitted and holds 3; the
@@ -2781,5 +2831,6 @@ int main(void)
     RUN(test_equal_toleration_needs_the_value);
     RUN(test_reservation_retry);
     RUN(test_reservation_until_the_view_shows_it);
+    RUN(test_scale_down_shrinks_the_reservation);
     TEST_MAIN_END("test_eval");
 }
