@@ -2193,6 +2193,13 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     ct->before = before;
     ct->key = cluster_workload_key(res[which], r->ns, object_name(r));
     ct->increase = now > before ? now - before : 0;
+    /* a paused Deployment rolls nothing out (deployment_controller.go, syncDeployment: while
+     * spec.paused it only scales), and the UPDATE that resumes it rolls out whatever template
+     * changed meanwhile: judged as a new template then */
+    if (which == 0 && json_is_true(patch_get(r->object, "/spec/paused")))
+        changed = false;
+    else if (which == 0 && update && json_is_true(patch_get(r->old_object, "/spec/paused")))
+        changed = true;
     /* a new template makes new pods of all the replicas (a Deployment's new ReplicaSet, a
      * StatefulSet's rolling update): each must fit some node at most, whatever the surge */
     ct->grew = ct->increase > 0 || (changed && now > 0);
