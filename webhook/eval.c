@@ -2201,8 +2201,10 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     else if (which == 0 && update && json_is_true(patch_get(r->old_object, "/spec/paused")))
         changed = true;
     /* a new template makes new pods of all the replicas (a Deployment's new ReplicaSet, a
-     * StatefulSet's rolling update): each must fit some node at most, whatever the surge */
-    ct->grew = ct->increase > 0 || (changed && now > 0);
+     * StatefulSet's rolling update): each must fit some node at most, whatever the surge. A
+     * ReplicaSet keeps its pods (replica_set.go creates new ones only to replace the missing),
+     * and a Job's template cannot change */
+    ct->grew = ct->increase > 0 || (changed && now > 0 && (which == 0 || which == 2));
     if (which == 0 && changed && r->op == REVIEW_UPDATE) {
         ct->surge = rollout_surge(r->object, now);
         /* a scale-down with it: the controller scales the old ReplicaSet down to the new

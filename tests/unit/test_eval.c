@@ -2713,6 +2713,27 @@ static void test_default_surge(void)
          .old_object = DEPLOY_WITH(12, "1", "{'rollingUpdate':{'maxUnavailable':0}}"),
          .allowed = 0,
          .message = "only 4 of 8 more pods fit now"},
+        {.name = "capacity: a ReplicaSet's new template replaces none of its pods: not judged",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "apps/replicasets",
+         .op = "UPDATE",
+         .object = "{'metadata':{'name':'trainer'},'spec':{'replicas':4,'template':{'spec':{"
+                   "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'},"
+                   "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'9'}}}]}}}}",
+         .old_object = RS(4, "batch-low"),
+         .allowed = 1},
+        {.name = "capacity: a StatefulSet's new template replaces its pods: each must fit",
+         .policy = "capacity.yaml",
+         .view = "stall.json",
+         .resource = "apps/statefulsets",
+         .op = "UPDATE",
+         .object = "{'metadata':{'name':'trainer'},'spec':{'replicas':4,'template':{'spec':{"
+                   "'tolerations':[" TOL "],'nodeSelector':{'nvidia.com/gpu.present':'true'},"
+                   "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'9'}}}]}}}}",
+         .old_object = RS(4, "batch-low"),
+         .allowed = 0,
+         .message = "can never fit: 4 pods at once, at most 0 fit the eligible nodes"},
         {.name = "capacity: a paused Deployment rolls nothing out: no surge",
          .policy = "capacity.yaml",
          .view = "stall.json",
