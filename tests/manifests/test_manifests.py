@@ -1314,6 +1314,20 @@ def t_cluster_scoped_without_namespace(docs):
        "cluster-scoped objects with a metadata.namespace")
 
 
+def overlay_checks(what, overlay, docs, certs, raw, served):
+    """The checks of one rendering of an overlay (what names it in the output)."""
+    run("%s: schemas" % what, t_schemas, overlay, docs)
+    if served is not None:
+        run("%s: rules equal gpuadmit routes" % what, t_routes, docs, served)
+    run("%s: webhook settings (lock-out, %s mode)" % (what, MODES.get(overlay)),
+        t_webhook_settings, overlay, docs)
+    run("%s: Deployment" % what, t_deployment, docs)
+    run("%s: Service and PDB" % what, t_service_pdb, docs)
+    run("%s: RBAC" % what, t_rbac, docs)
+    run("%s: Namespace and PriorityClass" % what, t_namespace_priorityclass, docs)
+    run("%s: certificates" % what, t_certificates, overlay, docs, certs, raw)
+
+
 def check_renamed(what, overlay, raw, certs):
     """The checks of an overlay on a rendering in namespace RENAMED (globals switched)."""
     global POLICY_TEXT
@@ -1333,16 +1347,7 @@ def check_renamed(what, overlay, raw, certs):
         RENAMED in read_policy()["spec"]["exclude"]["namespaces"], "exclude.namespaces"))
     run("%s: cluster-scoped objects have no namespace" % what,
         t_cluster_scoped_without_namespace, docs)
-    run("%s: schemas" % what, t_schemas, overlay, docs)
-    if SERVED is not None:
-        run("%s: rules equal gpuadmit routes" % what, t_routes, docs, SERVED)
-    run("%s: webhook settings (lock-out, %s mode)" % (what, MODES.get(overlay)),
-        t_webhook_settings, overlay, docs)
-    run("%s: Deployment" % what, t_deployment, docs)
-    run("%s: Service and PDB" % what, t_service_pdb, docs)
-    run("%s: RBAC" % what, t_rbac, docs)
-    run("%s: Namespace and PriorityClass" % what, t_namespace_priorityclass, docs)
-    run("%s: certificates" % what, t_certificates, overlay, docs, certs, raw)
+    overlay_checks(what, overlay, docs, certs, raw, SERVED)
     run("%s: who may set the opt-out label" % what, t_exempt_label, overlay, docs)
     return docs
 
@@ -1465,16 +1470,7 @@ def main():
             filled = fill(raw, certs)
             texts.append(("tests/manifests/rendered/%s.yaml" % overlay, raw))
             docs = load_docs(filled)
-            run("%s: schemas" % overlay, t_schemas, overlay, docs)
-            if served is not None:
-                run("%s: rules equal gpuadmit routes" % overlay, t_routes, docs, served)
-            run("%s: webhook settings (lock-out, %s mode)" % (overlay, MODES.get(overlay)),
-                t_webhook_settings, overlay, docs)
-            run("%s: Deployment" % overlay, t_deployment, docs)
-            run("%s: Service and PDB" % overlay, t_service_pdb, docs)
-            run("%s: RBAC" % overlay, t_rbac, docs)
-            run("%s: Namespace and PriorityClass" % overlay, t_namespace_priorityclass, docs)
-            run("%s: certificates" % overlay, t_certificates, overlay, docs, certs, raw)
+            overlay_checks(overlay, overlay, docs, certs, raw, served)
             run("%s: CEL parses (supported subset)" % overlay, t_cel_parse, docs)
             run("%s: CEL on pods and workloads" % overlay, t_cel_workloads, docs)
             run("%s: CEL pods: mirror and DaemonSet pods" % overlay, t_cel_pods_extra, docs)
