@@ -767,36 +767,10 @@ static bool mounts_device_list(const json_t *c)
     return device_list_mount(c) != NULL;
 }
 
-/* Whether a hostPath volume is /dev/null, the device plugin's placeholder for a volume-mount
- * device list entry. */
-static bool dev_null_host_path(const json_t *spec)
+/* The first hostPath volume whose path, normalised with /var/run read as /run, is one of paths
+ * (n of them), or NULL. */
+static const char *listed_host_path(const json_t *spec, const char *const *paths, size_t n)
 {
-    const json_t *vol;
-    size_t i;
-    char norm[512];
-
-    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
-        const char *p =
-            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
-
-        if (p == NULL)
-            continue;
-        normalize_path(p, norm, sizeof(norm));
-        if (strcmp(norm, "/dev/null") == 0)
-            return true;
-    }
-    return false;
-}
-
-/* A hostPath that reaches a container runtime's socket, or NULL: with it a container asks the
- * runtime for a privileged container with every GPU of the node, around the kubelet and this
- * webhook. The sockets of containerd, Docker and CRI-O, and their folders (the ones that hold
- * nothing else: /run, which holds docker.sock, is judged by dev_host_path), normalised with
- * /var/run read as /run. */
-static const char *runtime_socket_host_path(const json_t *spec)
-{
-    static const char *const paths[] = {"/run/containerd", "/run/containerd/containerd.sock",
-                                        "/run/docker.sock", "/run/crio", "/run/crio/crio.sock"};
     const json_t *vol;
     size_t i;
     char norm[512];
@@ -808,11 +782,32 @@ static const char *runtime_socket_host_path(const json_t *spec)
         if (p == NULL)
             continue;
         host_view_path(p, norm, sizeof(norm));
-        for (size_t k = 0; k < sizeof(paths) / sizeof(paths[0]); k++)
+        for (size_t k = 0; k < n; k++)
             if (strcmp(norm, paths[k]) == 0)
                 return p;
     }
     return NULL;
+}
+
+/* Whether a hostPath volume is /dev/null, the device plugin's placeholder for a volume-mount
+ * device list entry. */
+static bool dev_null_host_path(const json_t *spec)
+{
+    static const char *const paths[] = {"/dev/null"};
+
+    return listed_host_path(spec, paths, sizeof(paths) / sizeof(paths[0])) != NULL;
+}
+
+/* A hostPath that reaches a container runtime's socket, or NULL: with it a container asks the
+ * runtime for a privileged container with every GPU of the node, around the kubelet and this
+ * webhook. The sockets of containerd, Docker and CRI-O, and their folders (the ones that hold
+ * nothing else: /run, which holds docker.sock, is judged by dev_host_path). */
+static const char *runtime_socket_host_path(const json_t *spec)
+{
+    static const char *const paths[] = {"/run/containerd", "/run/containerd/containerd.sock",
+                                        "/run/docker.sock", "/run/crio", "/run/crio/crio.sock"};
+
+    return listed_host_path(spec, paths, sizeof(paths) / sizeof(paths[0]));
 }
 
 /* A cdi.k8s.io/ annotation that asks the container runtime for NVIDIA devices by their Container
