@@ -8,7 +8,8 @@
 #   scripts/cluster.sh up                 control plane + node pool seed-000 + gpuadmit (enforce)
 #   scripts/cluster.sh down               stop everything started here, keep nothing running
 #   scripts/cluster.sh control-plane      etcd, apiserver, controller-manager, scheduler only
-#   scripts/cluster.sh restart-apiserver  stop kube-apiserver and start it again
+#   scripts/cluster.sh restart-apiserver [ARG...]  stop kube-apiserver and start it again, with
+#                                         ARGs added to its flags (e.g. --watch-cache=false)
 #   scripts/cluster.sh nodes POOL         replace the fake Nodes with tests/cluster/nodes/POOL.yaml
 #   scripts/cluster.sh install OVERLAY    kubectl apply -k manifests/overlays/OVERLAY, pointed
 #                                         at the local gpuadmit (tests/cluster/loopback)
@@ -17,6 +18,8 @@
 #   scripts/cluster.sh gpuadmit-stop
 # Ports: CLUSTER_PORT_BASE (default 26000) + 379/380 etcd, 443 apiserver, 257 controller-manager,
 # 259 scheduler, 944 gpuadmit. Quiet when there is nothing to do; `up` prints the KUBECONFIG.
+# CLUSTER_COMPACTION_INTERVAL: kube-apiserver's --etcd-compaction-interval (its default, 5m);
+# make cluster-test shortens it, so that etcd compacts what the watches have seen.
 set -euo pipefail
 # Go (cert-manager's CRDs come from its module): from PATH, or where Go's installer puts it
 command -v go >/dev/null || [[ ! -x /usr/local/go/bin/go ]] || PATH=/usr/local/go/bin:$PATH
@@ -29,6 +32,7 @@ etcd_port=$((base + 379)) peer_port=$((base + 380)) api_port=$((base + 443))
 kcm_port=$((base + 257)) sched_port=$((base + 259)) gpuadmit_port=$((base + 944))
 api=https://127.0.0.1:$api_port
 gpuadmit_bin=${GPUADMIT_BIN:-$root/build/release/gpuadmit}
+apiserver_args=()
 # the CRDs the cert-manager overlays need (Issuer, Certificate)
 cert_manager=v1.21.2
 export KUBECONFIG=$D/admin.kubeconfig
@@ -173,7 +177,9 @@ EOF
             --service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
             --service-cluster-ip-range=10.0.0.0/24 \
             --audit-policy-file="$D/audit-policy.yaml" --audit-log-path="$D/audit.log" \
-            --audit-log-maxbackup=1 --audit-log-maxsize=100
+            --audit-log-maxbackup=1 --audit-log-maxsize=100 \
+            --etcd-compaction-interval="${CLUSTER_COMPACTION_INTERVAL:-5m}" \
+            ${apiserver_args[@]+"${apiserver_args[@]}"}
     fi
     wait_for 60 kube-apiserver readyz
     kubeconfig admin admin
@@ -312,7 +318,7 @@ case $cmd in
         ;;
     down) down ;;
     control-plane) control_plane ;;
-    restart-apiserver) stop apiserver && control_plane ;;
+    restart-apiserver) apiserver_args=("$@") && stop apiserver && control_plane ;;
     nodes) nodes "$@" ;;
     install) install "$@" ;;
     uninstall) uninstall ;;

@@ -31,8 +31,13 @@ KUBECONFIG = os.path.join(STATE, "admin.kubeconfig")
 BASE = int(os.environ.get("CLUSTER_PORT_BASE", "26000"))
 GPUADMIT = "https://127.0.0.1:%d" % (BASE + 944)
 LIMIT_S = 900
+ETCD = "http://127.0.0.1:%d" % (BASE + 379)
+# kube-apiserver's --etcd-compaction-interval (scripts/cluster.sh): every 10 s it compacts etcd
+# to the revision it saw 10 s before (k8s.io/apiserver pkg/storage/etcd3/compact.go), so that
+# scenario e meets revisions etcd no longer has
 ENV = dict(os.environ, KUBECONFIG=KUBECONFIG, NO_PROXY="127.0.0.1,localhost",
-           no_proxy="127.0.0.1,localhost")
+           no_proxy="127.0.0.1,localhost",
+           CLUSTER_COMPACTION_INTERVAL=os.environ.get("CLUSTER_COMPACTION_INTERVAL", "10s"))
 
 
 class Fail(AssertionError):
@@ -598,6 +603,86 @@ def relists():
     return metric(gpuadmit_get("/metrics"), "gpuadmit_cluster_relists_total")
 
 
+GPUADMIT_LOG = os.path.join(STATE, "logs", "gpuadmit.log")
+
+
+def log_size():
+    return os.path.getsize(GPUADMIT_LOG)
+
+
+def log_lines(since=0):
+    """gpuadmit's JSON log lines from byte offset SINCE (a line still being written is left)."""
+    out = []
+    with open(GPUADMIT_LOG) as f:
+        f.seek(since)
+        for line in f:
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                pass
+    return out
+
+
+def etcd_compacted(rev):
+    """etcd's own word: True once revision REV is compacted away (a range read at it fails with
+    mvcc's ErrCompacted), through etcd's JSON gateway."""
+    body = json.dumps({"key": base64.b64encode(b"/registry/").decode(),
+                       "range_end": base64.b64encode(b"/registry0").decode(),
+                       "revision": int(rev), "count_only": True}).encode()
+    req = urllib.request.Request(ETCD + "/v3/kv/range", data=body, method="POST")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(req, timeout=5) as r:
+            json.load(r)
+            return False
+    except urllib.error.HTTPError as e:
+        msg = json.load(e).get("message", "")
+        if "required revision has been compacted" in msg:
+            return True
+        raise Fail("etcd range at revision %s: %s" % (rev, msg))
+
+
+def scale_busy(n):
+    kubectl("-n", "ml", "scale", "rs", "busy", "--replicas=%d" % n)
+    wait("busy at %d, all bound" % n, lambda: (act_as_kubelet("ml", "app=busy"), (lambda ps: len(
+        ps) == n and len(bound(ps)) == n)(pods("ml", "app=busy")))[1], limit=60)
+
+
+def test_e_compaction_served_by_watch_cache():
+    """etcd compacts the revisions gpuadmit's watches resume from, and kube-apiserver's watch
+    cache still serves them: no 410, no relist, and the view agrees with kubectl get.
+
+    k8s.io/apiserver v0.37 (pkg/storage/cacher): CacheDelegator.Watch hands every watch to the
+    cacher (delegator.go), whose history answers 410 "too old resource version" only for a
+    resourceVersion older than the events it has held since its own list from etcd
+    (watch_cache_history.go, GetIntervalLocked); its compactor (compactor.go) trims only its
+    list snapshots. So with the watch cache on, etcd's compaction never reaches gpuadmit."""
+    # 5 s watches: each kind's watch ends and resumes every 5 s, at the resourceVersion it last
+    # saw (logged at debug level); a quiet kind's is its list's, which etcd compacts meanwhile
+    cluster("gpuadmit-start", "--watch-timeout", "5", "--log-level", "debug")
+    webhook_live()
+    before = relists()
+    scale_busy(10)
+    first = min(int(l["resourceVersion"]) for l in wait("gpuadmit's watches", lambda: [
+        l for l in log_lines() if l.get("msg") == "watch"]))
+    wait("etcd compacting revision %d" % first, lambda: etcd_compacted(first), limit=90)
+    at = log_size()
+    resumed = wait("a watch resumed at a revision etcd has compacted", lambda: [
+        l for l in log_lines(at) if l.get("msg") == "watch" and
+        etcd_compacted(l["resourceVersion"])], limit=30)
+    scale_busy(12)
+    view_agrees("after etcd compacted what the watches resume from")
+    gone = [l for l in log_lines() if "relist" in l.get("msg", "") or
+            l.get("msg") == "watch ERROR event; relisting"]
+    check(not gone and relists() == before, "relists %g -> %g; log %r" % (
+        before, relists(), gone[:3]))
+    # the apiserver's own answer to a watch at that compacted revision: events, no ERROR
+    rv = resumed[0]["resourceVersion"]
+    raw = kubectl("get", "--raw", "/api/v1/pods?watch=1&resourceVersion=%s&timeoutSeconds=1" % rv)
+    types = [json.loads(l)["type"] for l in raw.stdout.splitlines() if l.strip()]
+    check(types and "ERROR" not in types, "watch of pods from compacted %s: %r" % (rv, types))
+
+
 def test_e_apiserver_restart():
     """An apiserver restart: watches resumed at a resource version its new watch cache no longer
     has get 410 Gone, gpuadmit relists (log and metrics), and the view agrees afterwards."""
@@ -612,11 +697,43 @@ def test_e_apiserver_restart():
     gone = [l for l in lines if l.get("msg") == "relist (410 Gone)"]
     check(gone and all("too old resource version" in l.get("message", "") for l in gone),
           "no 410 relist in the log: %r" % [l.get("msg") for l in lines][-10:])
+    # some of them resumed at a revision etcd had compacted (test_e_compaction_...); the cacher's
+    # 410 is the same for those as for the others: its history starts at its new list
+    check(any(etcd_compacted(l["resourceVersion"]) for l in gone),
+          "no 410 for a compacted revision: %r" % [l["resourceVersion"] for l in gone])
     wait("busy at 11", lambda: (act_as_kubelet("ml", "app=busy"),
                                 len(pods("ml", "app=busy")) == 11)[1])
     view_agrees("after the apiserver restart")
     kubectl("-n", "ml", "scale", "rs", "busy", "--replicas=12")
     wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
+
+
+def test_e_compaction_without_watch_cache():
+    """kube-apiserver --watch-cache=false: every watch is served by etcd itself, and one resumed
+    at a revision etcd has compacted fails with etcd's ErrCompacted, which the apiserver sends as
+    a 410 ERROR event "The resourceVersion for the provided watch is too old." (k8s.io/apiserver
+    v0.37 pkg/storage/etcd3/errors.go, interpretWatchError): gpuadmit relists (log and metrics)
+    and the view agrees with kubectl get. The watch cache goes back on afterwards."""
+    # gpuadmit as test_e_compaction_... left it: 5 s watches, debug log
+    before = relists()
+    at = log_size()
+    sh(CLUSTER, "restart-apiserver", "--watch-cache=false", timeout=120)
+    try:
+        scale_busy(11)
+        gone = wait("etcd's 410 in gpuadmit's log", lambda: [
+            l for l in log_lines(at) if l.get("msg") == "relist (410 Gone)" and
+            l.get("message") == "The resourceVersion for the provided watch is too old."],
+            limit=90)
+        check(all(etcd_compacted(l["resourceVersion"]) for l in gone),
+              "etcd's 410 for a revision it still has: %r" % gone)
+        wait("the relists counted", lambda: relists() >= before + len(gone))
+        view_agrees("after etcd's 410s")
+    finally:
+        sh(CLUSTER, "restart-apiserver", timeout=120)
+    scale_busy(12)
+    cluster("gpuadmit-start")
+    webhook_live()
+    view_agrees("with the watch cache back")
 
 
 def readyz_status():
@@ -865,7 +982,9 @@ TESTS = [
     test_c_seed003_time_sliced,
     test_d_device_plugin_restart,
     test_e_view_after_changes,
+    test_e_compaction_served_by_watch_cache,
     test_e_apiserver_restart,
+    test_e_compaction_without_watch_cache,
     test_e_rbac_removed,
     test_i_reinvocation,
     test_h_rotation,
