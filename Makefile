@@ -3,6 +3,7 @@
 #   make asan       AddressSanitizer + UndefinedBehaviorSanitizer build: build/san/gpuadmit
 #   make check      installs missing packages, then unit and end-to-end tests, plain and sanitized
 #   make run        installs missing packages, builds, makes dev certificates, serves on :8443
+#                   with the seed 000 snapshot as its cluster view
 #   make valgrind   unit tests under valgrind
 #   make fmt-check  clang-format conformance;  make lint  cppcheck
 #   make fuzz       libFuzzer targets (tests/fuzz), FUZZ_SECONDS each;  make fuzz-check  short pass
@@ -128,6 +129,11 @@ check-run: all asan $(release_UNIT) $(san_UNIT)
 policy-test: build/release/gpuadmit
 	@$${GPUADMIT_BIN:-build/release/gpuadmit} test rules/
 
+# make run's cluster view: seed 000 as a real apiserver listed it (make cluster-capture), and
+# the AdmissionReview that apiserver sent for the seed's benchmark ReplicaSet
+RUN_SNAPSHOT := tests/data/snapshots/seed-000.json
+RUN_REVIEW := tests/data/review-stall-replicaset.json
+
 run: deps
 	@$(MAKE) --no-print-directory all
 	@# reused while it covers the names and has a day left; otherwise made anew
@@ -135,11 +141,13 @@ run: deps
 		--min-days 1 >/dev/null 2>&1 || build/release/gpuadmit certs --force --out certs/dev \
 		--dns localhost --ip 127.0.0.1 --ip ::1 >/dev/null
 	@echo
-	@echo "Try it (in another terminal):"
+	@echo "Try it (in another terminal): a GPU pod, patched; the seed's 8-replica benchmark"
+	@echo "ReplicaSet, admitted with the capacity warning (4 of the snapshot's 16 GPUs are free)"
 	@echo "  curl -sS --cacert $(CURDIR)/certs/dev/ca.crt -H 'Content-Type: application/json' --data @$(CURDIR)/tests/data/review-pod.json https://127.0.0.1:8443/mutate"
+	@echo "  curl -sS --cacert $(CURDIR)/certs/dev/ca.crt -H 'Content-Type: application/json' --data @$(CURDIR)/$(RUN_REVIEW) https://127.0.0.1:8443/validate"
 	@echo
 	exec build/release/gpuadmit serve --listen 127.0.0.1:8443 --tls-cert certs/dev/tls.crt \
-		--tls-key certs/dev/tls.key --rules rules
+		--tls-key certs/dev/tls.key --rules rules --cluster-snapshot $(RUN_SNAPSHOT)
 
 valgrind: $(release_UNIT)
 	@for t in $(release_UNIT); do \
@@ -393,7 +401,10 @@ fuzz-check: fuzz-build
 #                       and gpuadmit (enforce overlay), all under build/cluster/; prints KUBECONFIG
 #   make cluster-down   stops every process it started, by recorded PID
 #   make cluster-test   the scenarios of tests/cluster/test_cluster.py (below)
-.PHONY: k8s-binaries cluster cluster-down
+#   make cluster-capture  rewrites the test data captured from a fresh make cluster
+#                       (scripts/cluster-capture.py: tests/data/snapshots/seed-000.json and
+#                       idle.json, tests/data/review-stall-replicaset.json), then stops it
+.PHONY: k8s-binaries cluster cluster-down cluster-capture
 k8s-binaries:
 	@scripts/k8s-binaries.sh >/dev/null
 
@@ -402,6 +413,12 @@ cluster: deps all
 
 cluster-down:
 	@scripts/cluster.sh down
+
+# from a cold control plane, like cluster-test: what it writes must not depend on what ran before
+cluster-capture: deps all
+	@scripts/cluster.sh down
+	@rm -rf build/cluster
+	@$(PYTHON) scripts/cluster-capture.py; rc=$$?; scripts/cluster.sh down; exit $$rc
 
 # make cluster-test: tests/cluster/test_cluster.py against the real binary on a cold control
 # plane (build/cluster/ is wiped first, the binaries come from the cache); stops it at the end

@@ -23,6 +23,9 @@ from common import make_certs, run_suite, SLOW, SERVICE_DNS, ServerProcess, chec
 
 BIN = os.path.abspath(os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build/release/gpuadmit")))
 STALL = os.path.join(ROOT, "tests/data/snapshots/stall.json")
+# make run's view and its second curl: captured from a real control plane (make cluster-capture)
+SEED000 = os.path.join(ROOT, "tests/data/snapshots/seed-000.json")
+SEED000_REVIEW = os.path.join(ROOT, "tests/data/review-stall-replicaset.json")
 DEFAULT_RULES = os.path.join(ROOT, "rules/default.yaml")
 SUITE_LIMIT_S = 150 if SLOW else 90
 
@@ -172,6 +175,22 @@ def stall_default_policy_warns_that_4_fit_now():
               "scale 2 -> 20: %r" % r)
         r = validate(srv.port, scale("trainer", 10, 2))
         check(r["allowed"] is True and not warnings_of(r), "scale down: %r" % r)
+
+
+@test
+def make_run_answers_the_captured_benchmark_with_the_capacity_warning():
+    """make run's second curl: the AdmissionReview kube-apiserver sent for the seed's 8-replica
+    ReplicaSet, against the snapshot that apiserver listed (12 of 16 GPUs bound). kube-scheduler
+    bound 4 of such 8 and left 4 "Insufficient nvidia.com/gpu" (make cluster-test, scenario a):
+    the warning says the same."""
+    with open(SEED000_REVIEW) as f:
+        body = json.load(f)
+    with Server(rules_dir("warn"), "--cluster-snapshot", SEED000, name="seed000") as srv:
+        r = validate(srv.port, body)
+        check(r["uid"] == body["request"]["uid"] and r["allowed"] is True, "answer %r" % r)
+        w = warnings_of(r)
+        check(len(w) == 1 and "replicasets ml/stall: only 4 of 8 more pods fit now, the rest "
+              "will wait Pending" in w[0], "warnings %r" % w)
 
 
 @test
