@@ -66,6 +66,19 @@ alive() { # NAME: its recorded process runs, and it is the binary we started
     [[ ${exe% (deleted)} == "$(<"$D/pid/$1.exe")" ]]
 }
 
+# port_free NAME PORT...: refuse to start NAME when another process listens on one of its ports
+# (a cluster of another clone, another engineer's): its own error would be buried in its log
+port_free() {
+    local name=$1 port
+    shift
+    for port in "$@"; do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            die "port $port ($name) is in use by another process; pick other ports with" \
+                "CLUSTER_PORT_BASE (now $base; $name listens on $base + $((port - base)))"
+        fi
+    done
+}
+
 start() { # NAME BINARY ARG...: in the background, logs and PID under build/cluster
     local name=$1 exe=$2
     shift 2
@@ -123,7 +136,9 @@ pki() {
     fi
     # gpuadmit's own CA and serving certificate, as users make them; the IP SAN for loopback
     if [[ ! -f $D/webhook/tls.crt ]]; then
-        "$gpuadmit_bin" certs --out "$D/webhook" --ip 127.0.0.1 --dns localhost >/dev/null
+        local out
+        out=$("$gpuadmit_bin" certs --out "$D/webhook" --ip 127.0.0.1 --dns localhost 2>&1) ||
+            die "gpuadmit certs: $out"
     fi
 }
 
@@ -146,6 +161,7 @@ control_plane() {
     mkdir -p "$D/etcd" "$D/logs"
     chmod 700 "$D/etcd"
     if ! alive etcd; then
+        port_free etcd "$etcd_port" "$peer_port"
         start etcd "$bin/etcd" --name=default --data-dir="$D/etcd" --log-level=warn \
             --listen-client-urls="http://127.0.0.1:$etcd_port" \
             --advertise-client-urls="http://127.0.0.1:$etcd_port" \
@@ -168,6 +184,7 @@ rules:
   - level: Metadata
 EOF
     if ! alive apiserver; then
+        port_free kube-apiserver "$api_port"
         start apiserver "$bin/kube-apiserver" --etcd-servers="http://127.0.0.1:$etcd_port" \
             --bind-address=127.0.0.1 --secure-port="$api_port" --advertise-address=127.0.0.1 \
             --endpoint-reconciler-type=none --cert-dir="$D/apiserver" \
@@ -187,6 +204,7 @@ EOF
     kubeconfig scheduler scheduler
 
     if ! alive controller-manager; then
+        port_free kube-controller-manager "$kcm_port"
         start controller-manager "$bin/kube-controller-manager" --kubeconfig="$D/kcm.kubeconfig" \
             --authentication-kubeconfig="$D/kcm.kubeconfig" \
             --authorization-kubeconfig="$D/kcm.kubeconfig" --bind-address=127.0.0.1 \
@@ -204,6 +222,7 @@ leaderElection:
   leaderElect: false
 EOF
     if ! alive scheduler; then
+        port_free kube-scheduler "$sched_port"
         start scheduler "$bin/kube-scheduler" --config="$D/scheduler.yaml" \
             --authentication-kubeconfig="$D/scheduler.kubeconfig" \
             --authorization-kubeconfig="$D/scheduler.kubeconfig" --bind-address=127.0.0.1 \
@@ -284,16 +303,21 @@ uninstall() {
 gpuadmit_start() {
     bins
     pki
-    local kc=$D/gpuadmit.kubeconfig token
-    # A token of the manifests' ServiceAccount: the view runs with the RBAC they grant.
-    token=$("$kubectl" -n gpuadmit-system create token gpuadmit --duration=24h)
+    local kc=$D/gpuadmit.kubeconfig tf=$D/gpuadmit.token
+    # A token of the manifests' ServiceAccount: the view runs with the RBAC they grant. It goes
+    # to a file of mode 0600 that the kubeconfig names (tokenFile), never into a command line,
+    # where any user of the machine could read it (ps, /proc/PID/cmdline).
+    (umask 077 && "$kubectl" -n gpuadmit-system create token gpuadmit --duration=24h >"$tf.new")
+    mv -f "$tf.new" "$tf"
+    rm -f "$kc"
     "$kubectl" config set-cluster local --server="$api" --certificate-authority="$P/ca.crt" \
         --embed-certs --kubeconfig="$kc" >/dev/null
-    "$kubectl" config set-credentials gpuadmit --token="$token" --kubeconfig="$kc" >/dev/null
+    "$kubectl" config set "users.gpuadmit.tokenFile" "$tf" --kubeconfig="$kc" >/dev/null
     "$kubectl" config set-context local --cluster=local --user=gpuadmit --kubeconfig="$kc" \
         >/dev/null
     "$kubectl" config use-context local --kubeconfig="$kc" >/dev/null
     stop gpuadmit
+    port_free gpuadmit "$gpuadmit_port"
     start gpuadmit "$gpuadmit_bin" serve --listen "127.0.0.1:$gpuadmit_port" \
         --tls-cert "$D/webhook/tls.crt" --tls-key "$D/webhook/tls.key" --kubeconfig "$kc" \
         --debug-endpoints --shutdown-grace 1 "$@"
