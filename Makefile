@@ -395,7 +395,8 @@ fuzz-check: fuzz-build
 # ---------------------------------------------------------------------------------------------
 # A real control plane on loopback (README "On a real control plane", scripts/cluster.sh):
 #   make k8s-binaries   builds kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
-#                       at the release tests/cluster/k8s/go.mod names, and fetches etcd, into
+#                       at the release tests/cluster/k8s/go.mod names, and fetches etcd (or
+#                       builds it, tests/cluster/etcd, when Debian's package cannot be had), into
 #                       ~/.cache/gpuadmit/ (once per version; a cold build takes many minutes)
 #   make cluster        etcd, apiserver, controller-manager, scheduler, fake GPU nodes (seed 000)
 #                       and gpuadmit (enforce overlay), all under build/cluster/; prints KUBECONFIG

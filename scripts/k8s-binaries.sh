@@ -7,7 +7,10 @@
 #     (a dependency's own replaces are ignored, so `go install k8s.io/kubernetes/cmd/...@vX`
 #     cannot work);
 #   etcd: Debian 13's etcd-server package, downloaded and unpacked, never installed (its postinst
-#     would start a system etcd on the default ports).
+#     would start a system etcd on the default ports); when it cannot be fetched, the same
+#     release built from go.etcd.io/etcd/server/v3 through the wrapper module tests/cluster/etcd
+#     (GPUADMIT_ETCD=build builds it without trying Debian).
+# A missing binary is made alone: the others are taken over from the cache as they are.
 # Prints the directory holding all five on stdout; says nothing else when they are already there.
 #
 #   scripts/k8s-binaries.sh               build or fetch what is missing, print the directory
@@ -21,6 +24,8 @@ cache=${GPUADMIT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuadmit}
 # Debian 13 (trixie) ships etcd 3.5.16; a newer point release of trixie may replace it, and then
 # this is the line to change.
 etcd_deb_version=3.5.16-4
+# its upstream release, which tests/cluster/etcd/go.mod requires for the fallback build
+etcd_version=${etcd_deb_version%-*}
 cmds=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 regen() {
@@ -94,6 +99,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
+# what the cache holds already goes into the stage as it is (hard links where they can be)
+for c in "${cmds[@]}" etcd; do
+    [[ ! -x $bin/$c ]] || cp -l "$bin/$c" "$stage/" 2>/dev/null || cp -p "$bin/$c" "$stage/"
+done
+
 build_k8s() {
     local ldf="-s -w" p start
     # the keys of kube::version::ldflags (hack/lib/version.sh); unstamped, kubectl warns of skew
@@ -115,13 +125,41 @@ build_k8s() {
 
 fetch_etcd() {
     # scripts/debian-fetch.sh: apt's own sources and lists stay as they are
-    "$root/scripts/debian-fetch.sh" trixie "$stage/apt" "etcd-server=$etcd_deb_version"
-    dpkg-deb -x "$stage/apt"/etcd-server_*.deb "$stage/apt/root"
-    mv "$stage/apt/root/usr/bin/etcd" "$stage/etcd"
+    "$root/scripts/debian-fetch.sh" trixie "$stage/apt" "etcd-server=$etcd_deb_version" &&
+        dpkg-deb -x "$stage/apt"/etcd-server_*.deb "$stage/apt/root" &&
+        mv "$stage/apt/root/usr/bin/etcd" "$stage/etcd"
 }
 
-build_k8s
-fetch_etcd
+build_etcd() {
+    local dir=$root/tests/cluster/etcd start
+    grep -q "^require go.etcd.io/etcd/server/v3 v$etcd_version\$" "$dir/go.mod" || {
+        echo "k8s-binaries: tests/cluster/etcd/go.mod does not require etcd v$etcd_version" >&2
+        return 1
+    }
+    echo "building etcd v$etcd_version from go.etcd.io/etcd/server/v3" >&2
+    start=$(date +%s)
+    (cd "$dir" && exec setsid nice -n 19 env CGO_ENABLED=0 go build -mod=readonly -buildvcs=false \
+        -trimpath -ldflags "-s -w" -o "$stage/etcd" .) 9>&- &
+    builder=$!
+    wait "$builder"
+    builder=
+    echo "built etcd v$etcd_version in $(($(date +%s) - start)) s" >&2
+}
+
+have_k8s() {
+    local c
+    for c in "${cmds[@]}"; do [[ -x $stage/$c ]] || return 1; done
+}
+have_k8s || build_k8s
+if [[ ! -x $stage/etcd ]]; then
+    if [[ ${GPUADMIT_ETCD:-} == build ]]; then
+        build_etcd
+    elif ! fetch_etcd; then
+        echo "k8s-binaries: Debian's etcd-server $etcd_deb_version could not be fetched;" \
+            "building the same release instead" >&2
+        build_etcd
+    fi
+fi
 rm -rf "$stage/apt"
 chmod 755 "$stage"
 # The directory appears whole or not at all.
