@@ -17,7 +17,7 @@ PKG_CONFIG ?= pkg-config
 # V=1 shows the full compiler command lines
 Q := $(if $(V),,@)
 CC ?= cc
-PKGS := libmicrohttpd gnutls jansson yaml-0.1 openssl libcurl
+PKGS := libmicrohttpd gnutls yyjson yaml-0.1 openssl libcurl
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 # Evaluated lazily, so that "make check" can install the packages before pkg-config is asked.
@@ -166,7 +166,7 @@ fmt-check:
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem --library=gnu \
-		--include=$$($(PKG_CONFIG) --variable=includedir jansson)/jansson.h \
+		--include=$$($(PKG_CONFIG) --variable=includedir yyjson)/yyjson.h \
 		-Iwebhook webhook tests/unit
 
 # make bench (tests/bench/run.py, README "Performance"): gpuadmit against nginx and a Node.js
@@ -350,7 +350,7 @@ image-check-if-root:
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_CHECK_SECONDS ?= 15
-FUZZ_TARGETS ?= review rules watch snapshot kubeconfig bypass
+FUZZ_TARGETS ?= review rules watch snapshot kubeconfig bypass json
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 # the targets that include webhook/kube.c to reach its static decoders

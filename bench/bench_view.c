@@ -4,7 +4,7 @@
  * Builds a synthetic cluster the way the apiserver would serve it (list pages of 500 items,
  * watch event lines), then measures in one run, each figure against a baseline taken in the
  * same run because the machine is shared and noisy:
- *   a. the initial list's processing rate, against jansson's bare parse of the same bytes;
+ *   a. the initial list's processing rate, against yyjson's bare parse of the same bytes;
  *   b. watch events applied per second, against the bare parse of the same lines;
  *   c. the view's resident memory, with the input's size for scale;
  *   d. p50/p99 of one capacity decision, against a scan reading one label of every node.
@@ -12,7 +12,6 @@
  *
  * Everything generated is deterministic (a fixed seed), so two runs see the same bytes.
  */
-#include <jansson.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -40,6 +39,8 @@
 #include "capacity.h"
 #include "cluster.h"
 #include "diag.h"
+#include "json.h"
+#include "limits.h"
 #include "policy.h"
 
 /* The cluster at --scale 1. */
@@ -895,6 +896,8 @@ struct spans {
     struct arena buf;
     struct span *v;
     size_t n, cap;
+    char *scratch; /* the longest span plus YYJSON_PADDING_SIZE: a page copied to be read in place,
+                      as kube.c reads its body buffer; allocated before anything is measured */
 };
 
 static void spans_add(struct spans *s, const struct sb *b, enum cluster_kind k)
@@ -912,9 +915,23 @@ static void spans_add(struct spans *s, const struct sb *b, enum cluster_kind k)
     s->v[s->n++].kind = k;
 }
 
+/* Allocates s->scratch (touched, so that it is resident before the RSS readings). */
+static void spans_scratch(struct spans *s)
+{
+    size_t max = 0;
+
+    for (size_t i = 0; i < s->n; i++)
+        max = s->v[i].len > max ? s->v[i].len : max;
+    if ((s->scratch = malloc(max + YYJSON_PADDING_SIZE)) == NULL)
+        die("out of memory");
+    memset(s->scratch, 0, max + YYJSON_PADDING_SIZE);
+}
+
 static void spans_free(struct spans *s)
 {
     arena_free(&s->buf);
+    free(s->scratch);
+    s->scratch = NULL;
     free(s->v);
     s->v = NULL;
     s->n = s->cap = 0;
@@ -1042,59 +1059,77 @@ struct bench {
     struct cluster_config cfg;
 };
 
-static json_t *parse(const struct spans *s, size_t i)
+/* Span i read as kube.c reads it: a list page copied into a padded buffer and read in place
+ * (insitu; the copy stands for curl's write into kube.c's body buffer), a watch line read from
+ * where it lies. Depth capped as kube.c caps it. */
+static yyjson_doc *parse(const struct spans *s, size_t i, bool insitu)
 {
-    json_error_t err;
-    json_t *root = json_loadb(s->buf.p + s->v[i].off, s->v[i].len, JSON_REJECT_DUPLICATES, &err);
+    struct diag d;
+    yyjson_doc *doc;
+    const char *p = s->buf.p + s->v[i].off;
 
-    if (root == NULL) {
-        fprintf(stderr, "bench_view: generated JSON does not parse: %d:%d: %s\n", err.line,
-                err.column, err.text);
+    if (insitu) {
+        memcpy(s->scratch, p, s->v[i].len);
+        memset(s->scratch + s->v[i].len, 0, YYJSON_PADDING_SIZE);
+        p = s->scratch;
+    }
+    diag_clear(&d);
+    doc = json_read(p, s->v[i].len, insitu ? JSON_READ_INSITU : 0, REVIEW_DEPTH_MAX, NULL, &d);
+    if (doc == NULL) {
+        fprintf(stderr, "bench_view: generated JSON does not parse: %s\n", d.msg);
         exit(1);
     }
-    return root;
+    return doc;
 }
 
-/* The baseline: jansson's bare parse of the page, then freeing it. Seconds. */
+/* The baseline: yyjson's bare parse of the span (yyjson_read_opts, with its own copy of the
+ * bytes: no checks, not in place), then freeing it. Seconds. */
 static double time_bare(const struct spans *s, size_t i)
 {
     double t0 = now_s();
+    yyjson_doc *doc = yyjson_read_opts(s->buf.p + s->v[i].off, s->v[i].len, 0, NULL, NULL);
 
-    json_decref(parse(s, i));
+    if (doc == NULL)
+        die("generated JSON does not parse");
+    yyjson_doc_free(doc);
     return now_s() - t0;
 }
 
-/* The view's path for one list page, as kube.c takes it: parse, the items into the view. */
+/* The view's path for one list page, as kube.c takes it: copy, read in place (with json_read's
+ * checks), the items into the view, the page freed. */
 static double time_list_page(struct cluster *c, const struct spans *s, size_t i)
 {
     double t0 = now_s();
-    json_t *root = parse(s, i);
+    yyjson_doc *root = parse(s, i, true);
     struct diag d;
 
     diag_clear(&d);
-    if (cluster_list_items(c, s->v[i].kind, json_object_get(root, "items"), &d) < 0) {
+    if (cluster_list_items(c, s->v[i].kind, yyjson_obj_get(yyjson_doc_get_root(root), "items"),
+                           &d) < 0) {
         fprintf(stderr, "bench_view: list page %zu: %s\n", i, d.msg);
         exit(1);
     }
-    json_decref(root);
+    yyjson_doc_free(root);
     return now_s() - t0;
 }
 
-/* The view's path for one watch line, as kube.c takes it. */
+/* The view's path for one watch line, as kube.c takes it (a whole line in curl's chunk: read
+ * where it lies). */
 static double time_event(struct cluster *c, const struct spans *s, size_t i)
 {
     double t0 = now_s();
-    json_t *ev = parse(s, i);
-    const char *type = json_string_value(json_object_get(ev, "type"));
+    yyjson_doc *ev = parse(s, i, false);
+    const char *type = json_get_str(yyjson_doc_get_root(ev), "type");
     struct diag d;
 
     diag_clear(&d);
     if (type == NULL ||
-        cluster_apply(c, s->v[i].kind, type, json_object_get(ev, "object"), &d) < 0) {
+        cluster_apply(c, s->v[i].kind, type, yyjson_obj_get(yyjson_doc_get_root(ev), "object"),
+                      &d) < 0) {
         fprintf(stderr, "bench_view: watch line %zu: %s\n", i, d.msg);
         exit(1);
     }
-    json_decref(ev);
+    yyjson_doc_free(ev);
     return now_s() - t0;
 }
 
@@ -1278,30 +1313,45 @@ struct judge_result {
     size_t nodes, labels_bytes;
 };
 
-/* Labels of every node, deep-copied as the view keeps them, for the baseline scan; *bytes is
- * what the copies take from malloc, to show how much of the view's memory is node labels. */
-static json_t **node_labels(const struct bench *B, size_t *n, size_t *bytes)
+/* Labels of every node, copied as the view keeps them (json_keep: a document each), for the
+ * baseline scan; *bytes is what the copies take from malloc, to show how much of the view's
+ * memory is node labels. */
+static yyjson_doc **node_labels(const struct bench *B, size_t *n, size_t *bytes)
 {
-    json_t **out = calloc(B->m.n_nodes, sizeof(*out)), *root, *it;
-    size_t i, k = 0, before;
+    yyjson_doc **out = calloc(B->m.n_nodes, sizeof(*out)), *root;
+    yyjson_val *it;
+    size_t i, max, k = 0, before;
 
     if (out == NULL)
         die("out of memory");
     for (size_t p = 0; p < B->pages.n; p++) {
         if (B->pages.v[p].kind != CLUSTER_NODES)
             continue;
-        root = parse(&B->pages, p);
-        json_array_foreach (json_object_get(root, "items"), i, it) {
+        root = parse(&B->pages, p, true);
+        yyjson_arr_foreach(yyjson_obj_get(yyjson_doc_get_root(root), "items"), i, max, it)
+        {
             if (k == B->m.n_nodes)
                 break;
             before = heap_in_use();
-            out[k++] = json_deep_copy(json_object_get(json_object_get(it, "metadata"), "labels"));
+            out[k++] = json_keep(yyjson_obj_get(yyjson_obj_get(it, "metadata"), "labels"));
             *bytes += heap_in_use() - before;
         }
-        json_decref(root);
+        yyjson_doc_free(root);
     }
     *n = k;
     return out;
+}
+
+/* The template of (d) as a document (yyjson_doc_free()). */
+static yyjson_doc *template_doc(const char *text)
+{
+    struct diag d;
+    yyjson_doc *doc;
+
+    diag_clear(&d);
+    if ((doc = json_read(text, strlen(text), 0, REVIEW_DEPTH_MAX, NULL, &d)) == NULL)
+        die("a template does not parse");
+    return doc;
 }
 
 /* The template of (d), a typical GPU workload: nodeSelector, GPU toleration, 1 GPU. */
@@ -1320,8 +1370,8 @@ static void measure_judge(const struct bench *B, struct cluster *c, struct judge
     char glob[] = "nvidia.com/gpu";
     char *globs_v[] = {glob};
     struct strlist globs = {globs_v, 1};
-    json_t *spec = json_loads(judge_tmpl, 0, NULL), **labels;
-    struct capacity_request rq = {spec, &globs, 8, 16, 0, 0, 0};
+    yyjson_doc *spec = template_doc(judge_tmpl), **labels;
+    struct capacity_request rq = {yyjson_doc_get_root(spec), &globs, 8, 16, 0, 0, 0};
     double *tj = calloc((size_t)B->calls, sizeof(double));
     double *tb = calloc((size_t)B->calls, sizeof(double));
     volatile size_t sink = 0;
@@ -1346,7 +1396,8 @@ static void measure_judge(const struct bench *B, struct cluster *c, struct judge
                 size_t hits = 0;
 
                 for (size_t k = 0; k < n_labels; k++)
-                    hits += json_object_get(labels[k], "nvidia.com/gpu.present") != NULL;
+                    hits += yyjson_obj_get(yyjson_doc_get_root(labels[k]),
+                                           "nvidia.com/gpu.present") != NULL;
                 sink += hits;
                 tb[i] = now_s() - t0;
             }
@@ -1359,11 +1410,11 @@ static void measure_judge(const struct bench *B, struct cluster *c, struct judge
     out->base_p50 = quantile(tb, (size_t)B->calls, 0.5) * 1e6;
     out->base_p99 = quantile(tb, (size_t)B->calls, 0.99) * 1e6;
     for (size_t k = 0; k < n_labels; k++)
-        json_decref(labels[k]);
+        yyjson_doc_free(labels[k]);
     free(labels);
     free(tj);
     free(tb);
-    json_decref(spec);
+    yyjson_doc_free(spec);
 }
 
 /* (e) The decision of (d) while FULL_JOBS single-pod Jobs (at scale 1) wait Pending, each
@@ -1378,14 +1429,13 @@ static void measure_jobs(const struct bench *B, struct cluster *c)
     char glob[] = "nvidia.com/gpu";
     char *globs_v[] = {glob};
     struct strlist globs = {globs_v, 1};
-    json_t *spec = json_loads(judge_tmpl, 0, NULL);
-    struct capacity_request rq = {spec, &globs, 8, 16, 0, 0, 0};
+    yyjson_doc *spec = template_doc(judge_tmpl), *o;
+    struct capacity_request rq = {yyjson_doc_get_root(spec), &globs, 8, 16, 0, 0, 0};
     struct capacity_result res;
     size_t n = (size_t)(FULL_JOBS * B->scale + 0.5);
     double *tj = calloc((size_t)B->calls, sizeof(double)), t0;
     struct sb b = {0};
     struct diag d;
-    json_t *o;
 
     if (spec == NULL || tj == NULL)
         die("out of memory");
@@ -1405,16 +1455,17 @@ static void measure_jobs(const struct bench *B, struct cluster *c)
                           "\"sweep-%zu\",\"controller\":true}]},\"spec\":%s,\"status\":{"
                           "\"phase\":\"Pending\"}}",
                           i, i, judge_tmpl);
-            if ((o = json_loads(b.p, 0, NULL)) == NULL)
-                die("a Job of (e) does not parse");
+            o = template_doc(b.p);
             diag_clear(&d);
-            if (cluster_apply(c, pod ? CLUSTER_PODS : CLUSTER_JOBS, "ADDED", o, &d) < 0)
+            if (cluster_apply(c, pod ? CLUSTER_PODS : CLUSTER_JOBS, "ADDED",
+                              yyjson_doc_get_root(o), &d) < 0)
                 die("cluster_apply failed");
-            json_decref(o);
+            yyjson_doc_free(o);
         }
     }
     for (int k = 0; k < JOB_RESERVATIONS; k++) {
-        struct capacity_request one = {spec, &globs, 1, 1, 0, (uint64_t)k + 1, 0};
+        struct capacity_request one = {yyjson_doc_get_root(spec), &globs, 1, 1, 0,
+                                       (uint64_t)k + 1, 0};
 
         capacity_reserve(c, &one, 1, 3600);
     }
@@ -1433,7 +1484,7 @@ static void measure_jobs(const struct bench *B, struct cluster *c)
            (long long)res.fit_now);
     free(b.p);
     free(tj);
-    json_decref(spec);
+    yyjson_doc_free(spec);
 }
 
 /* --callgrind: the view as (d) sees it (one list, the watch lines applied once), then --calls
@@ -1445,8 +1496,8 @@ static void count_judge(const struct bench *B)
     char glob[] = "nvidia.com/gpu";
     char *globs_v[] = {glob};
     struct strlist globs = {globs_v, 1};
-    json_t *spec = json_loads(judge_tmpl, 0, NULL), **labels;
-    struct capacity_request rq = {spec, &globs, 8, 16, 0, 0, 0};
+    yyjson_doc *spec = template_doc(judge_tmpl), **labels;
+    struct capacity_request rq = {yyjson_doc_get_root(spec), &globs, 8, 16, 0, 0, 0};
     struct capacity_result res;
     struct cluster *c = cluster_new(&B->cfg);
     volatile size_t sink = 0;
@@ -1479,7 +1530,8 @@ static void count_judge(const struct bench *B)
         size_t hits = 0;
 
         for (size_t k = 0; k < n_labels; k++)
-            hits += json_object_get(labels[k], "nvidia.com/gpu.present") != NULL;
+            hits += yyjson_obj_get(yyjson_doc_get_root(labels[k]), "nvidia.com/gpu.present") !=
+                    NULL;
         sink += hits;
     }
     CALLGRIND_DUMP_STATS_AT("baseline");
@@ -1490,9 +1542,9 @@ static void count_judge(const struct bench *B)
            B->calls, B->calls, n_labels, res.eligible, (long long)res.fit_now,
            (long long)res.fit_ever, (long long)res.total_gpus[0]);
     for (size_t k = 0; k < n_labels; k++)
-        json_decref(labels[k]);
+        yyjson_doc_free(labels[k]);
     free(labels);
-    json_decref(spec);
+    yyjson_doc_free(spec);
     cluster_free(c);
 }
 
@@ -1518,22 +1570,26 @@ static const char *num(char *buf, size_t len, int decimals, double v)
 /* Counts in the view, from its dump: what the generated data meant to it. */
 static void describe_view(struct cluster *c)
 {
-    json_t *dump = cluster_dump(c), *pods = json_object_get(dump, "pods"), *v;
-    const char *key;
-    size_t bound = 0;
+    yyjson_mut_doc *doc = cluster_dump(c);
+    yyjson_mut_val *dump = yyjson_mut_doc_get_root(doc), *pods = yyjson_mut_obj_get(dump, "pods");
+    yyjson_mut_val *key, *v;
+    size_t i, max, bound = 0;
 
-    json_object_foreach (pods, key, v) {
-        const char *node = json_string_value(json_object_get(v, "node"));
+    if (doc == NULL)
+        die("cluster_dump failed");
+    yyjson_mut_obj_foreach(pods, i, max, key, v)
+    {
+        const char *node = yyjson_mut_get_str(yyjson_mut_obj_get(v, "node"));
 
         bound += node != NULL && node[0] != '\0';
     }
     printf("view: %zu nodes, %zu GPU pods (%zu bound, %zu pending), %zu priority classes, %zu "
            "GPU workloads\n",
-           json_object_size(json_object_get(dump, "nodes")), json_object_size(pods), bound,
-           json_object_size(pods) - bound,
-           json_object_size(json_object_get(dump, "priorityClasses")),
-           json_object_size(json_object_get(dump, "workloads")));
-    json_decref(dump);
+           yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "nodes")), yyjson_mut_obj_size(pods),
+           bound, yyjson_mut_obj_size(pods) - bound,
+           yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "priorityClasses")),
+           yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "workloads")));
+    yyjson_mut_doc_free(doc);
 }
 
 #define MIB (1024.0 * 1024.0)
@@ -1654,18 +1710,19 @@ int main(int argc, char **argv)
                 DEFAULT_REPS, DEFAULT_CALLS);
         return 2;
     }
-    json_object_seed(0);
     B.cfg.allocatable_grace_s = 120;
     setvbuf(stdout, NULL, _IOLBF, 0);
     fprintf(stderr, "bench_view: generating the cluster (scale %g)...\n", B.scale);
     t0 = now_s();
     model_build(&B.m, B.scale);
     make_pages(&B.pages, &B.m);
+    spans_scratch(&B.pages);
     describe_input(&B, now_s() - t0);
 
     if (B.callgrind) {
         n_events = (size_t)(FULL_WATCH_EVENTS * B.scale + 0.5);
         make_events(&B.events, &B.m, n_events < 200 ? 200 : n_events);
+        spans_scratch(&B.events);
         count_judge(&B);
         spans_free(&B.pages);
         spans_free(&B.events);
@@ -1680,6 +1737,7 @@ int main(int argc, char **argv)
 
     n_events = (size_t)(FULL_WATCH_EVENTS * B.scale + 0.5);
     make_events(&B.events, &B.m, n_events < 200 ? 200 : n_events);
+    spans_scratch(&B.events);
     fprintf(stderr, "bench_view: (b) %zu watch events, view vs bare parse, %d reps...\n",
             B.events.n, B.reps);
     measure_watch(&B, view, &W);

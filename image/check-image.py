@@ -153,6 +153,12 @@ def test_layer_files():
                  "etc/ssl/certs/ca-certificates.crt", "etc/os-release"):
         check(must in names, "%s is missing" % must)
     check("bin/sh" not in names and "bin" not in names, "the image has /bin")
+    # the JSON library is yyjson (Debian's libyyjson0), and nothing of jansson is left
+    check("var/lib/dpkg/status.d/libyyjson0" in names, "libyyjson0 is not among the packages")
+    check(any(re.search(r"/libyyjson\.so\.0", n) for n in names),
+          "no libyyjson.so.0 in the image")
+    jansson = [n for n in names if "jansson" in n]
+    check(not jansson, "the image still holds jansson: %s" % ", ".join(sorted(jansson)[:5]))
     eq(names["usr/bin/gpuadmit"].mode & 0o7777, 0o755, "mode of /usr/bin/gpuadmit")
     files = [n for n, m in names.items() if m.isfile()]
     libs = [n for n in files if re.search(r"\.so(\.|$)", n)]
@@ -208,8 +214,8 @@ def test_serve_help_in_chroot():
 
 def test_missing_library_is_caught():
     """The chroot runs are worth something only if a missing library fails them."""
-    lib = glob.glob(os.path.join(I.rootfs, "usr/lib/*/libjansson.so.4*"))
-    check(lib, "no libjansson in the image")
+    lib = glob.glob(os.path.join(I.rootfs, "usr/lib/*/libyyjson.so.0*"))
+    check(lib, "no libyyjson in the image")
     moved = [(p, p + ".away") for p in lib]
     for a, b in moved:
         os.rename(a, b)
@@ -218,9 +224,9 @@ def test_missing_library_is_caught():
     finally:
         for a, b in moved:
             os.rename(b, a)
-    eq(r.returncode, 127, "exit code without libjansson")
-    check("libjansson.so.4: cannot open shared object file" in r.stderr,
-          "stderr without libjansson: %r" % r.stderr)
+    eq(r.returncode, 127, "exit code without libyyjson")
+    check("libyyjson.so.0: cannot open shared object file" in r.stderr,
+          "stderr without libyyjson: %r" % r.stderr)
 
 
 def test_nothing_writable_by_65532():

@@ -6,17 +6,23 @@ set -euo pipefail
 
 packages=(
   gcc make pkg-config git clang libclang-rt-14-dev
-  libmicrohttpd-dev libgnutls28-dev libjansson-dev libyaml-dev libssl-dev libcurl4-openssl-dev
+  libmicrohttpd-dev libgnutls28-dev libyaml-dev libssl-dev libcurl4-openssl-dev
   openssl curl python3 python3-jsonschema python3-cryptography python3-yaml
   # promtool: the e2e test checks /metrics with it, make manifests-check the alerting rules
   prometheus
 )
-# yyjson (JSON): Debian 13's libyyjson-dev 0.10.0. Debian 12 has none, so where the machine's
-# own sources offer no libyyjson-dev, Debian 13's two packages (they need only libc6 >= 2.14)
-# are fetched with scripts/debian-fetch.sh and installed with dpkg, leaving apt's sources alone.
+# yyjson (JSON): Debian 13's libyyjson-dev 0.10.0. Nothing is done when it is there (pkg-config
+# finds yyjson, or dpkg has libyyjson-dev). Otherwise a release whose own sources offer
+# libyyjson-dev (Debian 13 and later) installs that with apt-get; Debian 12 has none, so
+# Debian 13's libyyjson0 and libyyjson-dev (they need only libc6 >= 2.14) are fetched with
+# scripts/debian-fetch.sh (apt-get download PACKAGE/trixie against a source list of its own) and
+# installed with dpkg -i, leaving the machine's apt sources and pins as they were.
 want_yyjson=0
 if [[ $# -eq 0 ]]; then
-  pkg-config --exists yyjson 2>/dev/null || want_yyjson=1
+  if ! pkg-config --exists yyjson 2>/dev/null &&
+     [[ $(dpkg-query -W -f='${Status}' libyyjson-dev 2>/dev/null) != "install ok installed" ]]; then
+    want_yyjson=1
+  fi
 else
   packages=("$@")
 fi
@@ -41,7 +47,8 @@ if [[ $want_yyjson -eq 1 ]]; then
   else
     echo "installing Debian 13's libyyjson0 and libyyjson-dev (this release has no yyjson)" >&2
     tmp=$(mktemp -d)
-    trap 'rm -rf "$tmp"' EXIT
+    # debian-fetch.sh runs as root: its lists and archives under $tmp are root's
+    trap '"${sudo[@]}" rm -rf "$tmp"' EXIT
     "${sudo[@]}" "$(dirname "$0")/debian-fetch.sh" trixie "$tmp" libyyjson0 libyyjson-dev
     "${sudo[@]}" dpkg -i "$tmp"/libyyjson0_*.deb "$tmp"/libyyjson-dev_*.deb >/dev/null
   fi

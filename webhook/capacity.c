@@ -3,11 +3,13 @@
  */
 #include "capacity.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cluster_view.h"
+#include "json.h"
 #include "pod.h"
 
 #define REASONS_MAX  16
@@ -71,82 +73,112 @@ static void why_text(const struct why *w, bool one, char *buf, size_t len)
     }
 }
 
-static bool label_in(const char *v, const json_t *values)
-{
-    size_t i;
-    const json_t *x;
+/* Template strings come from a review, where yyjson accepts "\u0000": they are compared with
+ * the view's as (pointer, length), so that "a\u0000b" is not "a". */
 
-    json_array_foreach (values, i, x) {
-        if (v != NULL && json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+/* The length of v when it is a string, else 0. */
+static size_t str_len(yyjson_val *v)
+{
+    return yyjson_is_str(v) ? yyjson_get_len(v) : 0;
+}
+
+/* v is the string s, or absent or not a string while s is "" (the template's "" default). */
+static bool str_or_empty_is(yyjson_val *v, const char *s)
+{
+    return yyjson_is_str(v) ? json_str_is(v, s) : s[0] == '\0';
+}
+
+/* The member of obj whose key is the string k, byte for byte; NULL when k is no string. */
+static yyjson_val *get_by(yyjson_val *obj, yyjson_val *k)
+{
+    return yyjson_is_str(k) ? yyjson_obj_getn(obj, yyjson_get_str(k), yyjson_get_len(k)) : NULL;
+}
+
+/* v (s, n bytes) is one of the strings of values. */
+static bool label_in(const char *s, size_t n, yyjson_val *values)
+{
+    size_t i, max;
+    yyjson_val *x;
+
+    yyjson_arr_foreach(values, i, max, x)
+    {
+        if (s != NULL && yyjson_is_str(x) && yyjson_get_len(x) == n &&
+            memcmp(yyjson_get_str(x), s, n) == 0)
             return true;
     }
     return false;
 }
 
-/* One node selector requirement against a node's labels. */
-static bool expr_matches(const json_t *e, const json_t *labels)
+/* A decimal integer, all of v's bytes (strtoll's syntax; not a string reads as "", 0). */
+static bool str_ll(yyjson_val *v, long long *out)
 {
-    const char *key = json_string_value(json_object_get(e, "key"));
-    const char *op = json_string_value(json_object_get(e, "operator"));
-    const json_t *values = json_object_get(e, "values");
-    const char *v = key ? json_string_value(json_object_get(labels, key)) : NULL;
-    long long have, want;
+    const char *s = yyjson_is_str(v) ? yyjson_get_str(v) : "";
     char *end;
 
-    if (key == NULL || op == NULL)
+    *out = strtoll(s, &end, 10);
+    return end == s + str_len(v);
+}
+
+/* One node selector requirement against a node's labels. */
+static bool expr_matches(yyjson_val *e, yyjson_val *labels)
+{
+    yyjson_val *key = yyjson_obj_get(e, "key"), *op = yyjson_obj_get(e, "operator");
+    yyjson_val *values = yyjson_obj_get(e, "values");
+    yyjson_val *v = get_by(labels, key);
+    const char *vs = yyjson_get_str(v);
+    long long have, want;
+
+    if (!yyjson_is_str(key) || !yyjson_is_str(op))
         return false;
-    if (strcmp(op, "In") == 0)
-        return label_in(v, values);
-    if (strcmp(op, "NotIn") == 0)
-        return !label_in(v, values);
-    if (strcmp(op, "Exists") == 0)
-        return v != NULL;
-    if (strcmp(op, "DoesNotExist") == 0)
-        return v == NULL;
-    if ((strcmp(op, "Gt") == 0 || strcmp(op, "Lt") == 0) && v != NULL && v[0] != '\0' &&
-        json_array_size(values) == 1) {
-        have = strtoll(v, &end, 10);
-        if (*end != '\0')
+    if (json_str_is(op, "In"))
+        return label_in(vs, str_len(v), values);
+    if (json_str_is(op, "NotIn"))
+        return !label_in(vs, str_len(v), values);
+    if (json_str_is(op, "Exists"))
+        return vs != NULL;
+    if (json_str_is(op, "DoesNotExist"))
+        return vs == NULL;
+    if ((json_str_is(op, "Gt") || json_str_is(op, "Lt")) && vs != NULL && vs[0] != '\0' &&
+        yyjson_arr_size(values) == 1) {
+        if (!str_ll(v, &have) || !str_ll(yyjson_arr_get_first(values), &want))
             return false;
-        want = strtoll(or_empty(json_string_value(json_array_get(values, 0))), &end, 10);
-        if (*end != '\0')
-            return false;
-        return op[0] == 'G' ? have > want : have < want;
+        return json_str_is(op, "Gt") ? have > want : have < want;
     }
     return false;
 }
 
 /* A matchFields requirement: the only field is metadata.name. */
-static bool field_matches(const json_t *e, const char *node_name)
+static bool field_matches(yyjson_val *e, const char *node_name)
 {
-    const char *key = json_string_value(json_object_get(e, "key"));
-    const char *op = json_string_value(json_object_get(e, "operator"));
-    const json_t *values = json_object_get(e, "values");
+    yyjson_val *op = yyjson_obj_get(e, "operator");
+    yyjson_val *values = yyjson_obj_get(e, "values");
 
-    if (key == NULL || op == NULL || strcmp(key, "metadata.name") != 0)
+    if (!json_str_is(yyjson_obj_get(e, "key"), "metadata.name") || !yyjson_is_str(op))
         return false;
-    if (strcmp(op, "In") == 0)
-        return label_in(node_name, values);
-    if (strcmp(op, "NotIn") == 0)
-        return !label_in(node_name, values);
+    if (json_str_is(op, "In"))
+        return label_in(node_name, strlen(node_name), values);
+    if (json_str_is(op, "NotIn"))
+        return !label_in(node_name, strlen(node_name), values);
     return false;
 }
 
 /* A required node selector term: all its requirements hold; a term with none matches no node
  * (as in the scheduler). */
-static bool term_matches(const json_t *term, const struct node *n)
+static bool term_matches(yyjson_val *term, const struct node *n)
 {
-    const json_t *exprs = json_object_get(term, "matchExpressions");
-    const json_t *fields = json_object_get(term, "matchFields"), *e;
-    size_t k;
+    yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions");
+    yyjson_val *fields = yyjson_obj_get(term, "matchFields"), *e;
+    size_t k, max;
 
-    if (json_array_size(exprs) == 0 && json_array_size(fields) == 0)
+    if (yyjson_arr_size(exprs) == 0 && yyjson_arr_size(fields) == 0)
         return false;
-    json_array_foreach (exprs, k, e) {
+    yyjson_arr_foreach(exprs, k, max, e)
+    {
         if (!expr_matches(e, n->labels))
             return false;
     }
-    json_array_foreach (fields, k, e) {
+    yyjson_arr_foreach(fields, k, max, e)
+    {
         if (!field_matches(e, n->name))
             return false;
     }
@@ -166,36 +198,36 @@ static bool lifecycle_taint(const char *key)
 
 /* Whether the node cannot take the pod; why into *w. WHY_CORDONED and WHY_NOT_READY are the
  * transient reasons: the node matches the template otherwise. */
-static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
+static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
 {
-    const json_t *sel = json_object_get(spec, "nodeSelector"), *v, *terms, *term, *tols, *tol;
-    const char *key;
-    size_t i, k;
+    yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *key, *v, *terms, *term, *tols, *tol;
+    size_t i, k, max;
     bool any, transient = false;
 
     memset(w, 0, sizeof(*w));
-    json_object_foreach ((json_t *)sel, key, v) {
-        const char *have = json_string_value(json_object_get(n->labels, key));
+    yyjson_obj_foreach(sel, i, max, key, v)
+    {
+        yyjson_val *have = get_by(n->labels, key);
 
-        if (have == NULL || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0) {
-            *w = (struct why){WHY_LABEL, key, or_empty(json_string_value(v)), NULL};
+        if (!yyjson_is_str(have) || !yyjson_is_str(v) ||
+            !yyjson_equals_strn(have, yyjson_get_str(v), yyjson_get_len(v))) {
+            *w = (struct why){WHY_LABEL, yyjson_get_str(key), or_empty(yyjson_get_str(v)), NULL};
             return true;
         }
     }
-    terms = json_object_get(
-        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
-                        "requiredDuringSchedulingIgnoredDuringExecution"),
+    terms = yyjson_obj_get(
+        yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity"),
+                       "requiredDuringSchedulingIgnoredDuringExecution"),
         "nodeSelectorTerms");
-    if (json_array_size(terms) > 0) {
+    if (yyjson_arr_size(terms) > 0) {
         any = false;
-        json_array_foreach (terms, i, term)
-            any = any || term_matches(term, n);
+        yyjson_arr_foreach(terms, i, max, term) any = any || term_matches(term, n);
         if (!any) {
             w->k = WHY_AFFINITY;
             return true;
         }
     }
-    tols = json_object_get(spec, "tolerations");
+    tols = yyjson_obj_get(spec, "tolerations");
     for (i = 0; i < n->n_taints; i++) {
         const struct node_taint *t = &n->taints[i];
         bool ok = false;
@@ -206,19 +238,18 @@ static bool ineligible(const struct node *n, const json_t *spec, struct why *w)
             transient = true; /* a cordon or a NotReady condition, judged below */
             continue;
         }
-        json_array_foreach (tols, k, tol) {
-            const char *tk = or_empty(json_string_value(json_object_get(tol, "key")));
-            const char *op = json_string_value(json_object_get(tol, "operator"));
-            const char *tv = or_empty(json_string_value(json_object_get(tol, "value")));
-            const char *te = or_empty(json_string_value(json_object_get(tol, "effect")));
+        yyjson_arr_foreach(tols, k, max, tol)
+        {
+            yyjson_val *tk = yyjson_obj_get(tol, "key"), *te = yyjson_obj_get(tol, "effect");
+            /* no operator is "Equal" */
+            bool exists = json_str_is(yyjson_obj_get(tol, "operator"), "Exists");
 
-            if (op == NULL)
-                op = "Equal";
-            if (te[0] && strcmp(te, t->effect) != 0)
+            if (str_len(te) > 0 && !json_str_is(te, t->effect))
                 continue;
-            if (tk[0] == '\0' ? strcmp(op, "Exists") == 0
-                              : strcmp(tk, t->key) == 0 &&
-                                    (strcmp(op, "Exists") == 0 || strcmp(tv, t->value) == 0))
+            if (str_len(tk) == 0 ? exists
+                                 : json_str_is(tk, t->key) &&
+                                       (exists ||
+                                        str_or_empty_is(yyjson_obj_get(tol, "value"), t->value)))
                 ok = true;
         }
         if (!ok) {
@@ -260,18 +291,21 @@ static void intern_names(const struct cluster *c, const struct capacity_result *
 }
 
 /* The template's priority and whether it may preempt, from its class in the view. */
-static void template_priority(const struct cluster *c, const json_t *spec, int64_t *prio,
+static void template_priority(const struct cluster *c, yyjson_val *spec, int64_t *prio,
                               bool *preempt)
 {
-    const char *cls = json_string_value(json_object_get(spec, "priorityClassName"));
+    yyjson_val *clsv = yyjson_obj_get(spec, "priorityClassName");
+    const char *cls = yyjson_get_str(clsv);
     const struct vclass *v = NULL;
     const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
+    bool named = str_len(clsv) > 0;
+    int64_t p;
 
     *prio = 0;
     *preempt = true; /* PreemptLowerPriority is the default */
-    if (cls != NULL && cls[0])
+    if (named && strlen(cls) == yyjson_get_len(clsv)) /* no class name holds a NUL */
         v = table_get(t, cls);
-    for (size_t i = 0; v == NULL && (cls == NULL || !cls[0]) && i < t->n_buckets; i++) {
+    for (size_t i = 0; v == NULL && !named && i < t->n_buckets; i++) {
         for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
             if (((const struct vclass *)e->value)->global_default)
                 v = e->value;
@@ -280,11 +314,11 @@ static void template_priority(const struct cluster *c, const json_t *spec, int64
     if (v != NULL) {
         *prio = v->value;
         *preempt = v->preempt;
-    } else if (json_is_integer(json_object_get(spec, "priority"))) {
-        *prio = json_integer_value(json_object_get(spec, "priority"));
+    } else if (json_int64(yyjson_obj_get(spec, "priority"), &p)) {
+        *prio = p;
     }
-    if (json_is_string(json_object_get(spec, "preemptionPolicy")))
-        *preempt = strcmp(json_string_value(json_object_get(spec, "preemptionPolicy")), "Never");
+    if (yyjson_is_str(yyjson_obj_get(spec, "preemptionPolicy")))
+        *preempt = !json_str_is(yyjson_obj_get(spec, "preemptionPolicy"), "Never");
 }
 
 /* The reservations still running, copied out so that the node loop takes no lock (usually
@@ -388,9 +422,9 @@ static int64_t held_on(const struct held *h, const char *node, const char *res, 
 
 static bool node_shares(const struct node *n, char *why, size_t len)
 {
-    const char *strategy =
-        json_string_value(json_object_get(n->labels, "nvidia.com/gpu.sharing-strategy"));
-    const char *replicas = json_string_value(json_object_get(n->labels, "nvidia.com/gpu.replicas"));
+    /* node labels: from the apiserver, which allows no NUL in them */
+    const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
+    const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
     bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) ||
                   (replicas != NULL && strtol(replicas, NULL, 10) > 1);
 
@@ -759,63 +793,66 @@ static void key_bytes(struct key *k, char tag, const char *s, size_t n)
 
 /* A JSON value, in the order its objects keep their keys (the reasons name the first missing
  * label in the template's order, so the same selector in another order is another key). Not
- * json_dumps: that costs ~12k instructions and five mallocs for a selector and a toleration. */
-static void key_json(struct key *k, const json_t *v, unsigned depth)
+ * a JSON writer: that would cost a malloc and escaping for a selector and a toleration. The
+ * bytes are those of the jansson version: integers in int64 decimal (a uint64 past INT64_MAX,
+ * which jansson never read, in uint64 decimal), reals as %.17g. */
+static void key_json(struct key *k, yyjson_val *v, unsigned depth)
 {
     char num[40];
-    const char *key;
-    size_t key_len, i;
-    const json_t *x;
+    size_t i, max;
+    yyjson_val *key, *x;
 
     if (depth > PLACE_KEY_DEPTH_MAX) {
         k->too_deep = true;
         return;
     }
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
+    switch (yyjson_get_type(v)) {
+    case YYJSON_TYPE_OBJ:
         key_put(k, "{", 1);
-        json_object_keylen_foreach((json_t *)v, key, key_len, x)
+        yyjson_obj_foreach(v, i, max, key, x)
         {
-            key_bytes(k, 'k', key, key_len);
+            key_bytes(k, 'k', yyjson_get_str(key), yyjson_get_len(key));
             key_json(k, x, depth + 1);
         }
         key_put(k, "}", 1);
         break;
-    case JSON_ARRAY:
+    case YYJSON_TYPE_ARR:
         key_put(k, "[", 1);
-        json_array_foreach (v, i, x)
-            key_json(k, x, depth + 1);
+        yyjson_arr_foreach(v, i, max, x) key_json(k, x, depth + 1);
         key_put(k, "]", 1);
         break;
-    case JSON_STRING: key_bytes(k, 's', json_string_value(v), json_string_length(v)); break;
-    case JSON_INTEGER:
-        key_bytes(
-            k, 'i', num,
-            (size_t)snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v)));
+    case YYJSON_TYPE_STR: key_bytes(k, 's', yyjson_get_str(v), yyjson_get_len(v)); break;
+    case YYJSON_TYPE_NUM:
+        if (yyjson_is_real(v))
+            key_bytes(k, 'r', num,
+                      (size_t)snprintf(num, sizeof(num), "%.17g", yyjson_get_real(v)));
+        else if (yyjson_is_sint(v))
+            key_bytes(k, 'i', num,
+                      (size_t)snprintf(num, sizeof(num), "%" PRId64, yyjson_get_sint(v)));
+        else
+            key_bytes(k, 'i', num,
+                      (size_t)snprintf(num, sizeof(num), "%" PRIu64, yyjson_get_uint(v)));
         break;
-    case JSON_REAL:
-        key_bytes(k, 'r', num, (size_t)snprintf(num, sizeof(num), "%.17g", json_real_value(v)));
-        break;
-    case JSON_TRUE: key_put(k, "t", 1); break;
-    case JSON_FALSE: key_put(k, "f", 1); break;
-    case JSON_NULL: key_put(k, "n", 1); break;
+    case YYJSON_TYPE_BOOL: key_put(k, yyjson_is_true(v) ? "t" : "f", 1); break;
+    case YYJSON_TYPE_NULL: key_put(k, "n", 1); break;
+    default: k->too_deep = true; break; /* raw numbers: json_read refuses them */
     }
 }
 
 /* The template's constraints on where its pods go and the resources it needs, as one key into
  * buf (len bytes): what its eligible nodes are remembered under. Returns the length the key
  * needs (whole in buf when less than len), or 0 for a template too deep to remember. */
-static size_t place_key(const json_t *spec, const struct capacity_result *out, char *buf,
+static size_t place_key(yyjson_val *spec, const struct capacity_result *out, char *buf,
                         size_t len)
 {
-    const json_t *aff = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
+    yyjson_val *aff = yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity");
     const char *const part[3] = {"nodeSelector", NULL, "tolerations"};
     struct key k = {buf, len, 0, false};
 
     for (size_t r = 0; r < out->n_res; r++)
         key_bytes(&k, 'R', out->res[r].name, strlen(out->res[r].name));
     for (int i = 0; i < 3; i++) { /* each part tagged by where it is, absent ones left out */
-        const json_t *v = part[i] ? json_object_get(spec, part[i]) : aff;
+        yyjson_val *v = part[i] ? yyjson_obj_get(spec, part[i]) : aff;
 
         if (v != NULL) {
             key_put(&k, i == 0 ? "S" : i == 1 ? "A" : "T", 1);

@@ -16,9 +16,9 @@
 #ifndef GPUADMIT_CAPACITY_H
 #define GPUADMIT_CAPACITY_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <yyjson.h>
 
 #include "cluster.h"
 #include "limits.h"
@@ -28,7 +28,7 @@
 #define CAPACITY_TEXT_MAX      1024
 
 struct capacity_request {
-    const json_t *pod_spec;          /* the pod template's spec (borrowed) */
+    yyjson_val *pod_spec;            /* the pod template's spec (borrowed) */
     const struct strlist *gpu_globs; /* which extended resources are GPUs */
     int64_t increase;                /* how many more pods (surge included) */
     int64_t total;                   /* replicas after the change */

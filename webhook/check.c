@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "json.h"
 #include "log.h"
 #include "offline.h"
 #include "policy.h"
@@ -135,56 +136,72 @@ static int parse_args(int argc, char **argv, struct check_opts *o)
 
 /* ---- text report ---- */
 
-static void print_text(const json_t *res, const char *where, const struct check_opts *o)
+/* The string member key of a result object: offline_admit() always sets those read here. */
+static const char *field(yyjson_val *obj, const char *key)
 {
-    const char *decision = json_string_value(json_object_get(res, "decision"));
-    const char *ns = json_string_value(json_object_get(res, "namespace"));
-    const char *name = json_string_value(json_object_get(res, "name"));
-    const json_t *warnings = json_object_get(res, "warnings"), *patch, *v, *ru, *m;
-    size_t i, k, n_warn = json_array_size(warnings);
+    const char *s = json_get_str(obj, key);
 
-    printf("%s: %s %s/%s: %s", where, json_string_value(json_object_get(res, "kind")), ns,
+    return s ? s : "";
+}
+
+static const char *field_str(yyjson_val *v)
+{
+    return yyjson_get_str(v) ? yyjson_get_str(v) : "";
+}
+
+static void print_text(yyjson_val *res, const char *where, const struct check_opts *o)
+{
+    const char *decision = field(res, "decision");
+    const char *ns = field(res, "namespace");
+    const char *name = field(res, "name");
+    yyjson_val *warnings = yyjson_obj_get(res, "warnings"), *patch, *v, *ru, *m;
+    size_t i, max, k, kmax, n_warn = yyjson_arr_size(warnings);
+
+    printf("%s: %s %s/%s: %s", where, field(res, "kind"), ns,
            name[0] ? name : "(generated name)", decision);
     if (n_warn > 0)
         printf(", with %zu warning%s", n_warn, n_warn == 1 ? "" : "s");
     putchar('\n');
     if (strcmp(decision, "not judged") == 0) {
-        printf("  %s\n", json_string_value(json_object_get(res, "reason")));
+        printf("  %s\n", field(res, "reason"));
         return;
     }
-    json_array_foreach (json_object_get(res, "rules"), i, ru) {
-        const json_t *msgs = json_object_get(ru, "messages");
+    yyjson_arr_foreach(yyjson_obj_get(res, "rules"), i, max, ru)
+    {
+        yyjson_val *msgs = yyjson_obj_get(ru, "messages");
+        const char *outcome = field(ru, "outcome");
 
-        printf("  %-16s %s", json_string_value(json_object_get(ru, "rule")),
-               json_string_value(json_object_get(ru, "outcome")));
-        if (json_array_size(msgs) == 0)
+        printf("  %-16s %s", field(ru, "rule"), outcome);
+        if (yyjson_arr_size(msgs) == 0)
             putchar('\n');
-        json_array_foreach (msgs, k, m) {
-            printf("%*s%s\n",
-                   k ? 25 : 7 - (int)strlen(json_string_value(json_object_get(ru, "outcome"))), "",
-                   json_string_value(m));
+        yyjson_arr_foreach(msgs, k, kmax, m)
+        {
+            printf("%*s%s\n", k ? 25 : 7 - (int)strlen(outcome), "", field_str(m));
         }
     }
-    json_array_foreach (warnings, i, v) {
-        printf("  warning: %s\n", json_string_value(v));
+    yyjson_arr_foreach(warnings, i, max, v)
+    {
+        printf("  warning: %s\n", field_str(v));
     }
-    if ((v = json_object_get(res, "message")) != NULL)
-        printf("  denied: %s\n", json_string_value(v));
-    patch = json_object_get(res, "patch");
-    if (json_array_size(patch) > 0) {
+    if ((v = yyjson_obj_get(res, "message")) != NULL)
+        printf("  denied: %s\n", field_str(v));
+    patch = yyjson_obj_get(res, "patch");
+    if (yyjson_arr_size(patch) > 0) {
         printf("  patch:\n");
-        json_array_foreach (patch, i, v) {
+        yyjson_arr_foreach(patch, i, max, v)
+        {
             offline_print_op(stdout, "    ", v);
         }
     }
-    if ((patch = json_object_get(res, "reinvocation")) != NULL) {
+    if ((patch = yyjson_obj_get(res, "reinvocation")) != NULL) {
         printf("  error: the patched object would be patched again on reinvocation:\n");
-        json_array_foreach (patch, i, v) {
+        yyjson_arr_foreach(patch, i, max, v)
+        {
             offline_print_op(stdout, "    ", v);
         }
     }
     if (o->show_object) {
-        char *text = json_dumps(json_object_get(res, "object"), JSON_INDENT(2));
+        char *text = json_write_pretty(yyjson_obj_get(res, "object"), NULL);
 
         if (text != NULL)
             printf("  object:\n%s\n", text);
@@ -197,20 +214,21 @@ static void print_text(const json_t *res, const char *where, const struct check_
 /* How far an object's judgement goes: denied, warned (a rule's warning, or a Warn or Audit
  * rule found what enforcing would deny or warn about), patched (or would be), or none of these.
  * Without a snapshot, capacity's "not checked" is the report's note, not the object's fault. */
-static enum fail_level reached(const json_t *res, bool have_view)
+static enum fail_level reached(yyjson_val *res, bool have_view)
 {
-    const char *decision = json_string_value(json_object_get(res, "decision"));
+    const char *decision = field(res, "decision");
     enum fail_level level = FAIL_NONE;
-    const json_t *ru, *m;
-    size_t i, k;
+    yyjson_val *ru, *m;
+    size_t i, max, k, kmax;
 
     if (strcmp(decision, "denied") == 0)
         return FAIL_DENY;
     if (strcmp(decision, "patched") == 0)
         level = FAIL_PATCH;
-    json_array_foreach (json_object_get(res, "rules"), i, ru) {
-        const char *out = json_string_value(json_object_get(ru, "outcome"));
-        const char *type = json_string_value(json_object_get(ru, "type"));
+    yyjson_arr_foreach(yyjson_obj_get(res, "rules"), i, max, ru)
+    {
+        const char *out = field(ru, "outcome");
+        const char *type = field(ru, "type");
 
         if (!have_view && strcmp(type, "capacity") == 0)
             continue;
@@ -219,8 +237,9 @@ static enum fail_level reached(const json_t *res, bool have_view)
         if (strcmp(out, "audit") != 0)
             continue;
         /* the finding's label leads its message (eval.c: "would deny: ..." and so on) */
-        json_array_foreach (json_object_get(ru, "messages"), k, m) {
-            const char *text = json_string_value(m);
+        yyjson_arr_foreach(yyjson_obj_get(ru, "messages"), k, kmax, m)
+        {
+            const char *text = field_str(m);
 
             if (strncmp(text, "would deny", 10) == 0 || strncmp(text, "would warn", 10) == 0)
                 return FAIL_WARN;
@@ -243,42 +262,72 @@ static void count(struct tally *t, const char *decision)
         t->not_judged++;
 }
 
-static void input_error(const struct diag *d, json_t *errors, struct tally *t)
+/* The JSON report being built: objects and errors are arrays of doc. */
+struct report {
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *objects, *errors;
+};
+
+static void input_error(const struct diag *d, struct report *rep, struct tally *t)
 {
     char text[DIAG_MSG_MAX + 300];
 
     t->errors++;
     fprintf(stderr, "gpuadmit check: %s\n", diag_format(d, text, sizeof(text)));
-    json_array_append_new(errors,
-                          json_pack("{s:s, s:i, s:i, s:s}", "file", d->file, "line", (int)d->line,
-                                    "column", (int)d->column, "message", d->msg));
+    yyjson_mut_arr_append(rep->errors, json_pack(rep->doc, "{s:s, s:i, s:i, s:s}", "file", d->file,
+                                                 "line", (int)d->line, "column", (int)d->column,
+                                                 "message", d->msg));
+}
+
+/* Adds result (the root of res) to the JSON report, with where it comes from. */
+static void report_object(struct report *rep, yyjson_mut_doc *res, const char *file,
+                          unsigned index, unsigned line, bool show_object)
+{
+    yyjson_mut_val *root = yyjson_mut_doc_get_root(res), *copy;
+
+    json_mut_set(res, root, "file", yyjson_mut_strcpy(res, file));
+    json_mut_set(res, root, "document", yyjson_mut_uint(res, index));
+    json_mut_set(res, root, "line", yyjson_mut_uint(res, line));
+    if (!show_object)
+        yyjson_mut_obj_remove_key(root, "object");
+    /* recursive: the object in it is as deep as yamljson let it be, the rest is shallow */
+    copy = yyjson_mut_val_mut_copy(rep->doc, root);
+    if (copy != NULL)
+        yyjson_mut_arr_append(rep->objects, copy);
 }
 
 /* Judges one object; items of a List one by one. */
 static void judge_object(const struct offline_opts *oo, const struct check_opts *o,
                          const struct yamljson_doc *doc, const char *file, const char *ptr,
-                         const json_t *obj, json_t *objects, json_t *errors, struct tally *t)
+                         yyjson_val *obj, struct report *rep, struct tally *t)
 {
     unsigned line = doc->line, column = doc->column;
-    const json_t *items = json_object_get(obj, "items"), *it;
-    const char *kind = json_string_value(json_object_get(obj, "kind"));
+    yyjson_val *items = yyjson_obj_get(obj, "items"), *it;
+    const char *kind = json_get_str(obj, "kind");
     char where[1200], sub[64];
     struct diag d;
-    json_t *res;
-    size_t i;
+    yyjson_mut_doc *res;
+    yyjson_doc *frozen;
+    yyjson_val *r;
+    size_t i, max;
 
     yamljson_mark(doc, ptr, &line, &column);
-    if (json_is_array(items) && kind != NULL && strlen(kind) >= 4 &&
+    if (yyjson_is_arr(items) && kind != NULL && strlen(kind) >= 4 &&
         strcmp(kind + strlen(kind) - 4, "List") == 0) {
-        json_array_foreach (items, i, it) {
+        yyjson_arr_foreach(items, i, max, it)
+        {
             snprintf(sub, sizeof(sub), "/items/%zu", i);
-            judge_object(oo, o, doc, file, sub, it, objects, errors, t);
+            judge_object(oo, o, doc, file, sub, it, rep, t);
         }
         return;
     }
     diag_clear(&d);
     res = offline_admit(oo, obj, &d);
-    if (res == NULL) {
+    /* read as an immutable document (recursive: as deep as yamljson let the object be) */
+    frozen = res ? yyjson_mut_doc_imut_copy(res, NULL) : NULL;
+    if (res != NULL && frozen == NULL)
+        diag_set(&d, file, line, column, "document %u: out of memory", doc->index);
+    if (frozen == NULL) {
         if (d.line == 0) {
             char msg[DIAG_MSG_MAX];
 
@@ -286,40 +335,37 @@ static void judge_object(const struct offline_opts *oo, const struct check_opts 
             diag_clear(&d);
             diag_set(&d, file, line, column, "document %u: %s", doc->index, msg);
         }
-        input_error(&d, errors, t);
+        input_error(&d, rep, t);
+        yyjson_mut_doc_free(res);
         return;
     }
-    count(t, json_string_value(json_object_get(res, "decision")));
-    if (reached(res, oo->view != NULL) >= o->fail_on && reached(res, oo->view != NULL) != FAIL_NONE)
+    r = yyjson_doc_get_root(frozen);
+    count(t, field(r, "decision"));
+    if (reached(r, oo->view != NULL) >= o->fail_on && reached(r, oo->view != NULL) != FAIL_NONE)
         t->failing++;
     snprintf(where, sizeof(where), "%s:%u", file, line);
-    if (!o->json) {
-        print_text(res, where, o);
-    } else {
-        json_object_set_new(res, "file", json_string(file));
-        json_object_set_new(res, "document", json_integer(doc->index));
-        json_object_set_new(res, "line", json_integer(line));
-        if (!o->show_object)
-            json_object_del(res, "object");
-        json_array_append(objects, res);
-    }
-    json_decref(res);
+    if (!o->json)
+        print_text(r, where, o);
+    else
+        report_object(rep, res, file, doc->index, line, o->show_object);
+    yyjson_doc_free(frozen);
+    yyjson_mut_doc_free(res);
 }
 
 static void check_file(const struct offline_opts *oo, const struct check_opts *o, const char *path,
-                       json_t *objects, json_t *errors, struct tally *t)
+                       struct report *rep, struct tally *t)
 {
     struct yamljson y;
     struct diag d;
 
     diag_clear(&d);
     if (yamljson_read_file(path, YAMLJSON_MARKS, &y, &d) < 0) {
-        input_error(&d, errors, t);
+        input_error(&d, rep, t);
         return;
     }
     for (size_t i = 0; i < y.n; i++)
         judge_object(oo, o, &y.docs[i], strcmp(path, "-") == 0 ? "<stdin>" : path, "",
-                     y.docs[i].value, objects, errors, t);
+                     y.docs[i].value, rep, t);
     yamljson_free(&y);
 }
 
@@ -330,7 +376,8 @@ int check_main(int argc, char **argv)
     struct tally t = {0};
     struct policy *p = NULL;
     struct cluster *view = NULL;
-    json_t *objects = json_array(), *errors = json_array(), *report;
+    struct report rep = {yyjson_mut_doc_new(NULL), NULL, NULL};
+    yyjson_mut_val *report;
     struct diag d;
     char text[DIAG_MSG_MAX + 300], *dump;
     int rc = 2;
@@ -338,6 +385,12 @@ int check_main(int argc, char **argv)
     switch (parse_args(argc, argv, &o)) {
     case 1: rc = 0; goto out;
     case -1: goto out;
+    }
+    rep.objects = yyjson_mut_arr(rep.doc);
+    rep.errors = yyjson_mut_arr(rep.doc);
+    if (rep.objects == NULL || rep.errors == NULL) {
+        fprintf(stderr, "gpuadmit check: out of memory\n");
+        goto out;
     }
     log_set_level(LOG_ERROR); /* decisions are the report here, not log lines */
     if ((p = offline_load_policy("gpuadmit check", o.rules)) == NULL)
@@ -366,18 +419,20 @@ int check_main(int argc, char **argv)
     if (!o.json && view == NULL)
         printf("note: no --cluster-snapshot: GPU capacity is not checked\n");
     for (int i = optind; i < argc; i++)
-        check_file(&oo, &o, argv[i], objects, errors, &t);
+        check_file(&oo, &o, argv[i], &rep, &t);
     if (o.json) {
-        report = json_pack("{s:b, s:O, s:O, s:{s:I, s:I, s:I, s:I, s:I, s:I}}", "capacityChecked",
-                           view != NULL, "objects", objects, "errors", errors, "summary", "allowed",
-                           (json_int_t)t.allowed, "patched", (json_int_t)t.patched, "denied",
-                           (json_int_t)t.denied, "notJudged", (json_int_t)t.not_judged, "errors",
-                           (json_int_t)t.errors, "failing", (json_int_t)t.failing);
-        dump = report ? json_dumps(report, JSON_INDENT(2)) : NULL;
+        report = json_pack(rep.doc, "{s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+                           "capacityChecked", view != NULL, "objects", rep.objects, "errors",
+                           rep.errors, "summary", "allowed", (int64_t)t.allowed, "patched",
+                           (int64_t)t.patched, "denied", (int64_t)t.denied, "notJudged",
+                           (int64_t)t.not_judged, "errors", (int64_t)t.errors, "failing",
+                           (int64_t)t.failing);
+        dump = json_mut_write_pretty(report, NULL);
         if (dump != NULL)
             puts(dump);
+        else
+            fprintf(stderr, "gpuadmit check: cannot write the report (out of memory)\n");
         free(dump);
-        json_decref(report);
     } else {
         printf("%zu object%s: %zu allowed, %zu patched, %zu denied, %zu not judged",
                t.allowed + t.patched + t.denied + t.not_judged,
@@ -391,8 +446,7 @@ int check_main(int argc, char **argv)
     }
     rc = t.errors > 0 ? 2 : t.failing > 0 ? 1 : 0;
 out:
-    json_decref(objects);
-    json_decref(errors);
+    yyjson_mut_doc_free(rep.doc);
     cluster_free(view);
     policy_free(p);
     return rc;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cluster_view.h"
+#include "json.h"
 #include "limits.h"
 #include "pod.h"
 #include "quantity.h"
@@ -336,7 +337,7 @@ static void node_free(void *ctx, void *p)
     if (n == NULL)
         return;
     free(n->name);
-    json_decref(n->labels);
+    yyjson_doc_free(n->labels_doc);
     for (size_t i = 0; i < n->n_taints; i++) {
         free(n->taints[i].key);
         free(n->taints[i].value);
@@ -382,6 +383,35 @@ static void binding_free(void *ctx, void *p)
 
 static void waiter_update(struct cluster *c, struct waiter *w);
 
+/* A new shared document of one reference (doc taken: freed when out of memory), or NULL. */
+static struct vdoc *vdoc_new(yyjson_doc *doc)
+{
+    struct vdoc *v = doc != NULL ? malloc(sizeof(*v)) : NULL;
+
+    if (v == NULL) {
+        yyjson_doc_free(doc);
+        return NULL;
+    }
+    v->doc = doc;
+    v->refs = 1;
+    return v;
+}
+
+static struct vdoc *vdoc_ref(struct vdoc *v)
+{
+    if (v != NULL)
+        v->refs++;
+    return v;
+}
+
+static void vdoc_unref(struct vdoc *v)
+{
+    if (v != NULL && --v->refs == 0) {
+        yyjson_doc_free(v->doc);
+        free(v);
+    }
+}
+
 static void workload_free(void *ctx, void *p)
 {
     struct workload *w = p;
@@ -393,21 +423,39 @@ static void workload_free(void *ctx, void *p)
         w->waiter->wants = -1;
         waiter_update(ctx, w->waiter);
     }
-    json_decref(w->spec);
+    vdoc_unref(w->spec_doc);
     free(w->owner_deployment);
     free(w);
 }
 
-static const char *str_at(const json_t *obj, const char *key)
+/* Nesting of a snapshot document: as deep as a review may be (a List holds its objects two
+ * levels down, as a review does). Page and event documents are capped by kube.c. */
+#define CLUSTER_JSON_DEPTH_MAX REVIEW_DEPTH_MAX
+
+/* The string member key of obj, or "" when absent, not a string, or a string with a NUL byte
+ * in it: names, kinds and phases are C strings here, and the apiserver allows no NUL in them
+ * (jansson, before yyjson, refused "\u0000" when it read the page). */
+static const char *str_at(yyjson_val *obj, const char *key)
 {
-    const char *s = json_string_value(json_object_get(obj, key));
-    return s ? s : "";
+    yyjson_val *v = yyjson_obj_get(obj, key);
+    const char *s = yyjson_get_str(v);
+
+    return s != NULL && strlen(s) == yyjson_get_len(v) ? s : "";
+}
+
+/* An integer member as jansson's json_integer_value read it: 0 when absent or not one (or
+ * beyond int64). */
+static int64_t int_at(yyjson_val *obj, const char *key)
+{
+    int64_t v;
+
+    return json_int64(yyjson_obj_get(obj, key), &v) ? v : 0;
 }
 
 /* "NS/NAME" of an object, or "NAME" for a cluster-scoped one; -1 without a name. */
-static int object_key(const json_t *obj, bool namespaced, char *buf, size_t len)
+static int object_key(yyjson_val *obj, bool namespaced, char *buf, size_t len)
 {
-    const json_t *meta = json_object_get(obj, "metadata");
+    yyjson_val *meta = yyjson_obj_get(obj, "metadata");
     const char *name = str_at(meta, "name");
 
     if (name[0] == '\0')
@@ -439,15 +487,19 @@ static struct node_res *node_res_slot(struct cluster *c, struct node *n, const c
 }
 
 /* capacity/allocatable maps into the node's resources, whole units. */
-static int node_read_amounts(struct cluster *c, struct node *n, const json_t *map, bool alloc)
+static int node_read_amounts(struct cluster *c, struct node *n, yyjson_val *map, bool alloc)
 {
     const char *name;
-    const json_t *v;
+    yyjson_val *k, *v;
+    size_t i, max;
     int64_t milli;
     struct node_res *r;
 
-    json_object_foreach ((json_t *)map, name, v) {
-        if (!pod_is_extended(name) || quantity_json_milli(v, &milli) < 0 || milli < 0)
+    yyjson_obj_foreach(map, i, max, k, v)
+    {
+        name = yyjson_get_str(k);
+        if (strlen(name) != yyjson_get_len(k) || !pod_is_extended(name) ||
+            quantity_json_milli(v, &milli) < 0 || milli < 0)
             continue;
         if ((r = node_res_slot(c, n, name)) == NULL)
             return -1;
@@ -459,36 +511,40 @@ static int node_read_amounts(struct cluster *c, struct node *n, const json_t *ma
     return 0;
 }
 
-static bool node_ready(const json_t *status)
+static bool node_ready(yyjson_val *status)
 {
-    const json_t *conds = json_object_get(status, "conditions"), *cnd;
-    size_t i;
+    yyjson_val *conds = yyjson_obj_get(status, "conditions"), *cnd;
+    size_t i, max;
 
-    json_array_foreach (conds, i, cnd) {
+    yyjson_arr_foreach(conds, i, max, cnd)
+    {
         if (strcmp(str_at(cnd, "type"), "Ready") == 0)
             return strcmp(str_at(cnd, "status"), "True") == 0;
     }
     return false;
 }
 
-static struct node *node_from_json(struct cluster *c, const json_t *obj)
+static struct node *node_from_json(struct cluster *c, yyjson_val *obj)
 {
-    const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
-    const json_t *labels = json_object_get(json_object_get(obj, "metadata"), "labels");
-    const json_t *taints = json_object_get(spec, "taints"), *t;
+    yyjson_val *spec = yyjson_obj_get(obj, "spec"), *status = yyjson_obj_get(obj, "status");
+    yyjson_val *labels = yyjson_obj_get(yyjson_obj_get(obj, "metadata"), "labels");
+    yyjson_val *taints = yyjson_obj_get(spec, "taints"), *t;
     struct node *n = calloc(1, sizeof(*n));
-    size_t i;
+    size_t i, max;
 
     if (n == NULL)
         return NULL;
-    n->name = strdup(str_at(json_object_get(obj, "metadata"), "name"));
+    n->name = strdup(str_at(yyjson_obj_get(obj, "metadata"), "name"));
     n->ready = node_ready(status);
-    n->unschedulable = json_is_true(json_object_get(spec, "unschedulable"));
-    n->labels = json_is_object(labels) ? json_deep_copy(labels) : json_object();
-    n->taints = calloc(json_array_size(taints) + 1, sizeof(*n->taints));
+    n->unschedulable = yyjson_is_true(yyjson_obj_get(spec, "unschedulable"));
+    /* a copy: the page or event the labels come from is freed once read */
+    n->labels_doc = yyjson_is_obj(labels) ? json_keep(labels) : yyjson_read("{}", 2, 0);
+    n->labels = yyjson_doc_get_root(n->labels_doc);
+    n->taints = calloc(yyjson_arr_size(taints) + 1, sizeof(*n->taints));
     if (n->name == NULL || n->labels == NULL || n->taints == NULL)
         goto fail;
-    json_array_foreach (taints, i, t) {
+    yyjson_arr_foreach(taints, i, max, t)
+    {
         struct node_taint *nt = &n->taints[n->n_taints++];
 
         nt->key = strdup(str_at(t, "key"));
@@ -497,8 +553,8 @@ static struct node *node_from_json(struct cluster *c, const json_t *obj)
         if (nt->key == NULL || nt->value == NULL || nt->effect == NULL)
             goto fail;
     }
-    if (node_read_amounts(c, n, json_object_get(status, "capacity"), false) < 0 ||
-        node_read_amounts(c, n, json_object_get(status, "allocatable"), true) < 0)
+    if (node_read_amounts(c, n, yyjson_obj_get(status, "capacity"), false) < 0 ||
+        node_read_amounts(c, n, yyjson_obj_get(status, "allocatable"), true) < 0)
         goto fail;
     return n;
 fail:
@@ -521,7 +577,7 @@ static size_t node_offered(const struct node *n)
 static bool node_same_place(const struct node *a, const struct node *b)
 {
     if (a->ready != b->ready || a->unschedulable != b->unschedulable ||
-        a->n_taints != b->n_taints || !json_equal(a->labels, b->labels) ||
+        a->n_taints != b->n_taints || !yyjson_equals(a->labels, b->labels) ||
         node_offered(a) != node_offered(b))
         return false;
     for (size_t i = 0; i < a->n_taints; i++) {
@@ -572,17 +628,17 @@ int64_t cluster_effective_allocatable(const struct cluster *c, const struct node
     return r->allocatable;
 }
 
-static bool pod_terminal(const json_t *obj)
+static bool pod_terminal(yyjson_val *obj)
 {
-    const char *phase = str_at(json_object_get(obj, "status"), "phase");
+    const char *phase = str_at(yyjson_obj_get(obj, "status"), "phase");
 
     return strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
 }
 
 /* A pod record, or NULL (with *skip set) for a pod the view does not keep. */
-static struct vpod *vpod_from_json(const json_t *obj, bool *skip)
+static struct vpod *vpod_from_json(yyjson_val *obj, bool *skip)
 {
-    const json_t *spec = json_object_get(obj, "spec");
+    yyjson_val *spec = yyjson_obj_get(obj, "spec");
     struct pod_demand dm;
     struct diag d;
     struct vpod *v;
@@ -599,8 +655,8 @@ static struct vpod *vpod_from_json(const json_t *obj, bool *skip)
     /* the SchedulingGates PreEnqueue plugin keeps a gated pod out of the active queue
      * (pkg/scheduler/framework/plugins/schedulinggates): it takes no GPUs until the gate
      * goes (Kueue removes its gate on admission), a MODIFIED event */
-    v->gated = json_array_size(json_object_get(spec, "schedulingGates")) > 0;
-    v->priority = json_integer_value(json_object_get(spec, "priority"));
+    v->gated = yyjson_arr_size(yyjson_obj_get(spec, "schedulingGates")) > 0;
+    v->priority = int_at(spec, "priority");
     v->demand = calloc(dm.n, sizeof(*v->demand));
     if (v->node == NULL || v->demand == NULL)
         goto fail;
@@ -617,57 +673,77 @@ fail:
     return NULL;
 }
 
-static struct vclass *vclass_from_json(const json_t *obj)
+static struct vclass *vclass_from_json(yyjson_val *obj)
 {
     struct vclass *v = calloc(1, sizeof(*v));
 
     if (v == NULL)
         return NULL;
-    v->value = json_integer_value(json_object_get(obj, "value"));
+    v->value = int_at(obj, "value");
     v->preempt = strcmp(str_at(obj, "preemptionPolicy"), "Never") != 0;
-    v->global_default = json_is_true(json_object_get(obj, "globalDefault"));
+    v->global_default = yyjson_is_true(yyjson_obj_get(obj, "globalDefault"));
     return v;
 }
 
-/* The pod template's spec, trimmed to what decisions read. New object. */
-static json_t *trim_pod_spec(const json_t *spec)
+/* The pod template's spec, trimmed to what decisions read: a new object in doc (copied), or
+ * NULL when out of memory. */
+static yyjson_mut_val *trim_pod_spec(yyjson_mut_doc *doc, yyjson_val *spec)
 {
     static const char *const keep[] = {"nodeSelector",      "affinity",         "tolerations",
                                        "priorityClassName", "priority",         "preemptionPolicy",
                                        "overhead",          "runtimeClassName", "schedulingGates"};
     static const char *const lists[] = {"containers", "initContainers"};
-    json_t *out = json_object(), *arr, *c, *slim;
-    size_t i;
+    yyjson_mut_val *out = yyjson_mut_obj(doc), *arr, *slim;
+    yyjson_val *c;
+    size_t i, max;
 
     if (out == NULL)
         return NULL;
     for (size_t k = 0; k < sizeof(keep) / sizeof(keep[0]); k++) {
-        json_t *v = json_object_get(spec, keep[k]);
+        yyjson_val *v = yyjson_obj_get(spec, keep[k]);
 
-        if (v != NULL)
-            json_object_set(out, keep[k], v);
+        /* keep[] are literals, each once: _add needs no copy of the key and adds no duplicate */
+        if (v != NULL && !yyjson_mut_obj_add_val(doc, out, keep[k], yyjson_val_mut_copy(doc, v)))
+            return NULL;
     }
     for (size_t l = 0; l < 2; l++) {
-        arr = json_array();
-        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
-            slim = json_pack("{s:O*, s:O*, s:O*}", "name", json_object_get(c, "name"), "resources",
-                             json_object_get(c, "resources"), "restartPolicy",
-                             json_object_get(c, "restartPolicy"));
-            json_array_append_new(arr, slim);
+        if ((arr = yyjson_mut_arr(doc)) == NULL)
+            return NULL;
+        yyjson_arr_foreach(yyjson_obj_get(spec, lists[l]), i, max, c)
+        {
+            slim = json_pack(doc, "{s:V*, s:V*, s:V*}", "name", yyjson_obj_get(c, "name"),
+                             "resources", yyjson_obj_get(c, "resources"), "restartPolicy",
+                             yyjson_obj_get(c, "restartPolicy"));
+            if (slim == NULL || !yyjson_mut_arr_append(arr, slim))
+                return NULL;
         }
-        json_object_set_new(out, lists[l], arr);
+        if (!yyjson_mut_obj_add_val(doc, out, lists[l], arr))
+            return NULL;
     }
     return out;
 }
 
-static const char *controlling_deployment(const json_t *obj)
+/* A trimmed pod spec in a shared document of its own (root: the spec), or NULL. */
+static struct vdoc *trimmed_spec_doc(yyjson_val *spec)
 {
-    const json_t *owners = json_object_get(json_object_get(obj, "metadata"), "ownerReferences");
-    const json_t *o;
-    size_t i;
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *t = m != NULL ? trim_pod_spec(m, spec) : NULL;
+    /* depth capped: the document spec comes from was read with a cap */
+    struct vdoc *v = t != NULL ? vdoc_new(json_freeze(t)) : NULL;
 
-    json_array_foreach (owners, i, o) {
-        if (json_is_true(json_object_get(o, "controller")) &&
+    yyjson_mut_doc_free(m);
+    return v;
+}
+
+static const char *controlling_deployment(yyjson_val *obj)
+{
+    yyjson_val *owners = yyjson_obj_get(yyjson_obj_get(obj, "metadata"), "ownerReferences");
+    yyjson_val *o;
+    size_t i, max;
+
+    yyjson_arr_foreach(owners, i, max, o)
+    {
+        if (yyjson_is_true(yyjson_obj_get(o, "controller")) &&
             strcmp(str_at(o, "kind"), "Deployment") == 0)
             return str_at(o, "name");
     }
@@ -676,14 +752,15 @@ static const char *controlling_deployment(const json_t *obj)
 
 /* A finished Job: a Complete or Failed condition that is True, or a completionTime
  * (pkg/controller/job/job_controller.go, syncJob returns early when IsJobFinished). */
-static bool job_finished(const json_t *status)
+static bool job_finished(yyjson_val *status)
 {
-    const json_t *cond;
-    size_t i;
+    yyjson_val *cond;
+    size_t i, max;
 
-    if (json_is_string(json_object_get(status, "completionTime")))
+    if (yyjson_is_str(yyjson_obj_get(status, "completionTime")))
         return true;
-    json_array_foreach (json_object_get(status, "conditions"), i, cond) {
+    yyjson_arr_foreach(yyjson_obj_get(status, "conditions"), i, max, cond)
+    {
         const char *type = str_at(cond, "type");
 
         if ((strcmp(type, "Complete") == 0 || strcmp(type, "Failed") == 0) &&
@@ -697,18 +774,18 @@ static bool job_finished(const json_t *status)
  * parallelism capped by the completions still to go (pkg/controller/job/job_controller.go,
  * manageJob). Without completions, the Job is done once any pod has succeeded (a work queue:
  * manageJob creates no pod after the first success), so it owes none. */
-static int64_t job_wants(const json_t *obj)
+static int64_t job_wants(yyjson_val *obj)
 {
-    const json_t *spec = json_object_get(obj, "spec"), *status = json_object_get(obj, "status");
-    const json_t *par = json_object_get(spec, "parallelism");
-    const json_t *comp = json_object_get(spec, "completions");
-    int64_t want = json_is_integer(par) ? json_integer_value(par) : 1, left;
-    int64_t succeeded = json_integer_value(json_object_get(status, "succeeded"));
+    yyjson_val *spec = yyjson_obj_get(obj, "spec"), *status = yyjson_obj_get(obj, "status");
+    int64_t want, comp, left;
+    int64_t succeeded = int_at(status, "succeeded");
 
-    if (json_is_true(json_object_get(spec, "suspend")) || job_finished(status))
+    if (!json_int64(yyjson_obj_get(spec, "parallelism"), &want))
+        want = 1;
+    if (yyjson_is_true(yyjson_obj_get(spec, "suspend")) || job_finished(status))
         return 0;
-    if (json_is_integer(comp)) {
-        left = json_integer_value(comp) - succeeded;
+    if (json_int64(yyjson_obj_get(spec, "completions"), &comp)) {
+        left = comp - succeeded;
         if (left < want)
             want = left > 0 ? left : 0;
     } else if (succeeded > 0) {
@@ -717,11 +794,13 @@ static int64_t job_wants(const json_t *obj)
     return want;
 }
 
-static struct workload *workload_from_json(enum cluster_kind k, const json_t *obj, bool *skip)
+static struct workload *workload_from_json(enum cluster_kind k, yyjson_val *obj, bool *skip)
 {
-    const json_t *spec = json_object_get(obj, "spec");
-    const json_t *tspec = json_object_get(json_object_get(spec, "template"), "spec");
-    const json_t *replicas;
+    yyjson_val *spec = yyjson_obj_get(obj, "spec");
+    yyjson_val *tspec = yyjson_obj_get(yyjson_obj_get(spec, "template"), "spec");
+    yyjson_val *replicas;
+    yyjson_mut_doc *m = NULL;
+    yyjson_mut_val *t, *root = NULL;
     struct pod_demand dm;
     struct diag d;
     struct workload *w;
@@ -735,13 +814,21 @@ static struct workload *workload_from_json(enum cluster_kind k, const json_t *ob
     w = calloc(1, sizeof(*w));
     if (w == NULL)
         return NULL;
-    replicas = json_object_get(spec, k == CLUSTER_JOBS ? "parallelism" : "replicas");
-    w->replicas = replicas ? json_integer_value(replicas) : 1;
+    replicas = yyjson_obj_get(spec, k == CLUSTER_JOBS ? "parallelism" : "replicas");
+    if (replicas == NULL)
+        w->replicas = 1;
+    else if (!json_int64(replicas, &w->replicas))
+        w->replicas = 0; /* as jansson's json_integer_value read a value of another type */
     w->wants = k == CLUSTER_DEPLOYMENTS ? -1 : k == CLUSTER_JOBS ? job_wants(obj) : w->replicas;
-    w->spec = json_pack("{s:o, s:O*, s:O*, s:O*}", "template", trim_pod_spec(tspec), "strategy",
-                        json_object_get(spec, "strategy"), "completions",
-                        json_object_get(spec, "completions"), "parallelism",
-                        json_object_get(spec, "parallelism"));
+    /* built, then frozen into a document of the record's own (depth capped when read) */
+    if ((m = yyjson_mut_doc_new(NULL)) != NULL && (t = trim_pod_spec(m, tspec)) != NULL)
+        root = json_pack(m, "{s:o, s:V*, s:V*, s:V*}", "template", t, "strategy",
+                         yyjson_obj_get(spec, "strategy"), "completions",
+                         yyjson_obj_get(spec, "completions"), "parallelism",
+                         yyjson_obj_get(spec, "parallelism"));
+    w->spec_doc = root != NULL ? vdoc_new(json_freeze(root)) : NULL;
+    w->spec = w->spec_doc != NULL ? yyjson_doc_get_root(w->spec_doc->doc) : NULL;
+    yyjson_mut_doc_free(m);
     owner = k == CLUSTER_REPLICASETS ? controlling_deployment(obj) : NULL;
     if (owner != NULL)
         w->owner_deployment = strdup(owner);
@@ -768,20 +855,98 @@ uint64_t cluster_workload_key(const char *resource, const char *ns, const char *
     return h ? h : 1;
 }
 
+static uint64_t fnv_bytes(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* A tag, then bytes whose length is hashed first: no escaping, and no two different values
+ * hash the same bytes. */
+static uint64_t fnv_tagged(uint64_t h, char tag, const char *s, size_t n)
+{
+    char head[32];
+    int k = snprintf(head, sizeof(head), "%c%zu:", tag, n);
+
+    return fnv_bytes(fnv_bytes(h, head, (size_t)k), s, n);
+}
+
+/* Orders object members by key bytes (shorter first on a common prefix). */
+static int key_cmp(const void *a, const void *b)
+{
+    yyjson_val *ka = *(yyjson_val *const *)a, *kb = *(yyjson_val *const *)b;
+    size_t la = yyjson_get_len(ka), lb = yyjson_get_len(kb);
+    int c = memcmp(yyjson_get_str(ka), yyjson_get_str(kb), la < lb ? la : lb);
+
+    return c != 0 ? c : la < lb ? -1 : la > lb;
+}
+
+/* v hashed in a canonical form: objects' members in key order (as JSON_SORT_KEYS dumped them
+ * before yyjson), so that the same selector written in another order hashes the same. Depth is
+ * capped at CLUSTER_JSON_DEPTH_MAX, as the documents it reads were when read; deeper values (or
+ * an object too large to sort when out of memory) hash as their compact text. */
+static uint64_t canon_hash(uint64_t h, yyjson_val *v, unsigned depth)
+{
+    yyjson_val *local[32], **keys = local, *k, *x;
+    size_t i, max, n;
+    char num[40];
+
+    if (depth >= CLUSTER_JSON_DEPTH_MAX && yyjson_is_ctn(v)) {
+        size_t len;
+        char *text = json_write(v, &len);
+
+        h = fnv_tagged(h, 'J', text ? text : "", text ? len : 0);
+        free(text);
+        return h;
+    }
+    switch (yyjson_get_type(v)) {
+    case YYJSON_TYPE_OBJ:
+        n = yyjson_obj_size(v);
+        if (n > sizeof(local) / sizeof(local[0]) && (keys = malloc(n * sizeof(*keys))) == NULL)
+            return canon_hash(h, v, CLUSTER_JSON_DEPTH_MAX);
+        i = 0;
+        yyjson_obj_foreach(v, i, max, k, x) keys[i] = k;
+        qsort(keys, n, sizeof(*keys), key_cmp);
+        h = fnv_bytes(h, "{", 1);
+        for (i = 0; i < n; i++) {
+            h = fnv_tagged(h, 'k', yyjson_get_str(keys[i]), yyjson_get_len(keys[i]));
+            h = canon_hash(h, yyjson_obj_iter_get_val(keys[i]), depth + 1);
+        }
+        if (keys != local)
+            free(keys);
+        return fnv_bytes(h, "}", 1);
+    case YYJSON_TYPE_ARR:
+        h = fnv_bytes(h, "[", 1);
+        yyjson_arr_foreach(v, i, max, x) h = canon_hash(h, x, depth + 1);
+        return fnv_bytes(h, "]", 1);
+    case YYJSON_TYPE_STR: return fnv_tagged(h, 's', yyjson_get_str(v), yyjson_get_len(v));
+    case YYJSON_TYPE_NUM:
+        if (yyjson_is_real(v))
+            n = (size_t)snprintf(num, sizeof(num), "%.17g", yyjson_get_real(v));
+        else if (yyjson_is_sint(v))
+            n = (size_t)snprintf(num, sizeof(num), "%" PRId64, yyjson_get_sint(v));
+        else
+            n = (size_t)snprintf(num, sizeof(num), "%" PRIu64, yyjson_get_uint(v));
+        return fnv_tagged(h, yyjson_is_real(v) ? 'r' : 'i', num, n);
+    case YYJSON_TYPE_BOOL: return fnv_bytes(h, yyjson_is_true(v) ? "t" : "f", 1);
+    case YYJSON_TYPE_NULL: return fnv_bytes(h, "n", 1);
+    default: return fnv_bytes(h, "?", 1);
+    }
+}
+
 /* Where a spec's pods may go, as a hash: waiters with the same one share eligible nodes. */
-static uint64_t place_hash(const json_t *spec)
+static uint64_t place_hash(yyjson_val *spec)
 {
     static const char *const keys[] = {"nodeSelector", "affinity", "tolerations"};
     uint64_t h = 1469598103934665603ull;
 
     for (size_t k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
-        const json_t *v = json_object_get(spec, keys[k]);
-        char *text = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+        yyjson_val *v = yyjson_obj_get(spec, keys[k]);
 
         h = fnv(h, keys[k]);
-        if (text != NULL)
-            h = fnv(h, text);
-        free(text);
+        if (v != NULL)
+            h = canon_hash(h, v, 0);
     }
     return h;
 }
@@ -793,7 +958,7 @@ static void waiter_free(void *ctx, void *p)
     (void)ctx;
     if (w != NULL) {
         free(w->key);
-        json_decref(w->spec);
+        vdoc_unref(w->spec_doc);
     }
     free(w);
 }
@@ -816,17 +981,21 @@ static struct waiter *waiter_get(struct cluster *c, const char *key, bool create
     return w;
 }
 
-/* The pods of w have spec (borrowed; trimmed): where they go and what they ask for. */
-static void waiter_set_spec(struct waiter *w, json_t *spec, int64_t priority)
+/* The pods of w have spec (trimmed), a value of doc (w takes a reference of its own): where they
+ * go and what they ask for. */
+static void waiter_set_spec(struct waiter *w, struct vdoc *doc, yyjson_val *spec,
+                            int64_t priority)
 {
     struct pod_demand dm;
     struct diag d;
 
     diag_clear(&d);
-    if (pod_gpu_demand(spec, NULL, &dm, &d) < 0 || dm.n == 0)
+    if (spec == NULL || pod_gpu_demand(spec, NULL, &dm, &d) < 0 || dm.n == 0)
         return;
-    json_decref(w->spec);
-    w->spec = json_incref(spec);
+    vdoc_ref(doc);
+    vdoc_unref(w->spec_doc);
+    w->spec_doc = doc;
+    w->spec = spec;
     w->place = place_hash(spec);
     snprintf(w->res, sizeof(w->res), "%s", dm.r[0].name);
     w->per_pod = (dm.r[0].milli + 999) / 1000;
@@ -1008,15 +1177,16 @@ static const char *const owner_kinds[] = {"ReplicaSet", "StatefulSet", "Job"};
 
 /* The waiter key of a pod: its controller's when that is a kind whose replicas the view
  * counts, else its own while unbound; "" for neither. */
-static void pod_waiter_key(const json_t *obj, bool unbound, char *buf, size_t len)
+static void pod_waiter_key(yyjson_val *obj, bool unbound, char *buf, size_t len)
 {
-    const json_t *meta = json_object_get(obj, "metadata"), *o;
+    yyjson_val *meta = yyjson_obj_get(obj, "metadata"), *o;
     const char *ns = str_at(meta, "namespace");
-    size_t i;
+    size_t i, max;
 
     buf[0] = '\0';
-    json_array_foreach (json_object_get(meta, "ownerReferences"), i, o) {
-        if (!json_is_true(json_object_get(o, "controller")))
+    yyjson_arr_foreach(yyjson_obj_get(meta, "ownerReferences"), i, max, o)
+    {
+        if (!yyjson_is_true(yyjson_obj_get(o, "controller")))
             continue;
         for (size_t k = 0; k < sizeof(owner_kinds) / sizeof(owner_kinds[0]); k++) {
             if (strcmp(str_at(o, "kind"), owner_kinds[k]) == 0) {
@@ -1030,12 +1200,12 @@ static void pod_waiter_key(const json_t *obj, bool unbound, char *buf, size_t le
 }
 
 /* A pod record joins its waiter (obj: the pod). */
-static void waiter_add_pod(struct cluster *c, struct vpod *v, const json_t *obj)
+static void waiter_add_pod(struct cluster *c, struct vpod *v, yyjson_val *obj)
 {
     char key[600];
     bool unbound = v->node[0] == '\0' && !v->gated; /* waits in the scheduler's queue */
     struct waiter *w;
-    json_t *spec;
+    struct vdoc *spec;
 
     pod_waiter_key(obj, unbound, key, sizeof(key));
     if (key[0] == '\0' || (w = waiter_get(c, key, true)) == NULL ||
@@ -1046,9 +1216,9 @@ static void waiter_add_pod(struct cluster *c, struct vpod *v, const json_t *obj)
     if (w->rec == NULL)
         w->reserve_key = cluster_workload_key("pods", "", key);
     if (unbound && w->spec == NULL &&
-        (spec = trim_pod_spec(json_object_get(obj, "spec"))) != NULL) {
-        waiter_set_spec(w, spec, v->priority);
-        json_decref(spec);
+        (spec = trimmed_spec_doc(yyjson_obj_get(obj, "spec"))) != NULL) {
+        waiter_set_spec(w, spec, yyjson_doc_get_root(spec->doc), v->priority);
+        vdoc_unref(spec);
     }
     waiter_update(c, w);
 }
@@ -1067,7 +1237,7 @@ static void waiter_drop_pod(struct cluster *c, const struct vpod *v)
 /* The priority a template's pods get from the Priority admission plugin
  * (plugin/pkg/admission/priority): the value of the class it names, or of the globalDefault
  * class when it names none; else its spec.priority, else 0. */
-static int64_t template_class_value(struct cluster *c, const json_t *spec)
+static int64_t template_class_value(struct cluster *c, yyjson_val *spec)
 {
     const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
     const char *cls = str_at(spec, "priorityClassName");
@@ -1079,7 +1249,7 @@ static int64_t template_class_value(struct cluster *c, const json_t *spec)
                 v = e->value;
         }
     }
-    return v ? v->value : json_integer_value(json_object_get(spec, "priority"));
+    return v ? v->value : int_at(spec, "priority");
 }
 
 /* The PriorityClasses changed: the replicas workloads owe take their templates' priority
@@ -1115,8 +1285,8 @@ static void waiter_set_workload(struct cluster *c, enum cluster_kind k, const ch
     rec->waiter = w;
     w->rec = rec;
     w->wants = rec->wants;
-    waiter_set_spec(w, json_object_get(rec->spec, "template"),
-                    template_class_value(c, json_object_get(rec->spec, "template")));
+    waiter_set_spec(w, rec->spec_doc, yyjson_obj_get(rec->spec, "template"),
+                    template_class_value(c, yyjson_obj_get(rec->spec, "template")));
     {
         char ns[256];
 
@@ -1418,7 +1588,7 @@ static void node_take_amounts(struct cluster *c, struct node *old, struct node *
 
 /* Inserts or replaces the record of obj; a record for an object the view does not keep is
  * removed. Called with the write lock held. */
-static int upsert(struct cluster *c, enum cluster_kind k, const json_t *obj, struct diag *d)
+static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struct diag *d)
 {
     char key[512];
     bool skip = false;
@@ -1488,7 +1658,7 @@ oom:
     return -1;
 }
 
-static void remove_object(struct cluster *c, enum cluster_kind k, const json_t *obj)
+static void remove_object(struct cluster *c, enum cluster_kind k, yyjson_val *obj)
 {
     char key[512];
 
@@ -1509,14 +1679,15 @@ void cluster_list_begin(struct cluster *c, enum cluster_kind k)
     pthread_rwlock_unlock(&c->lock);
 }
 
-int cluster_list_items(struct cluster *c, enum cluster_kind k, const json_t *items, struct diag *d)
+int cluster_list_items(struct cluster *c, enum cluster_kind k, yyjson_val *items, struct diag *d)
 {
-    size_t i;
-    const json_t *obj;
+    size_t i, max;
+    yyjson_val *obj;
     int rc = 0;
 
     pthread_rwlock_wrlock(&c->lock);
-    json_array_foreach (items, i, obj) {
+    yyjson_arr_foreach(items, i, max, obj)
+    {
         struct diag one;
 
         /* one bad item does not lose the page */
@@ -1557,12 +1728,12 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
     pthread_rwlock_unlock(&c->lock);
 }
 
-int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, const json_t *obj,
+int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjson_val *obj,
                   struct diag *d)
 {
     int rc = 0;
 
-    if (!json_is_object(obj)) {
+    if (!yyjson_is_obj(obj)) {
         diag_set(d, NULL, 0, 0, "%s watch event without an object", kinds[k].plural);
         return -1;
     }
@@ -1627,12 +1798,19 @@ void cluster_mark_snapshot(struct cluster *c)
 
 /* ---- dump ---- */
 
-static json_t *amounts_json(const struct node *n, int which, const struct cluster *c, double now)
+/* key: value into obj of doc, the key copied (-1 when out of memory). */
+static int dump_put(yyjson_mut_doc *doc, yyjson_mut_val *obj, const char *key, yyjson_mut_val *v)
 {
-    json_t *o = json_object();
+    return v != NULL ? json_mut_set(doc, obj, key, v) : -1;
+}
+
+static yyjson_mut_val *amounts_json(yyjson_mut_doc *doc, const struct node *n, int which,
+                                    const struct cluster *c, double now)
+{
+    yyjson_mut_val *o = yyjson_mut_obj(doc);
     const struct binding *b = cluster_binding(c, n->name);
 
-    for (size_t i = 0; i < n->n_res; i++) {
+    for (size_t i = 0; o != NULL && i < n->n_res; i++) {
         const struct node_res *r = &n->res[i];
         int64_t v = 0;
 
@@ -1645,114 +1823,152 @@ static json_t *amounts_json(const struct node *n, int which, const struct cluste
                 for (size_t k = 0; k < b->pods[p]->n_demand; k++)
                     if (strcmp(b->pods[p]->demand[k].name, r->name) == 0)
                         v += b->pods[p]->demand[k].n;
-        json_object_set_new(o, r->name, json_integer(v));
+        if (dump_put(doc, o, r->name, yyjson_mut_sint(doc, v)) < 0)
+            return NULL;
     }
     return o;
 }
 
-static json_t *demand_json(const struct pod_res *d, size_t n)
+static yyjson_mut_val *demand_json(yyjson_mut_doc *doc, const struct pod_res *d, size_t n)
 {
-    json_t *o = json_object();
+    yyjson_mut_val *o = yyjson_mut_obj(doc);
 
-    for (size_t i = 0; i < n; i++)
-        json_object_set_new(o, d[i].name, json_integer(d[i].n));
+    for (size_t i = 0; o != NULL && i < n; i++) {
+        if (dump_put(doc, o, d[i].name, yyjson_mut_sint(doc, d[i].n)) < 0)
+            return NULL;
+    }
     return o;
 }
 
-static void dump_nodes(struct cluster *c, json_t *out, double now)
+static int dump_nodes(struct cluster *c, yyjson_mut_doc *doc, yyjson_mut_val *out, double now)
 {
     const struct table *t = &c->kinds[CLUSTER_NODES];
 
     for (size_t i = 0; i < t->n_buckets; i++) {
         for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
             const struct node *n = e->value;
-            json_t *taints = json_array();
+            yyjson_mut_val *taints = yyjson_mut_arr(doc), *tv, *cap, *alloc, *used;
 
-            for (size_t k = 0; k < n->n_taints; k++)
-                json_array_append_new(taints,
-                                      json_pack("{s:s, s:s, s:s}", "key", n->taints[k].key, "value",
-                                                n->taints[k].value, "effect", n->taints[k].effect));
-            json_object_set_new(out, e->key,
-                                json_pack("{s:b, s:b, s:O, s:o, s:o, s:o, s:o}", "ready", n->ready,
-                                          "unschedulable", n->unschedulable, "labels", n->labels,
-                                          "taints", taints, "capacity", amounts_json(n, 0, c, now),
-                                          "allocatable", amounts_json(n, 1, c, now), "used",
-                                          amounts_json(n, 2, c, now)));
+            for (size_t k = 0; taints != NULL && k < n->n_taints; k++) {
+                tv = json_pack(doc, "{s:s, s:s, s:s}", "key", n->taints[k].key, "value",
+                               n->taints[k].value, "effect", n->taints[k].effect);
+                if (tv == NULL || !yyjson_mut_arr_append(taints, tv))
+                    return -1;
+            }
+            cap = amounts_json(doc, n, 0, c, now);
+            alloc = amounts_json(doc, n, 1, c, now);
+            used = amounts_json(doc, n, 2, c, now);
+            if (taints == NULL || cap == NULL || alloc == NULL || used == NULL ||
+                dump_put(doc, out, e->key,
+                         json_pack(doc, "{s:b, s:b, s:V, s:o, s:o, s:o, s:o}", "ready", n->ready,
+                                   "unschedulable", n->unschedulable, "labels", n->labels,
+                                   "taints", taints, "capacity", cap, "allocatable", alloc,
+                                   "used", used)) < 0)
+                return -1;
         }
+    }
+    return 0;
+}
+
+/* One record of kind k (not a node) into the dump's object of its kind. */
+static int dump_record(yyjson_mut_doc *doc, yyjson_mut_val *pods, yyjson_mut_val *classes,
+                       yyjson_mut_val *workloads, int k, const struct table_entry *e)
+{
+    char key[600];
+
+    if (k == CLUSTER_PODS) {
+        const struct vpod *v = e->value;
+        yyjson_mut_val *dj = demand_json(doc, v->demand, v->n_demand);
+
+        return dj == NULL ? -1
+                          : dump_put(doc, pods, e->key,
+                                     json_pack(doc, "{s:s, s:I, s:o}", "node", v->node,
+                                               "priority", (int64_t)v->priority, "demand", dj));
+    }
+    if (k == CLUSTER_PRIORITYCLASSES) {
+        const struct vclass *v = e->value;
+
+        return dump_put(doc, classes, e->key,
+                        json_pack(doc, "{s:I, s:s, s:b}", "value", (int64_t)v->value,
+                                  "preemptionPolicy", v->preempt ? "PreemptLowerPriority" : "Never",
+                                  "globalDefault", v->global_default));
+    }
+    {
+        const struct workload *w = e->value;
+        struct pod_demand dm;
+        struct diag d;
+        yyjson_mut_val *dj = yyjson_mut_obj(doc);
+
+        if (dj == NULL)
+            return -1;
+        diag_clear(&d);
+        if (pod_gpu_demand(yyjson_obj_get(w->spec, "template"), NULL, &dm, &d) == 0)
+            for (size_t r = 0; r < dm.n; r++)
+                if (dump_put(doc, dj, dm.r[r].name,
+                             yyjson_mut_sint(doc, (dm.r[r].milli + 999) / 1000)) < 0)
+                    return -1;
+        snprintf(key, sizeof(key), "%s/%s", kinds[k].object, e->key);
+        return dump_put(doc, workloads, key,
+                        json_pack(doc, "{s:I, s:o}", "replicas", (int64_t)w->replicas, "demand",
+                                  dj));
     }
 }
 
-json_t *cluster_dump(struct cluster *c)
+yyjson_mut_doc *cluster_dump(struct cluster *c)
 {
-    json_t *nodes = json_object(), *pods = json_object(), *classes = json_object();
-    json_t *workloads = json_object(), *out;
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *nodes, *pods, *classes, *workloads, *out = NULL;
     double now = cluster_now();
-    char key[600];
+    int rc = -1;
 
+    if (doc == NULL)
+        return NULL;
+    nodes = yyjson_mut_obj(doc);
+    pods = yyjson_mut_obj(doc);
+    classes = yyjson_mut_obj(doc);
+    workloads = yyjson_mut_obj(doc);
     pthread_rwlock_rdlock(&c->lock);
-    dump_nodes(c, nodes, now);
-    for (int k = CLUSTER_PODS; k < CLUSTER_KINDS; k++) {
-        const struct table *t = &c->kinds[k];
+    if (nodes != NULL && pods != NULL && classes != NULL && workloads != NULL &&
+        dump_nodes(c, doc, nodes, now) == 0) {
+        rc = 0;
+        for (int k = CLUSTER_PODS; rc == 0 && k < CLUSTER_KINDS; k++) {
+            const struct table *t = &c->kinds[k];
 
-        for (size_t i = 0; i < t->n_buckets; i++) {
-            for (struct table_entry *e = t->buckets[i]; e; e = e->next) {
-                if (k == CLUSTER_PODS) {
-                    const struct vpod *v = e->value;
-
-                    json_object_set_new(pods, e->key,
-                                        json_pack("{s:s, s:I, s:o}", "node", v->node, "priority",
-                                                  (json_int_t)v->priority, "demand",
-                                                  demand_json(v->demand, v->n_demand)));
-                } else if (k == CLUSTER_PRIORITYCLASSES) {
-                    const struct vclass *v = e->value;
-
-                    json_object_set_new(classes, e->key,
-                                        json_pack("{s:I, s:s, s:b}", "value", (json_int_t)v->value,
-                                                  "preemptionPolicy",
-                                                  v->preempt ? "PreemptLowerPriority" : "Never",
-                                                  "globalDefault", v->global_default));
-                } else {
-                    const struct workload *w = e->value;
-                    struct pod_demand dm;
-                    struct diag d;
-                    json_t *dj = json_object();
-
-                    diag_clear(&d);
-                    if (pod_gpu_demand(json_object_get(w->spec, "template"), NULL, &dm, &d) == 0)
-                        for (size_t r = 0; r < dm.n; r++)
-                            json_object_set_new(dj, dm.r[r].name,
-                                                json_integer((dm.r[r].milli + 999) / 1000));
-                    snprintf(key, sizeof(key), "%s/%s", kinds[k].object, e->key);
-                    json_object_set_new(
-                        workloads, key,
-                        json_pack("{s:I, s:o}", "replicas", (json_int_t)w->replicas, "demand", dj));
-                }
-            }
+            for (size_t i = 0; rc == 0 && i < t->n_buckets; i++)
+                for (struct table_entry *e = t->buckets[i]; rc == 0 && e; e = e->next)
+                    rc = dump_record(doc, pods, classes, workloads, k, e);
         }
     }
-    out = json_pack("{s:b, s:f, s:o, s:o, s:o, s:o}", "synced", true, "age_s", 0.0, "nodes", nodes,
-                    "pods", pods, "priorityClasses", classes, "workloads", workloads);
     pthread_rwlock_unlock(&c->lock);
-    if (out != NULL) {
-        json_object_set_new(out, "synced", json_boolean(cluster_synced(c)));
-        json_object_set_new(out, "age_s", json_real(cluster_age_s(c)));
+    /* synced and age_s take the lock themselves */
+    if (rc == 0)
+        out = json_pack(doc, "{s:b, s:f, s:o, s:o, s:o, s:o}", "synced", cluster_synced(c),
+                        "age_s", cluster_age_s(c), "nodes", nodes, "pods", pods,
+                        "priorityClasses", classes, "workloads", workloads);
+    if (out == NULL) {
+        yyjson_mut_doc_free(doc);
+        return NULL;
     }
-    return out;
+    yyjson_mut_doc_set_root(doc, out);
+    return doc;
 }
 
 /* ---- snapshot ---- */
 
-static int load_object(struct cluster *c, const json_t *obj, struct diag *d)
+/* One object of a snapshot, or a List of them (recursion bounded: the document's depth is
+ * capped). */
+static int load_object(struct cluster *c, yyjson_val *obj, struct diag *d)
 {
-    const json_t *items;
-    size_t i;
-    const json_t *it;
+    yyjson_val *items;
+    size_t i, max;
+    yyjson_val *it;
     int k;
     struct diag one;
 
-    if (strcmp(str_at(obj, "kind"), "List") == 0 || json_object_get(obj, "items") != NULL) {
-        items = json_object_get(obj, "items");
-        json_array_foreach (items, i, it) {
+    if (strcmp(str_at(obj, "kind"), "List") == 0 || yyjson_obj_get(obj, "items") != NULL) {
+        items = yyjson_obj_get(obj, "items");
+        yyjson_arr_foreach(items, i, max, it)
+        {
             if (load_object(c, it, d) < 0)
                 return -1;
         }
@@ -1772,14 +1988,46 @@ static int load_object(struct cluster *c, const json_t *obj, struct diag *d)
     return 0;
 }
 
+/* A read error of the document at off of buf, placed in the whole file: line and column
+ * counted from the file's start, in d and in the message. */
+static void snapshot_error(const char *path, const char *buf, size_t off, const struct diag *e,
+                           struct diag *d)
+{
+    unsigned line = e->line, col = e->column;
+    const char *rest = NULL;
+    size_t bol = 0;
+
+    if (line > 0) {
+        unsigned before = 0;
+
+        for (size_t i = 0; i < off; i++) {
+            if (buf[i] == '\n') {
+                before++;
+                bol = i + 1;
+            }
+        }
+        if (line == 1)
+            col += (unsigned)(off - bol); /* the document starts mid-line */
+        line += before;
+        /* "invalid JSON at L:C: what": the position again, now the file's */
+        if (strncmp(e->msg, "invalid JSON at ", 16) == 0 && (rest = strstr(e->msg + 16, ": ")))
+            rest += 2;
+    }
+    if (rest != NULL)
+        diag_set(d, path, line, col, "not kubectl's JSON output: invalid JSON at %u:%u: %s", line,
+                 col, rest);
+    else
+        diag_set(d, path, line, col, "not kubectl's JSON output: %s", e->msg);
+}
+
 int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d)
 {
     FILE *f = NULL;
     char *buf = NULL;
     long size;
     size_t off = 0;
-    json_t *doc;
-    json_error_t jerr;
+    yyjson_doc *doc;
+    yyjson_val *root;
     struct diag one;
     int rc = -1;
 
@@ -1794,11 +2042,13 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d)
                  (unsigned long)CLUSTER_SNAPSHOT_MAX_BYTES);
         goto out;
     }
-    buf = malloc((size_t)size + 1);
+    /* zero padding after the data: the documents are read in place */
+    buf = malloc((size_t)size + YYJSON_PADDING_SIZE);
     if (buf == NULL || fread(buf, 1, (size_t)size, f) != (size_t)size) {
         diag_set(d, path, 0, 0, "cannot read the whole file");
         goto out;
     }
+    memset(buf + size, 0, YYJSON_PADDING_SIZE);
     for (int k = 0; k < CLUSTER_KINDS; k++)
         cluster_list_begin(c, (enum cluster_kind)k);
     /* one List, or several documents one after another (kubectl output appended) */
@@ -1807,17 +2057,25 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d)
             off++;
         if (off == (size_t)size)
             break;
-        doc = json_loadb(buf + off, (size_t)size - off, JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL,
-                         &jerr);
+        diag_clear(&one);
+        /* arrays are read and skipped (as before yyjson); a scalar is no kubectl output */
+        doc = json_read(buf + off, (size_t)size - off,
+                        JSON_READ_PREFIX | JSON_READ_INSITU | JSON_READ_ANY_ROOT,
+                        CLUSTER_JSON_DEPTH_MAX, NULL, &one);
+        root = yyjson_doc_get_root(doc);
+        if (doc != NULL && !yyjson_is_ctn(root)) {
+            diag_set(&one, NULL, 0, 0, "expected an object, got %s", json_type_desc(root));
+            yyjson_doc_free(doc);
+            doc = NULL;
+        }
         if (doc == NULL) {
-            diag_set(d, path, (unsigned)jerr.line, (unsigned)jerr.column,
-                     "not kubectl's JSON output: %s", jerr.text);
+            snapshot_error(path, buf, off, &one, d);
             goto out;
         }
-        off += jerr.position;
+        off += yyjson_doc_get_read_size(doc);
         diag_clear(&one);
-        rc = load_object(c, doc, &one);
-        json_decref(doc);
+        rc = load_object(c, root, &one);
+        yyjson_doc_free(doc);
         if (rc < 0) {
             diag_set(d, path, 0, 0, "%s", one.msg);
             goto out;
@@ -1835,12 +2093,12 @@ out:
     return rc;
 }
 
-json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
-                                  const char *name, int64_t *replicas)
+yyjson_doc *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
+                                      const char *name, int64_t *replicas)
 {
     char key[512];
     const struct workload *w;
-    json_t *out = NULL;
+    yyjson_doc *out = NULL;
 
     if (k < CLUSTER_REPLICASETS || k >= CLUSTER_KINDS)
         return NULL;
@@ -1848,7 +2106,7 @@ json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const 
     pthread_rwlock_rdlock(&c->lock);
     w = table_get(&c->kinds[k], key);
     if (w != NULL) {
-        out = json_deep_copy(json_object_get(w->spec, "template"));
+        out = json_keep(yyjson_obj_get(w->spec, "template"));
         *replicas = w->replicas;
     }
     pthread_rwlock_unlock(&c->lock);
@@ -1856,7 +2114,7 @@ json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const 
 }
 
 int cluster_node_is(struct cluster *c, const char *name,
-                    bool (*gpu_labels)(const json_t *labels, void *arg),
+                    bool (*gpu_labels)(yyjson_val *labels, void *arg),
                     bool (*gpu_res)(const char *res, void *arg), void *arg)
 {
     const struct node *n;
@@ -1875,8 +2133,8 @@ int cluster_node_is(struct cluster *c, const char *name,
 }
 
 void cluster_nodes_matching(struct cluster *c,
-                            bool (*match)(const char *name, const json_t *labels, void *arg),
-                            bool (*gpu_labels)(const json_t *labels, void *arg),
+                            bool (*match)(const char *name, yyjson_val *labels, void *arg),
+                            bool (*gpu_labels)(yyjson_val *labels, void *arg),
                             bool (*gpu_res)(const char *res, void *arg), void *arg, size_t *matched,
                             size_t *gpu)
 {
@@ -1911,15 +2169,15 @@ int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *r
     for (size_t b = 0; b < t->n_buckets && rc != 1; b++) {
         for (const struct table_entry *e = t->buckets[b]; e != NULL && rc != 1; e = e->next) {
             const struct node *nd = e->value;
-            const char *v;
+            yyjson_val *v;
             bool offered = false;
 
             for (size_t i = 0; i < nd->n_res && !offered; i++)
                 offered = node_res_offered(&nd->res[i]) && offers(nd->res[i].name, arg);
             if (!offered)
                 continue;
-            v = json_string_value(json_object_get(nd->labels, key));
-            rc = v != NULL && strcmp(v, value) == 0 ? 1 : 0;
+            v = yyjson_obj_get(nd->labels, key);
+            rc = json_str_is(v, value) ? 1 : 0;
         }
     }
     pthread_rwlock_unlock(&c->lock);

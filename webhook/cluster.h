@@ -15,11 +15,11 @@
 #ifndef GPUADMIT_CLUSTER_H
 #define GPUADMIT_CLUSTER_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <yyjson.h>
 
 #include "diag.h"
 #include "limits.h"
@@ -58,14 +58,14 @@ const char *cluster_kind_selector(enum cluster_kind k);
 /* A (re)list of one kind, page by page: everything of kind k not passed to _items between
  * _begin and _end is dropped at _end. items is a JSON array of objects (a page's "items"). */
 void cluster_list_begin(struct cluster *c, enum cluster_kind k);
-int cluster_list_items(struct cluster *c, enum cluster_kind k, const json_t *items, struct diag *d);
+int cluster_list_items(struct cluster *c, enum cluster_kind k, yyjson_val *items, struct diag *d);
 void cluster_list_end(struct cluster *c, enum cluster_kind k);
 
 /* One watch event. type is "ADDED", "MODIFIED" or "DELETED" (DELETED carries the object's last
  * state). An object that no longer qualifies (a pod that finished, a workload whose template
  * stopped requesting GPUs) is dropped. -1 with d filled for an object without the fields an
  * event needs (metadata.name): the view is unchanged then. */
-int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, const json_t *obj,
+int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjson_val *obj,
                   struct diag *d);
 
 /* The source of kind k is known good now (listed, or a watch delivered an event or bookmark or
@@ -85,8 +85,9 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d);
 
 /* A copy of the pod template spec of the GPU-requesting workload NS/NAME of kind k (a workload
  * kind), and its replicas; NULL when the view holds no such workload (it does not exist, or
- * its template requests no extended resource). New reference. */
-json_t *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
+ * its template requests no extended resource). A new document (yyjson_doc_free()) whose root
+ * is the spec. */
+yyjson_doc *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
                                   const char *name, int64_t *replicas);
 
 /* The key an admission's reservation is made under, from "resource/namespace/name"
@@ -100,15 +101,15 @@ bool cluster_priority_class(struct cluster *c, const char *name, int64_t *value,
  * an extended resource for which gpu_res(name, arg) holds, 0 when neither, -1 when the view
  * has no such node. The callbacks run under the view's read lock. */
 int cluster_node_is(struct cluster *c, const char *name,
-                    bool (*gpu_labels)(const json_t *labels, void *arg),
+                    bool (*gpu_labels)(yyjson_val *labels, void *arg),
                     bool (*gpu_res)(const char *res, void *arg), void *arg);
 
 /* Over the view's nodes for which match(node name, its labels, arg) holds: how many, into
  * *matched, and how many of them are GPU nodes (as cluster_node_is), into *gpu. The callbacks
  * run under the view's read lock. */
 void cluster_nodes_matching(struct cluster *c,
-                            bool (*match)(const char *name, const json_t *labels, void *arg),
-                            bool (*gpu_labels)(const json_t *labels, void *arg),
+                            bool (*match)(const char *name, yyjson_val *labels, void *arg),
+                            bool (*gpu_labels)(yyjson_val *labels, void *arg),
                             bool (*gpu_res)(const char *res, void *arg), void *arg, size_t *matched,
                             size_t *gpu);
 
@@ -132,7 +133,8 @@ struct cluster_resource_total {
 size_t cluster_totals(struct cluster *c, size_t *nodes, bool (*keep)(const char *name, void *arg),
                       void *arg, struct cluster_resource_total *out, size_t max);
 
-/* The whole view as JSON, for tests and debugging (new reference). */
-json_t *cluster_dump(struct cluster *c);
+/* The whole view as JSON, for tests and debugging: the root of a new document of its own
+ * (free with yyjson_mut_doc_free(), which the value's doc, yyjson_mut_val's owner, is). */
+yyjson_mut_doc *cluster_dump(struct cluster *c);
 
 #endif

@@ -2,14 +2,17 @@
  * cluster_view.h: the records of the cluster view, for its two owners: cluster.c, which keeps
  * them current, and capacity.c, which reads them under the view's read lock. Nothing else
  * includes this header.
+ *
+ * JSON kept by a record lives in documents of its own (yyjson): never a pointer into a list page
+ * or a watch event, which are freed once read.
  */
 #ifndef GPUADMIT_CLUSTER_VIEW_H
 #define GPUADMIT_CLUSTER_VIEW_H
 
-#include <jansson.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <yyjson.h>
 
 #include "cluster.h"
 #include "limits.h"
@@ -73,7 +76,8 @@ struct node {
     char *name;
     bool ready;
     bool unschedulable;
-    json_t *labels; /* owned object */
+    yyjson_doc *labels_doc; /* owned: the labels, copied out of the event or page */
+    yyjson_val *labels;     /* its root, an object (empty when the node has none) */
     struct node_taint *taints;
     size_t n_taints;
     struct node_res *res;
@@ -125,6 +129,13 @@ struct vclass {
     bool global_default;
 };
 
+/* An immutable document that records share (a workload record and its waiter), freed with its
+ * last reference; references change under the write lock only. */
+struct vdoc {
+    yyjson_doc *doc;
+    unsigned refs;
+};
+
 /* Pods that wait for GPUs, per controller: the scheduler's queue gives free GPUs to the
  * Pending pods already in it (ordered by priority, kubernetes/kubernetes
  * pkg/scheduler/backend/queue/scheduling_queue.go), and a controller creates the replicas it
@@ -134,7 +145,9 @@ struct vclass {
 struct waiter {
     char *key;                   /* "ReplicaSet/NS/NAME" (StatefulSet, Job) of the controller, or
                                     "Pod/NS/NAME" of an unbound pod of none */
-    json_t *spec;                /* the trimmed pod template spec of its pods; NULL until known */
+    yyjson_val *spec;            /* the trimmed pod template spec of its pods (in spec_doc);
+                                    NULL until known */
+    struct vdoc *spec_doc;       /* one reference to the document spec lies in */
     uint64_t place;              /* a hash of the spec's nodeSelector, affinity and tolerations */
     char res[RESOURCE_NAME_MAX]; /* the first GPU resource its pods ask for */
     int64_t per_pod;             /* how much of it */
@@ -177,8 +190,9 @@ struct workload {
                               completions to go), 0 suspended); -1 for a Deployment, whose
                               ReplicaSets own its pods */
     struct waiter *waiter; /* the entry it sets wants on, or NULL */
-    json_t *spec; /* owned: the parts of the workload's spec a decision needs, the pod template
-                     spec under "template" */
+    struct vdoc *spec_doc; /* one reference: the parts of the workload's spec a decision needs,
+                              the pod template spec under "template" */
+    yyjson_val *spec;      /* its root */
     char *owner_deployment; /* a ReplicaSet's controlling Deployment, or NULL */
 };
 

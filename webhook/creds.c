@@ -178,8 +178,8 @@ static void log_expiry(struct creds *c, time_t not_after, time_t now, bool remin
         return;
     c->expiry_warned = now;
     log_event(LOG_WARN, "serving certificate expires soon",
-              json_pack("{s:s, s:I, s:f}", "cert", c->cert_path, "not_after", (json_int_t)not_after,
-                        "days_left", days));
+              "{s:s, s:I, s:f}", "cert", c->cert_path, "not_after", (int64_t)not_after,
+              "days_left", days);
 }
 
 struct creds *creds_new(const char *cert_path, const char *key_path, struct diag *d)
@@ -395,8 +395,8 @@ static void poll_client_ca(struct creds *c, bool force, time_t now)
     fresh = caset_load(c->ca_path, &d);
     if (fresh == NULL) {
         log_event(LOG_ERROR, "new client CA refused; the previous one stays in use",
-                  json_pack("{s:s, s:s}", "client_ca", c->ca_path, "error",
-                            diag_format(&d, msg, sizeof(msg))));
+                  "{s:s, s:s}", "client_ca", c->ca_path, "error",
+                  diag_format(&d, msg, sizeof(msg)));
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -408,7 +408,7 @@ static void poll_client_ca(struct creds *c, bool force, time_t now)
     old->next_retired = c->ca_retired;
     c->ca_retired = old;
     log_event(LOG_INFO, "client CA reloaded",
-              json_pack("{s:s, s:i}", "client_ca", c->ca_path, "certificates", (int)fresh->count));
+              "{s:s, s:i}", "client_ca", c->ca_path, "certificates", (int)fresh->count);
 }
 
 /* true when the leaf's subject CN or one of its DNS names is one of c's names. DNS names
@@ -545,8 +545,8 @@ int creds_poll(struct creds *c, bool force)
     fresh = credset_load(c->cert_path, c->key_path, &d);
     if (fresh == NULL) {
         log_event(LOG_ERROR, "new serving certificate refused; the previous one stays in use",
-                  json_pack("{s:s, s:s, s:s}", "cert", c->cert_path, "key", c->key_path, "error",
-                            diag_format(&d, msg, sizeof(msg))));
+                  "{s:s, s:s, s:s}", "cert", c->cert_path, "key", c->key_path, "error",
+                  diag_format(&d, msg, sizeof(msg)));
         return -1;
     }
     pthread_mutex_lock(&c->lock);
@@ -558,7 +558,7 @@ int creds_poll(struct creds *c, bool force)
     c->retired = old;
     log_event(
         LOG_INFO, "serving certificate reloaded",
-        json_pack("{s:s, s:I}", "cert", c->cert_path, "not_after", (json_int_t)fresh->not_after));
+        "{s:s, s:I}", "cert", c->cert_path, "not_after", (int64_t)fresh->not_after);
     log_expiry(c, fresh->not_after, now, false);
     return 1;
 }

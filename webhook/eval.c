@@ -15,9 +15,44 @@
 #include <string.h>
 
 #include "capacity.h"
+#include "json.h"
 #include "log.h"
 #include "patch.h"
 #include "pod.h"
+
+/*
+ * Reading the review (YYJSON.md §2). Values are the review's immutable yyjson_val *, its depth
+ * capped by review_decode() (so yyjson_equals may recurse on them). Arrays are walked once with
+ * ARR_EACH (yyjson_arr_get is O(i)); integers go through json_int64(), never the unchecked
+ * yyjson_get_sint. Strings may hold a NUL ("\u0000"): the string values here are compared as C
+ * strings (up to the NUL), as under jansson, except where a NUL could turn a value the rules must
+ * refuse into one they let pass (NVIDIA_VISIBLE_DEVICES "void\u0000all" is not "void"): those
+ * compare byte for byte (json_str_is). Keys holding a NUL (jansson refused them at parse) are
+ * skipped by OBJ_EACH: no label, annotation or resource name can hold one, so such a key matches
+ * nothing a rule looks for.
+ */
+#define ARR_EACH(arr, i, v)                                                                        \
+    for (yyjson_arr_iter i##_it = yyjson_arr_iter_with(arr);                                       \
+         ((v) = yyjson_arr_iter_next(&i##_it)) != NULL && ((i) = i##_it.idx - 1, (void)(i), true);)
+
+struct obj_each {
+    yyjson_obj_iter it;
+    yyjson_val *k;
+};
+
+/* The next member of it whose key holds no NUL, into e->k; false at the end. */
+static inline bool obj_each_next(struct obj_each *e)
+{
+    while ((e->k = yyjson_obj_iter_next(&e->it)) != NULL)
+        if (strlen(yyjson_get_str(e->k)) == yyjson_get_len(e->k))
+            return true;
+    return false;
+}
+
+#define OBJ_EACH(obj, key, v)                                                                      \
+    for (struct obj_each key##_e = {yyjson_obj_iter_with(obj), NULL};                              \
+         obj_each_next(&key##_e) &&                                                                \
+         ((key) = yyjson_get_str(key##_e.k), (v) = yyjson_obj_iter_get_val(key##_e.k), true);)
 
 #define MSG_MAX 1024
 
@@ -34,11 +69,11 @@ struct target {
 /* Who is asking, about what: the inputs of match/exclude. */
 struct who {
     const char *ns;
-    const json_t *labels;
+    yyjson_val *labels;
     const char *user;
-    const json_t *groups;
+    yyjson_val *groups;
     char sa[256]; /* "NAMESPACE/NAME" or "" */
-    const json_t *owners;
+    yyjson_val *owners;
     const char *owner_kind;
 };
 
@@ -50,8 +85,8 @@ struct ctx {
     const struct review *r;
     const struct target *t;
     struct patch *pt;      /* working copy; NULL on /validate */
-    json_t *object;        /* the object judged: the working copy on /mutate */
-    json_t *spec;          /* the pod spec inside object */
+    yyjson_val *object;    /* the object judged: the working copy's latest copy on /mutate */
+    yyjson_val *spec;      /* the pod spec inside object */
     bool fix;              /* this rule may patch */
     char problem[MSG_MAX]; /* problems left as they are */
     char fixable[MSG_MAX]; /* problems this rule's patch fixed */
@@ -211,11 +246,11 @@ static bool glob_any(const struct strlist *l, const char *s)
     return s != NULL && pod_glob_any(l, s);
 }
 
-static bool selector_matches(const struct label_selector *sel, const json_t *labels)
+static bool selector_matches(const struct label_selector *sel, yyjson_val *labels)
 {
     for (size_t i = 0; i < sel->n; i++) {
         const struct label_req *q = &sel->reqs[i];
-        const char *v = json_string_value(json_object_get(labels, q->key));
+        const char *v = json_str(yyjson_obj_get(labels, q->key));
         bool in = false;
 
         for (size_t k = 0; v != NULL && k < q->values.n; k++)
@@ -242,13 +277,13 @@ static bool selector_matches(const struct label_selector *sel, const json_t *lab
     return true;
 }
 
-static bool groups_any(const struct strlist *l, const json_t *groups)
+static bool groups_any(const struct strlist *l, yyjson_val *groups)
 {
     size_t i;
-    const json_t *g;
+    yyjson_val *g;
 
-    json_array_foreach (groups, i, g) {
-        if (glob_any(l, json_string_value(g)))
+    ARR_EACH(groups, i, g) {
+        if (glob_any(l, json_str(g)))
             return true;
     }
     return false;
@@ -268,15 +303,15 @@ static bool controller_identity(const char *user)
 static bool owners_any(const struct strlist *l, const struct who *w)
 {
     size_t i;
-    const json_t *o;
+    yyjson_val *o;
 
     if (w->owner_kind != NULL && glob_any(l, w->owner_kind))
         return true;
     if (!controller_identity(w->user))
         return false;
-    json_array_foreach (w->owners, i, o) {
-        if (json_is_true(json_object_get(o, "controller")) &&
-            glob_any(l, json_string_value(json_object_get(o, "kind"))))
+    ARR_EACH(w->owners, i, o) {
+        if (yyjson_is_true(yyjson_obj_get(o, "controller")) &&
+            glob_any(l, json_str(yyjson_obj_get(o, "kind"))))
             return true;
     }
     return false;
@@ -310,18 +345,19 @@ static bool in_scope(const struct scope *s, const struct who *w)
            !(s->has_exclude && match_any(&s->exclude, w));
 }
 
-static void who_init(struct who *w, const struct review *r, const struct target *t, json_t *object)
+static void who_init(struct who *w, const struct review *r, const struct target *t,
+                     yyjson_val *object)
 {
     static const char sa_prefix[] = "system:serviceaccount:";
-    const json_t *meta = patch_get(object, t->meta_path);
+    yyjson_val *meta = patch_get(object, t->meta_path);
     const char *rest, *colon;
 
     memset(w, 0, sizeof(*w));
     w->ns = r->ns;
-    w->labels = json_object_get(meta, "labels");
+    w->labels = yyjson_obj_get(meta, "labels");
     w->user = r->username;
     w->groups = r->groups;
-    w->owners = t->is_pod ? json_object_get(meta, "ownerReferences") : NULL;
+    w->owners = t->is_pod ? yyjson_obj_get(meta, "ownerReferences") : NULL;
     w->owner_kind = t->owner_kind;
     if (strncmp(r->username, sa_prefix, sizeof(sa_prefix) - 1) == 0) {
         rest = r->username + sizeof(sa_prefix) - 1;
@@ -335,14 +371,14 @@ static void who_init(struct who *w, const struct review *r, const struct target 
 
 static const char *object_name(const struct review *r)
 {
-    const char *n = json_string_value(patch_get(r->object, "/metadata/name"));
+    const char *n = json_str(patch_get(r->object, "/metadata/name"));
 
     return n ? n : r->name;
 }
 
-static const char *container_name(const json_t *c)
+static const char *container_name(yyjson_val *c)
 {
-    const char *n = json_string_value(json_object_get(c, "name"));
+    const char *n = json_str(yyjson_obj_get(c, "name"));
     return n ? n : "";
 }
 
@@ -352,12 +388,12 @@ static bool label_matches(const struct node_label *l, const char *key, const cha
            (l->value == NULL || (value && strcmp(l->value, value) == 0));
 }
 
-static bool tolerates(const json_t *tol, const struct taint *t)
+static bool tolerates(yyjson_val *tol, const struct taint *t)
 {
-    const char *key = json_string_value(json_object_get(tol, "key"));
-    const char *op = json_string_value(json_object_get(tol, "operator"));
-    const char *val = json_string_value(json_object_get(tol, "value"));
-    const char *eff = json_string_value(json_object_get(tol, "effect"));
+    const char *key = json_str(yyjson_obj_get(tol, "key"));
+    const char *op = json_str(yyjson_obj_get(tol, "operator"));
+    const char *val = json_str(yyjson_obj_get(tol, "value"));
+    const char *eff = json_str(yyjson_obj_get(tol, "effect"));
     bool exists = op != NULL && strcmp(op, "Exists") == 0;
 
     if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
@@ -376,10 +412,10 @@ static bool tolerates(const json_t *tol, const struct taint *t)
  * (or an empty key with Exists). With operator Equal the value must match the taint's, but a
  * taint of any value ("value" absent in the policy) may well carry the very value the pod
  * names (GKE's "present", many installs' "true"): for "can it reach GPU nodes" that counts. */
-static bool may_tolerate(const json_t *tol, const struct taint *t)
+static bool may_tolerate(yyjson_val *tol, const struct taint *t)
 {
-    const char *key = json_string_value(json_object_get(tol, "key"));
-    const char *eff = json_string_value(json_object_get(tol, "effect"));
+    const char *key = json_str(yyjson_obj_get(tol, "key"));
+    const char *eff = json_str(yyjson_obj_get(tol, "effect"));
 
     if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
         return false;
@@ -395,16 +431,16 @@ static bool may_tolerate(const json_t *tol, const struct taint *t)
 }
 
 /* A toleration of every taint that keeps pods off GPU nodes (NoSchedule or NoExecute). */
-static bool tolerates_all_gpu_taints(const struct policy_doc *doc, const json_t *spec)
+static bool tolerates_all_gpu_taints(const struct policy_doc *doc, yyjson_val *spec)
 {
-    const json_t *tol;
+    yyjson_val *tol;
     size_t i;
 
     for (size_t t = 0; t < doc->n_gpu_taints; t++) {
         if (strcmp(doc->gpu_taints[t].effect, "PreferNoSchedule") == 0)
             continue;
-        json_array_foreach (json_object_get(spec, "tolerations"), i, tol) {
-            const char *key = json_string_value(json_object_get(tol, "key"));
+        ARR_EACH(yyjson_obj_get(spec, "tolerations"), i, tol) {
+            const char *key = json_str(yyjson_obj_get(tol, "key"));
 
             if ((key == NULL || key[0] == '\0') && tolerates(tol, &doc->gpu_taints[t]))
                 return true;
@@ -414,16 +450,16 @@ static bool tolerates_all_gpu_taints(const struct policy_doc *doc, const json_t 
 }
 
 /* The GPU taints the pod does not tolerate, into missing (at most max); how many. */
-static size_t untolerated(const struct policy_doc *doc, const json_t *spec,
+static size_t untolerated(const struct policy_doc *doc, yyjson_val *spec,
                           const struct taint **missing, size_t max)
 {
-    const json_t *tols = json_object_get(spec, "tolerations"), *tol;
+    yyjson_val *tols = yyjson_obj_get(spec, "tolerations"), *tol;
     size_t i, n = 0;
     bool ok;
 
     for (size_t t = 0; t < doc->n_gpu_taints && n < max; t++) {
         ok = false;
-        json_array_foreach (tols, i, tol) {
+        ARR_EACH(tols, i, tol) {
             ok = ok || tolerates(tol, &doc->gpu_taints[t]);
         }
         if (!ok)
@@ -436,14 +472,14 @@ static size_t untolerated(const struct policy_doc *doc, const json_t *spec,
  * all match a GPU node label), or with any_value one that lets it onto them (an In expression
  * naming a GPU node label's value among others: In [true, false] reaches GPU nodes as surely as
  * a second term does). */
-static bool term_on_gpu_label(const struct policy_doc *doc, const json_t *term, bool any_value)
+static bool term_on_gpu_label(const struct policy_doc *doc, yyjson_val *term, bool any_value)
 {
-    const json_t *exprs = json_object_get(term, "matchExpressions"), *e, *vals, *v;
+    yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions"), *e, *vals, *v;
     size_t i, k;
 
-    json_array_foreach (exprs, i, e) {
-        const char *key = json_string_value(json_object_get(e, "key"));
-        const char *op = json_string_value(json_object_get(e, "operator"));
+    ARR_EACH(exprs, i, e) {
+        const char *key = json_str(yyjson_obj_get(e, "key"));
+        const char *op = json_str(yyjson_obj_get(e, "operator"));
 
         if (key == NULL || op == NULL)
             continue;
@@ -457,39 +493,39 @@ static bool term_on_gpu_label(const struct policy_doc *doc, const json_t *term, 
                 return true;
             if (strcmp(op, "In") != 0)
                 continue;
-            vals = json_object_get(e, "values");
-            json_array_foreach (vals, k, v) {
-                if (any_value && label_matches(nl, key, json_string_value(v)))
+            vals = yyjson_obj_get(e, "values");
+            ARR_EACH(vals, k, v) {
+                if (any_value && label_matches(nl, key, json_str(v)))
                     return true;
-                all = all && label_matches(nl, key, json_string_value(v));
+                all = all && label_matches(nl, key, json_str(v));
             }
-            if (all && json_array_size(vals) > 0)
+            if (all && yyjson_arr_size(vals) > 0)
                 return true;
         }
     }
     return false;
 }
 
-static const json_t *required_terms(const json_t *spec)
+static yyjson_val *required_terms(yyjson_val *spec)
 {
-    return json_object_get(
-        json_object_get(json_object_get(json_object_get(spec, "affinity"), "nodeAffinity"),
+    return yyjson_obj_get(
+        yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity"),
                         "requiredDuringSchedulingIgnoredDuringExecution"),
         "nodeSelectorTerms");
 }
 
 /* Whether every node the pod may land on is a GPU node; why, in words, into why. */
 /* Whether the nodeSelector names a GPU node label; which, in words, into why. */
-static bool selects_gpu_label(const struct policy_doc *doc, const json_t *spec, char *why,
+static bool selects_gpu_label(const struct policy_doc *doc, yyjson_val *spec, char *why,
                               size_t len)
 {
-    const json_t *sel = json_object_get(spec, "nodeSelector"), *v;
+    yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *v;
     const char *key;
 
-    json_object_foreach ((json_t *)sel, key, v) {
+    OBJ_EACH(sel, key, v) {
         for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
-            if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v))) {
-                snprintf(why, len, "nodeSelector %s=%s", key, json_string_value(v));
+            if (label_matches(&doc->gpu_node_labels[l], key, json_str(v))) {
+                snprintf(why, len, "nodeSelector %s=%s", key, json_str(v));
                 return true;
             }
         }
@@ -497,17 +533,17 @@ static bool selects_gpu_label(const struct policy_doc *doc, const json_t *spec, 
     return false;
 }
 
-static bool confined(const struct policy_doc *doc, const json_t *spec, char *why, size_t len)
+static bool confined(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
 {
-    const json_t *terms, *term;
+    yyjson_val *terms, *term;
     size_t i;
     bool all;
 
     if (selects_gpu_label(doc, spec, why, len))
         return true;
     terms = required_terms(spec);
-    all = json_array_size(terms) > 0;
-    json_array_foreach (terms, i, term) {
+    all = yyjson_arr_size(terms) > 0;
+    ARR_EACH(terms, i, term) {
         all = all && term_on_gpu_label(doc, term, false);
     }
     if (all)
@@ -527,52 +563,53 @@ static bool confined(const struct policy_doc *doc, const json_t *spec, char *why
  * void"), and a set variable, empty or not, also stops the legacy CUDA_VERSION default of
  * "all". An entry with neither value nor valueFrom is the empty string. valueFrom is unknown
  * here and is counted with every other value. */
-static const json_t *visible_devices_entry(const json_t *c)
+static yyjson_val *visible_devices_entry(yyjson_val *c)
 {
-    const json_t *env = json_object_get(c, "env"), *e;
+    yyjson_val *env = yyjson_obj_get(c, "env"), *e;
     size_t i;
 
-    json_array_foreach (env, i, e) {
-        const char *n = json_string_value(json_object_get(e, "name"));
-        const char *v = json_string_value(json_object_get(e, "value"));
+    ARR_EACH(env, i, e) {
+        yyjson_val *v = yyjson_obj_get(e, "value");
 
-        if (n == NULL || strcmp(n, "NVIDIA_VISIBLE_DEVICES") != 0)
+        /* byte for byte: "void\u0000all" is a value other than void */
+        if (!json_str_is(yyjson_obj_get(e, "name"), "NVIDIA_VISIBLE_DEVICES"))
             continue;
-        if (json_object_get(e, "valueFrom") == NULL &&
-            (v == NULL || v[0] == '\0' || strcmp(v, "void") == 0 || strcmp(v, "none") == 0))
+        if (yyjson_obj_get(e, "valueFrom") == NULL &&
+            (!yyjson_is_str(v) || json_str_is(v, "") || json_str_is(v, "void") ||
+             json_str_is(v, "none")))
             continue;
         return e;
     }
     return NULL;
 }
 
-static bool env_sets_visible_devices(const json_t *c)
+static bool env_sets_visible_devices(yyjson_val *c)
 {
     return visible_devices_entry(c) != NULL;
 }
 
 /* How a container's NVIDIA_VISIBLE_DEVICES is set, for messages: "=\"all\"", " from valueFrom"
  * (an entry with neither value nor valueFrom is the empty string). */
-static void visible_devices_value(const json_t *c, char *out, size_t len)
+static void visible_devices_value(yyjson_val *c, char *out, size_t len)
 {
-    const json_t *e = visible_devices_entry(c);
-    const char *v = json_string_value(json_object_get(e, "value"));
+    yyjson_val *e = visible_devices_entry(c);
+    const char *v = json_str(yyjson_obj_get(e, "value"));
 
-    if (json_object_get(e, "valueFrom") != NULL)
+    if (yyjson_obj_get(e, "valueFrom") != NULL)
         snprintf(out, len, " from valueFrom");
     else
         snprintf(out, len, "=\"%.64s\"", v ? v : "");
 }
 
 /* Calls fn on every container and init container until it returns true; that container. */
-static const json_t *find_container(const json_t *spec, bool (*fn)(const json_t *))
+static yyjson_val *find_container(yyjson_val *spec, bool (*fn)(yyjson_val *))
 {
     static const char *const lists[] = {"containers", "initContainers"};
-    const json_t *c;
+    yyjson_val *c;
     size_t i;
 
     for (size_t l = 0; l < 2; l++) {
-        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
+        ARR_EACH(yyjson_obj_get(spec, lists[l]), i, c) {
             if (fn(c))
                 return c;
         }
@@ -581,24 +618,24 @@ static const json_t *find_container(const json_t *spec, bool (*fn)(const json_t 
 }
 
 /* Why the pod targets GPU nodes, or false. */
-static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, char *why,
+static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, char *why,
                               size_t len)
 {
-    const json_t *tols, *tol, *v;
+    yyjson_val *tols, *tol, *v;
     const char *rc;
     size_t i;
 
     if (selects_gpu_label(doc, spec, why, len))
         return true;
-    json_array_foreach (required_terms(spec), i, v) {
+    ARR_EACH(required_terms(spec), i, v) {
         if (term_on_gpu_label(doc, v, true)) {
             snprintf(why, len, "required node affinity on GPU node labels");
             return true;
         }
     }
-    tols = json_object_get(spec, "tolerations");
+    tols = yyjson_obj_get(spec, "tolerations");
     for (size_t t = 0; t < doc->n_gpu_taints; t++) {
-        json_array_foreach (tols, i, tol) {
+        ARR_EACH(tols, i, tol) {
             if (may_tolerate(tol, &doc->gpu_taints[t])) {
                 snprintf(why, len, "tolerates %s:%s", doc->gpu_taints[t].key,
                          doc->gpu_taints[t].effect);
@@ -608,7 +645,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
     }
     /* globs, as the webhook configurations' matchConditions (runtimeClassName.startsWith):
      * the GPU Operator makes nvidia, nvidia-cdi and nvidia-legacy */
-    rc = json_string_value(json_object_get(spec, "runtimeClassName"));
+    rc = json_str(yyjson_obj_get(spec, "runtimeClassName"));
     if (rc != NULL && pod_glob_any(&doc->gpu_runtime_classes, rc)) {
         snprintf(why, len, "runtimeClassName %s", rc);
         return true;
@@ -618,9 +655,9 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, const json_t *spec, 
     return false;
 }
 
-static bool is_privileged(const json_t *c)
+static bool is_privileged(yyjson_val *c)
 {
-    return json_is_true(json_object_get(json_object_get(c, "securityContext"), "privileged"));
+    return yyjson_is_true(yyjson_obj_get(yyjson_obj_get(c, "securityContext"), "privileged"));
 }
 
 /* path with empty and "." segments dropped and ".." applied, into out. */
@@ -701,15 +738,15 @@ static bool exposes_devices(const char *norm)
 /* A hostPath that exposes GPU device nodes (exposes_devices), judged as the host resolves it:
  * ".", ".." and repeated slashes applied, and /var/run read as /run, which it links to on
  * every distribution the kubelet runs on. */
-static const char *dev_host_path(const json_t *spec)
+static const char *dev_host_path(yyjson_val *spec)
 {
-    const json_t *vols = json_object_get(spec, "volumes"), *vol;
+    yyjson_val *vols = yyjson_obj_get(spec, "volumes"), *vol;
     size_t i;
     char norm[512], alias[512];
 
-    json_array_foreach (vols, i, vol) {
+    ARR_EACH(vols, i, vol) {
         const char *p =
-            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
+            json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
 
         if (p == NULL)
             continue;
@@ -743,14 +780,14 @@ static void host_view_path(const char *path, char *out, size_t len)
  * (nvidia-container-toolkit, the hook's getDevicesFromMounts): a mount at
  * .../nvidia-container-devices/all, of any volume, asks for every GPU. Judged normalised, and
  * /run/nvidia-container-devices too. */
-static const char *device_list_mount(const json_t *c)
+static const char *device_list_mount(yyjson_val *c)
 {
-    const json_t *m;
+    yyjson_val *m;
     size_t i;
     char norm[512];
 
-    json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
-        const char *p = json_string_value(json_object_get(m, "mountPath"));
+    ARR_EACH(yyjson_obj_get(c, "volumeMounts"), i, m) {
+        const char *p = json_str(yyjson_obj_get(m, "mountPath"));
 
         if (p == NULL)
             continue;
@@ -762,22 +799,22 @@ static const char *device_list_mount(const json_t *c)
     return NULL;
 }
 
-static bool mounts_device_list(const json_t *c)
+static bool mounts_device_list(yyjson_val *c)
 {
     return device_list_mount(c) != NULL;
 }
 
 /* The first hostPath volume whose path, normalised with /var/run read as /run, is one of paths
  * (n of them), or NULL. */
-static const char *listed_host_path(const json_t *spec, const char *const *paths, size_t n)
+static const char *listed_host_path(yyjson_val *spec, const char *const *paths, size_t n)
 {
-    const json_t *vol;
+    yyjson_val *vol;
     size_t i;
     char norm[512];
 
-    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
+    ARR_EACH(yyjson_obj_get(spec, "volumes"), i, vol) {
         const char *p =
-            json_string_value(json_object_get(json_object_get(vol, "hostPath"), "path"));
+            json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
 
         if (p == NULL)
             continue;
@@ -791,7 +828,7 @@ static const char *listed_host_path(const json_t *spec, const char *const *paths
 
 /* Whether a hostPath volume is /dev/null, the device plugin's placeholder for a volume-mount
  * device list entry. */
-static bool dev_null_host_path(const json_t *spec)
+static bool dev_null_host_path(yyjson_val *spec)
 {
     static const char *const paths[] = {"/dev/null"};
 
@@ -802,7 +839,7 @@ static bool dev_null_host_path(const json_t *spec)
  * runtime for a privileged container with every GPU of the node, around the kubelet and this
  * webhook. The sockets of containerd, Docker and CRI-O, and their folders (the ones that hold
  * nothing else: /run, which holds docker.sock, is judged by dev_host_path). */
-static const char *runtime_socket_host_path(const json_t *spec)
+static const char *runtime_socket_host_path(yyjson_val *spec)
 {
     static const char *const paths[] = {"/run/containerd", "/run/containerd/containerd.sock",
                                         "/run/docker.sock", "/run/crio", "/run/crio/crio.sock"};
@@ -815,12 +852,12 @@ static const char *runtime_socket_host_path(const json_t *spec)
  * them into the containers without the device plugin. Its key, or NULL; the value into val. */
 static const char *cdi_nvidia_annotation(const struct ctx *c, const char **val)
 {
-    const json_t *ann = json_object_get(patch_get(c->object, c->t->meta_path), "annotations");
+    yyjson_val *ann = yyjson_obj_get(patch_get(c->object, c->t->meta_path), "annotations");
     const char *key;
-    const json_t *v;
+    yyjson_val *v;
 
-    json_object_foreach ((json_t *)ann, key, v) {
-        const char *s = json_string_value(v);
+    OBJ_EACH(ann, key, v) {
+        const char *s = json_str(v);
 
         /* each device is VENDOR/CLASS=NAME; NVIDIA's vendors are nvidia.com and its
          * subdomains (k8s.device-plugin.nvidia.com) */
@@ -832,15 +869,15 @@ static const char *cdi_nvidia_annotation(const struct ctx *c, const char **val)
     return NULL;
 }
 
-static bool node_has_gpu_label(const json_t *labels, void *arg)
+static bool node_has_gpu_label(yyjson_val *labels, void *arg)
 {
     const struct policy_doc *doc = arg;
     const char *key;
-    const json_t *v;
+    yyjson_val *v;
 
-    json_object_foreach ((json_t *)labels, key, v) {
+    OBJ_EACH(labels, key, v) {
         for (size_t l = 0; l < doc->n_gpu_node_labels; l++)
-            if (label_matches(&doc->gpu_node_labels[l], key, json_string_value(v)))
+            if (label_matches(&doc->gpu_node_labels[l], key, json_str(v)))
                 return true;
     }
     return false;
@@ -869,25 +906,25 @@ static int node_kind(const struct ctx *c, const char *node)
  * whatever it tolerates. */
 static bool pinned_to_gpu_node(const struct ctx *c, char *why, size_t len)
 {
-    const json_t *v = json_object_get(c->spec, "nodeName"), *term, *f, *val;
+    yyjson_val *v = yyjson_obj_get(c->spec, "nodeName"), *term, *f, *val;
     size_t i, k, m;
 
-    if (json_is_string(v) && node_kind(c, json_string_value(v)) == 1) {
-        snprintf(why, len, "nodeName %s, a GPU node", json_string_value(v));
+    if (yyjson_is_str(v) && node_kind(c, json_str(v)) == 1) {
+        snprintf(why, len, "nodeName %s, a GPU node", json_str(v));
         return true;
     }
-    json_array_foreach (required_terms(c->spec), i, term) {
-        json_array_foreach (json_object_get(term, "matchFields"), k, f) {
-            const char *key = json_string_value(json_object_get(f, "key"));
-            const char *op = json_string_value(json_object_get(f, "operator"));
+    ARR_EACH(required_terms(c->spec), i, term) {
+        ARR_EACH(yyjson_obj_get(term, "matchFields"), k, f) {
+            const char *key = json_str(yyjson_obj_get(f, "key"));
+            const char *op = json_str(yyjson_obj_get(f, "operator"));
 
             if (key == NULL || op == NULL || strcmp(key, "metadata.name") != 0 ||
                 strcmp(op, "In") != 0)
                 continue;
-            json_array_foreach (json_object_get(f, "values"), m, val) {
-                if (json_is_string(val) && node_kind(c, json_string_value(val)) == 1) {
+            ARR_EACH(yyjson_obj_get(f, "values"), m, val) {
+                if (yyjson_is_str(val) && node_kind(c, json_str(val)) == 1) {
                     snprintf(why, len, "node affinity on node %s, a GPU node",
-                             json_string_value(val));
+                             json_str(val));
                     return true;
                 }
             }
@@ -899,10 +936,10 @@ static bool pinned_to_gpu_node(const struct ctx *c, char *why, size_t len)
 /* A pod spec and its policy, for the callbacks of cluster_nodes_matching. */
 struct steer {
     const struct policy_doc *doc;
-    const json_t *spec;
+    yyjson_val *spec;
 };
 
-static bool steer_gpu_label(const json_t *labels, void *arg)
+static bool steer_gpu_label(yyjson_val *labels, void *arg)
 {
     return node_has_gpu_label(labels, (void *)((const struct steer *)arg)->doc);
 }
@@ -912,13 +949,13 @@ static bool steer_gpu_res(const char *res, void *arg)
     return node_res_is_gpu(res, (void *)((const struct steer *)arg)->doc);
 }
 
-static bool value_in(const json_t *vals, const char *v)
+static bool value_in(yyjson_val *vals, const char *v)
 {
-    const json_t *x;
+    yyjson_val *x;
     size_t i;
 
-    json_array_foreach (vals, i, x) {
-        if (v != NULL && json_is_string(x) && strcmp(json_string_value(x), v) == 0)
+    ARR_EACH(vals, i, x) {
+        if (v != NULL && yyjson_is_str(x) && strcmp(json_str(x), v) == 0)
             return true;
     }
     return false;
@@ -927,10 +964,10 @@ static bool value_in(const json_t *vals, const char *v)
 /* One node selector requirement against a value (NULL: the label or field is absent), as the
  * scheduler reads it (k8s.io/component-helpers/scheduling/corev1/nodeaffinity): an operator it
  * does not know, or a Gt/Lt that is not an integer, matches nothing. */
-static bool requirement_holds(const json_t *req, const char *v)
+static bool requirement_holds(yyjson_val *req, const char *v)
 {
-    const char *op = json_string_value(json_object_get(req, "operator"));
-    const json_t *vals = json_object_get(req, "values");
+    const char *op = json_str(yyjson_obj_get(req, "operator"));
+    yyjson_val *vals = yyjson_obj_get(req, "values");
     char *end;
     long long have, want;
 
@@ -945,12 +982,12 @@ static bool requirement_holds(const json_t *req, const char *v)
     if (strcmp(op, "DoesNotExist") == 0)
         return v == NULL;
     if ((strcmp(op, "Gt") != 0 && strcmp(op, "Lt") != 0) || v == NULL ||
-        json_array_size(vals) != 1 || !json_is_string(json_array_get(vals, 0)))
+        yyjson_arr_size(vals) != 1 || !yyjson_is_str(yyjson_arr_get(vals, 0)))
         return false;
     have = strtoll(v, &end, 10);
     if (*v == '\0' || *end != '\0')
         return false;
-    want = strtoll(json_string_value(json_array_get(vals, 0)), &end, 10);
+    want = strtoll(json_str(yyjson_arr_get(vals, 0)), &end, 10);
     if (*end != '\0')
         return false;
     return op[0] == 'G' ? have > want : have < want;
@@ -959,35 +996,35 @@ static bool requirement_holds(const json_t *req, const char *v)
 /* Whether the node (name, labels) satisfies the pod's nodeSelector and required node affinity:
  * every nodeSelector label, and one term (all of its expressions and fields; a term with
  * neither matches no node). */
-static bool node_selected(const char *name, const json_t *labels, void *arg)
+static bool node_selected(const char *name, yyjson_val *labels, void *arg)
 {
-    const json_t *spec = ((const struct steer *)arg)->spec, *v, *terms, *term, *req;
+    yyjson_val *spec = ((const struct steer *)arg)->spec, *v, *terms, *term, *req;
     const char *key;
     size_t i, k;
     bool any = false;
 
-    json_object_foreach ((json_t *)json_object_get(spec, "nodeSelector"), key, v) {
-        const char *have = json_string_value(json_object_get(labels, key));
+    OBJ_EACH(yyjson_obj_get(spec, "nodeSelector"), key, v) {
+        const char *have = json_str(yyjson_obj_get(labels, key));
 
-        if (have == NULL || !json_is_string(v) || strcmp(have, json_string_value(v)) != 0)
+        if (have == NULL || !yyjson_is_str(v) || strcmp(have, json_str(v)) != 0)
             return false;
     }
     terms = required_terms(spec);
-    if (!json_is_array(terms) || json_array_size(terms) == 0)
+    if (!yyjson_is_arr(terms) || yyjson_arr_size(terms) == 0)
         return true;
-    json_array_foreach (terms, i, term) {
-        const json_t *exprs = json_object_get(term, "matchExpressions");
-        const json_t *fields = json_object_get(term, "matchFields");
-        bool ok = json_array_size(exprs) + json_array_size(fields) > 0;
+    ARR_EACH(terms, i, term) {
+        yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions");
+        yyjson_val *fields = yyjson_obj_get(term, "matchFields");
+        bool ok = yyjson_arr_size(exprs) + yyjson_arr_size(fields) > 0;
 
-        json_array_foreach (exprs, k, req) {
-            const char *lk = json_string_value(json_object_get(req, "key"));
+        ARR_EACH(exprs, k, req) {
+            const char *lk = json_str(yyjson_obj_get(req, "key"));
 
             ok = ok && lk != NULL &&
-                 requirement_holds(req, json_string_value(json_object_get(labels, lk)));
+                 requirement_holds(req, json_str(yyjson_obj_get(labels, lk)));
         }
-        json_array_foreach (fields, k, req) {
-            const char *fk = json_string_value(json_object_get(req, "key"));
+        ARR_EACH(fields, k, req) {
+            const char *fk = json_str(yyjson_obj_get(req, "key"));
 
             ok = ok && fk != NULL && strcmp(fk, "metadata.name") == 0 &&
                  requirement_holds(req, name);
@@ -1009,8 +1046,8 @@ static bool steered_to_gpu_nodes(const struct ctx *c, char *why, size_t len)
 
     if (c->view == NULL || !cluster_synced(c->view) || !tolerates_all_gpu_taints(c->doc, c->spec))
         return false;
-    if (json_object_size(json_object_get(c->spec, "nodeSelector")) == 0 &&
-        json_array_size(required_terms(c->spec)) == 0)
+    if (yyjson_obj_size(yyjson_obj_get(c->spec, "nodeSelector")) == 0 &&
+        yyjson_arr_size(required_terms(c->spec)) == 0)
         return false;
     cluster_nodes_matching(c->view, node_selected, steer_gpu_label, steer_gpu_res, &st, &matched,
                            &gpu);
@@ -1038,25 +1075,25 @@ static bool pod_targets(const struct ctx *c, char *why, size_t len)
 static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
 {
     const struct policy_doc *doc = c->doc;
-    const json_t *spec = c->spec, *term, *v;
+    yyjson_val *spec = c->spec, *term, *v;
     size_t i;
     bool keeps_off = false;
 
     if (pod_targets(c, why, len))
         return true;
-    v = json_object_get(spec, "nodeName");
-    if (json_is_string(v) && json_string_length(v) > 0) {
+    v = yyjson_obj_get(spec, "nodeName");
+    if (yyjson_is_str(v) && yyjson_get_len(v) > 0) {
         /* kubectl debug node/NAME: pinned to a node the view knows has no GPU, it cannot reach
          * one; without a view, or a node it has not seen, assume it can */
-        int gpu = node_kind(c, json_string_value(v));
+        int gpu = node_kind(c, json_str(v));
 
         if (gpu == 0)
             return false;
-        snprintf(why, len, "nodeName %s%s", json_string_value(v), gpu == 1 ? ", a GPU node" : "");
+        snprintf(why, len, "nodeName %s%s", json_str(v), gpu == 1 ? ", a GPU node" : "");
         return true;
     }
-    json_array_foreach (required_terms(spec), i, term) {
-        if (json_array_size(json_object_get(term, "matchFields")) > 0) {
+    ARR_EACH(required_terms(spec), i, term) {
+        if (yyjson_arr_size(yyjson_obj_get(term, "matchFields")) > 0) {
             snprintf(why, len, "node affinity on node fields");
             return true;
         }
@@ -1076,15 +1113,15 @@ static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
  * NVIDIA_REQUIRE_CUDA unseen (the last two make a legacy CUDA image: cuda_env_unsafe): every
  * key of the ConfigMap or Secret becomes PREFIX+KEY, so an entry is safe only with a prefix
  * that none of them starts with (APP_, say). */
-static bool has_env_from(const json_t *c)
+static bool has_env_from(yyjson_val *c)
 {
     static const char *const vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VERSION",
                                        "NVIDIA_REQUIRE_CUDA"};
-    const json_t *e;
+    yyjson_val *e;
     size_t i;
 
-    json_array_foreach (json_object_get(c, "envFrom"), i, e) {
-        const char *prefix = json_string_value(json_object_get(e, "prefix"));
+    ARR_EACH(yyjson_obj_get(c, "envFrom"), i, e) {
+        const char *prefix = json_str(yyjson_obj_get(e, "prefix"));
 
         if (prefix == NULL)
             return true;
@@ -1097,26 +1134,24 @@ static bool has_env_from(const json_t *c)
 
 /* The container's last env entry called name (the kubelet keeps the last of duplicates), or
  * NULL. */
-static const json_t *env_entry(const json_t *c, const char *name)
+static yyjson_val *env_entry(yyjson_val *c, const char *name)
 {
-    const json_t *env = json_object_get(c, "env"), *e, *found = NULL;
+    yyjson_val *env = yyjson_obj_get(c, "env"), *e, *found = NULL;
     size_t i;
 
-    json_array_foreach (env, i, e) {
-        const char *n = json_string_value(json_object_get(e, "name"));
-
-        if (n != NULL && strcmp(n, name) == 0)
+    ARR_EACH(env, i, e) {
+        if (json_str_is(yyjson_obj_get(e, "name"), name))
             found = e;
     }
     return found;
 }
 
 /* Whether an env entry is empty: neither a value nor valueFrom, or the value "". */
-static bool env_empty(const json_t *e)
+static bool env_empty(yyjson_val *e)
 {
-    const char *v = json_string_value(json_object_get(e, "value"));
+    yyjson_val *v = yyjson_obj_get(e, "value");
 
-    return json_object_get(e, "valueFrom") == NULL && (v == NULL || v[0] == '\0');
+    return yyjson_obj_get(e, "valueFrom") == NULL && (!yyjson_is_str(v) || json_str_is(v, ""));
 }
 
 /*
@@ -1129,37 +1164,39 @@ static bool env_empty(const json_t *e)
  * when the same container sets NVIDIA_VISIBLE_DEVICES to void, none or "" (set, so no
  * default), or a NVIDIA_REQUIRE_CUDA value that is not empty beside its CUDA_VERSION.
  */
-static bool cuda_env_unsafe(const json_t *c)
+static bool cuda_env_unsafe(yyjson_val *c)
 {
-    const json_t *ver = env_entry(c, "CUDA_VERSION"), *req = env_entry(c, "NVIDIA_REQUIRE_CUDA");
-    const json_t *vis = env_entry(c, "NVIDIA_VISIBLE_DEVICES");
+    yyjson_val *ver = env_entry(c, "CUDA_VERSION"), *req = env_entry(c, "NVIDIA_REQUIRE_CUDA");
+    yyjson_val *vis = env_entry(c, "NVIDIA_VISIBLE_DEVICES");
 
-    if (vis != NULL && json_object_get(vis, "valueFrom") == NULL &&
+    if (vis != NULL && yyjson_obj_get(vis, "valueFrom") == NULL &&
         visible_devices_entry(c) == NULL)
         return false;
-    if (req != NULL && json_object_get(req, "valueFrom") == NULL && !env_empty(req))
+    if (req != NULL && yyjson_obj_get(req, "valueFrom") == NULL && !env_empty(req))
         return false; /* a valueFrom may well be empty */
     return (ver != NULL && !env_empty(ver)) || req != NULL;
 }
 
 /* ---- the rules ---- */
 
+/* The document a patch's values are built in (only while the rule may patch). */
+#define PATCH_OUT(c) ((c)->pt->out)
+
+/* value: a value of PATCH_OUT(c), or NULL when building it failed (then -1). */
 static int add_at(struct ctx *c, const char *rel, const char *const *tokens, size_t n,
-                  json_t *value)
+                  yyjson_mut_val *value)
 {
     char path[PATCH_PATH_MAX];
     int rc;
 
     snprintf(path, sizeof(path), "%s%s", c->t->prefix, rel);
     for (size_t i = 0; i < n; i++) {
-        if (patch_ptr_append(path, sizeof(path), tokens[i]) < 0) {
-            json_decref(value);
-            return -1;
-        }
+        if (patch_ptr_append(path, sizeof(path), tokens[i]) < 0)
+            return -1; /* value stays unused in PATCH_OUT(c), freed with it */
     }
     rc = patch_add(c->pt, path, value);
-    /* the first operation may have made the working copy private (patch.h): from now on the
-     * rule looks at that */
+    /* every operation leaves a new immutable copy of the working copy (patch.h): from now on
+     * the rule looks at that */
     c->object = c->pt->doc;
     c->spec = patch_get(c->object, c->t->prefix);
     return rc;
@@ -1168,23 +1205,25 @@ static int add_at(struct ctx *c, const char *rel, const char *const *tokens, siz
 /* Adds resources.{limits,requests}[res] = count to the first container. */
 static int add_gpu_request(struct ctx *c, const char *res, long long count)
 {
-    const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0);
-    const json_t *resources = json_object_get(first, "resources");
+    yyjson_val *first = yyjson_arr_get(yyjson_obj_get(c->spec, "containers"), 0);
+    yyjson_val *resources = yyjson_obj_get(first, "resources");
     static const char *const lists[] = {"limits", "requests"};
     char qty[32];
 
     snprintf(qty, sizeof(qty), "%lld", count);
-    if (!json_is_object(resources))
+    if (!yyjson_is_obj(resources))
         return add_at(c, "/containers/0/resources", NULL, 0,
-                      json_pack("{s:{s:s}, s:{s:s}}", "limits", res, qty, "requests", res, qty));
+                      json_pack(PATCH_OUT(c), "{s:{s:s}, s:{s:s}}", "limits", res, qty,
+                                "requests", res, qty));
     for (size_t i = 0; i < 2; i++) {
         const char *path[] = {lists[i], res};
 
-        if (json_is_object(json_object_get(resources, lists[i]))) {
-            if (add_at(c, "/containers/0/resources", path, 2, json_string(qty)) < 0)
+        if (yyjson_is_obj(yyjson_obj_get(resources, lists[i]))) {
+            if (add_at(c, "/containers/0/resources", path, 2,
+                       yyjson_mut_strcpy(PATCH_OUT(c), qty)) < 0)
                 return -1;
-        } else if (add_at(c, "/containers/0/resources", path, 1, json_pack("{s:s}", res, qty)) <
-                   0) {
+        } else if (add_at(c, "/containers/0/resources", path, 1,
+                          json_pack(PATCH_OUT(c), "{s:s}", res, qty)) < 0) {
             return -1;
         }
     }
@@ -1198,19 +1237,19 @@ static int add_gpu_request(struct ctx *c, const char *res, long long count)
  * ResourceClaimTemplate, so the claim's device class is not known here: a claim is taken as a
  * GPU request by the gpu-request rule (it asks a driver for its devices, not the node for all).
  */
-static bool claims_devices(const json_t *spec)
+static bool claims_devices(yyjson_val *spec)
 {
     static const char *const lists[] = {"containers", "initContainers"};
-    const json_t *c, *cl, *pc;
+    yyjson_val *c, *cl, *pc;
     size_t i, k, m;
 
     for (size_t l = 0; l < 2; l++) {
-        json_array_foreach (json_object_get(spec, lists[l]), i, c) {
-            json_array_foreach (json_object_get(json_object_get(c, "resources"), "claims"), k, cl) {
-                const char *name = json_string_value(json_object_get(cl, "name"));
+        ARR_EACH(yyjson_obj_get(spec, lists[l]), i, c) {
+            ARR_EACH(yyjson_obj_get(yyjson_obj_get(c, "resources"), "claims"), k, cl) {
+                const char *name = json_str(yyjson_obj_get(cl, "name"));
 
-                json_array_foreach (json_object_get(spec, "resourceClaims"), m, pc) {
-                    const char *n = json_string_value(json_object_get(pc, "name"));
+                ARR_EACH(yyjson_obj_get(spec, "resourceClaims"), m, pc) {
+                    const char *n = json_str(yyjson_obj_get(pc, "name"));
 
                     if (name != NULL && n != NULL && strcmp(name, n) == 0)
                         return true;
@@ -1232,7 +1271,7 @@ static bool claims_devices(const json_t *spec)
 static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_demand *dm, bool dra)
 {
     char why[300], value[80];
-    const json_t *x;
+    yyjson_val *x;
     const char *hp, *key, *val = NULL;
     bool reachable = dm->n > 0 || dra;
 
@@ -1312,7 +1351,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
     struct pod_demand dm;
     struct diag d;
     char why[300];
-    const json_t *first = json_array_get(json_object_get(c->spec, "containers"), 0);
+    yyjson_val *first = yyjson_arr_get(yyjson_obj_get(c->spec, "containers"), 0);
     bool fixed = false, dra = claims_devices(c->spec);
 
     diag_clear(&d);
@@ -1352,10 +1391,10 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
 /* Whether the old object already had an ephemeral container of this name. */
 static bool ephemeral_existed(const struct review *r, const char *name)
 {
-    const json_t *old = patch_get(r->old_object, "/spec/ephemeralContainers"), *c;
+    yyjson_val *old = patch_get(r->old_object, "/spec/ephemeralContainers"), *c;
     size_t i;
 
-    json_array_foreach (old, i, c) {
+    ARR_EACH(old, i, c) {
         if (strcmp(container_name(c), name) == 0)
             return true;
     }
@@ -1367,14 +1406,14 @@ static bool ephemeral_existed(const struct review *r, const char *name)
  * envFrom) or runs privileged would see every GPU of the node. */
 static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
 {
-    const json_t *list = json_object_get(c->spec, "ephemeralContainers"), *x;
-    const json_t *node = json_object_get(c->spec, "nodeName");
+    yyjson_val *list = yyjson_obj_get(c->spec, "ephemeralContainers"), *x;
+    yyjson_val *node = yyjson_obj_get(c->spec, "nodeName");
     size_t i;
 
     /* kubectl debug --profile=sysadmin on a node the view knows has no GPU: nothing to reach */
-    if (json_is_string(node) && node_kind(c, json_string_value(node)) == 0)
+    if (yyjson_is_str(node) && node_kind(c, json_str(node)) == 0)
         return V_OK;
-    json_array_foreach (list, i, x) {
+    ARR_EACH(list, i, x) {
         if (ephemeral_existed(c->r, container_name(x)))
             continue;
         if (ru->deny_visible_devices_env &&
@@ -1477,13 +1516,14 @@ static enum verdict set_class(struct ctx *c, const struct priority_class *pc)
      * refuses a pod whose values disagree with it, also when the chain is reinvoked after this
      * patch. A Pod has them already (the plugin ran before the webhook), so they are set to the
      * class's; a template gets them only when it already carries them. */
-    bool priority = c->t->is_pod || json_object_get(c->spec, "priority") != NULL;
-    bool preemption = c->t->is_pod || json_object_get(c->spec, "preemptionPolicy") != NULL;
+    bool priority = c->t->is_pod || yyjson_obj_get(c->spec, "priority") != NULL;
+    bool preemption = c->t->is_pod || yyjson_obj_get(c->spec, "preemptionPolicy") != NULL;
 
-    if (add_at(c, "/priorityClassName", NULL, 0, json_string(pc->name)) < 0 ||
-        (priority && add_at(c, "/priority", NULL, 0, json_integer(pc->value)) < 0) ||
-        (preemption &&
-         add_at(c, "/preemptionPolicy", NULL, 0, json_string(pc->preemption_policy)) < 0))
+    if (add_at(c, "/priorityClassName", NULL, 0, yyjson_mut_strcpy(PATCH_OUT(c), pc->name)) < 0 ||
+        (priority &&
+         add_at(c, "/priority", NULL, 0, yyjson_mut_sint(PATCH_OUT(c), pc->value)) < 0) ||
+        (preemption && add_at(c, "/preemptionPolicy", NULL, 0,
+                              yyjson_mut_strcpy(PATCH_OUT(c), pc->preemption_policy)) < 0))
         return V_PROBLEM;
     add_text(c->fixed, sizeof(c->fixed), "set priorityClassName %s (priority %d, %s)", pc->name,
              (int)pc->value, pc->preemption_policy);
@@ -1492,7 +1532,7 @@ static enum verdict set_class(struct ctx *c, const struct priority_class *pc)
 
 static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
 {
-    const char *cls = json_string_value(json_object_get(c->spec, "priorityClassName"));
+    const char *cls = json_str(yyjson_obj_get(c->spec, "priorityClassName"));
     const char *want;
     const struct priority_class *pc;
     const struct ns_list *refused;
@@ -1545,20 +1585,20 @@ static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
     return V_OK;
 }
 
-static json_t *toleration_for(const struct taint *t)
+static yyjson_mut_val *toleration_for(yyjson_mut_doc *doc, const struct taint *t)
 {
     if (t->value == NULL)
-        return json_pack("{s:s, s:s, s:s}", "key", t->key, "operator", "Exists", "effect",
+        return json_pack(doc, "{s:s, s:s, s:s}", "key", t->key, "operator", "Exists", "effect",
                          t->effect);
-    return json_pack("{s:s, s:s, s:s, s:s}", "key", t->key, "operator", "Equal", "value", t->value,
-                     "effect", t->effect);
+    return json_pack(doc, "{s:s, s:s, s:s, s:s}", "key", t->key, "operator", "Equal", "value",
+                     t->value, "effect", t->effect);
 }
 
 static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
 {
     const struct taint *missing[32];
     size_t n;
-    json_t *arr;
+    yyjson_mut_val *arr, *tol;
     int rc = 0;
     char names[512] = "", desc[MSG_MAX];
 
@@ -1576,14 +1616,17 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
              "nodes; add a toleration (key %s, operator %s, effect %s)",
              names, missing[0]->key, missing[0]->value ? "Equal" : "Exists", missing[0]->effect);
     if (c->fix) {
-        if (!json_is_array(json_object_get(c->spec, "tolerations"))) {
-            arr = json_array();
-            for (size_t i = 0; i < n; i++)
-                json_array_append_new(arr, toleration_for(missing[i]));
+        if (!yyjson_is_arr(yyjson_obj_get(c->spec, "tolerations"))) {
+            arr = yyjson_mut_arr(PATCH_OUT(c));
+            for (size_t i = 0; arr != NULL && i < n; i++) {
+                tol = toleration_for(PATCH_OUT(c), missing[i]);
+                if (tol == NULL || !yyjson_mut_arr_append(arr, tol))
+                    arr = NULL;
+            }
             rc = add_at(c, "/tolerations", NULL, 0, arr);
         } else {
             for (size_t i = 0; i < n && rc == 0; i++)
-                rc = add_at(c, "/tolerations/-", NULL, 0, toleration_for(missing[i]));
+                rc = add_at(c, "/tolerations/-", NULL, 0, toleration_for(PATCH_OUT(c), missing[i]));
         }
         if (rc == 0) {
             add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
@@ -1659,11 +1702,11 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
 {
     const struct node_label *labels = ru->n_labels ? ru->labels : c->doc->gpu_node_labels;
     size_t n = ru->n_labels ? ru->n_labels : c->doc->n_gpu_node_labels;
-    const json_t *sel = json_object_get(c->spec, "nodeSelector");
+    yyjson_val *sel = yyjson_obj_get(c->spec, "nodeSelector");
     char why[300], want[512] = "", desc[MSG_MAX];
     const char *have;
     bool conflict = false, keep[SELECTOR_LABELS_MAX];
-    json_t *obj;
+    yyjson_mut_val *obj;
     int rc = 0;
 
     if (!requests_gpus(c) || confined(c->doc, c->spec, why, sizeof(why)))
@@ -1674,7 +1717,7 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
         if (!kept(keep, labels, i))
             continue;
         add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
-        have = json_string_value(json_object_get(sel, labels[i].key));
+        have = json_str(yyjson_obj_get(sel, labels[i].key));
         conflict = conflict || (have != NULL && strcmp(have, labels[i].value) != 0);
     }
     if (want[0] == '\0') {
@@ -1685,18 +1728,20 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
     snprintf(desc, sizeof(desc), "GPU pod is not confined to GPU nodes%s; add nodeSelector %s",
              conflict ? " (its nodeSelector names other nodes)" : "", want);
     if (c->fix && !conflict) {
-        if (!json_is_object(sel)) {
-            obj = json_object();
-            for (size_t i = 0; i < n; i++) {
-                if (kept(keep, labels, i))
-                    json_object_set_new(obj, labels[i].key, json_string(labels[i].value));
+        if (!yyjson_is_obj(sel)) {
+            obj = yyjson_mut_obj(PATCH_OUT(c));
+            for (size_t i = 0; obj != NULL && i < n; i++) {
+                if (kept(keep, labels, i) &&
+                    json_mut_set(PATCH_OUT(c), obj, labels[i].key,
+                                 yyjson_mut_strcpy(PATCH_OUT(c), labels[i].value)) < 0)
+                    obj = NULL;
             }
             rc = add_at(c, "/nodeSelector", NULL, 0, obj);
         } else {
             for (size_t i = 0; i < n && rc == 0; i++) {
                 if (kept(keep, labels, i))
                     rc = add_at(c, "/nodeSelector", (const char *const[]){labels[i].key}, 1,
-                                json_string(labels[i].value));
+                                yyjson_mut_strcpy(PATCH_OUT(c), labels[i].value));
             }
         }
         if (rc == 0) {
@@ -1744,7 +1789,8 @@ struct run {
     struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
-    json_t *trace;     /* borrowed: the caller's per-rule trace, or NULL */
+    yyjson_mut_doc *tdoc;  /* borrowed: the document of trace */
+    yyjson_mut_val *trace; /* borrowed: the caller's per-rule trace, or NULL */
     unsigned findings; /* decision lines so far: a rule that adds none passed */
 };
 
@@ -1755,13 +1801,17 @@ static const char *const rule_type_names[] = {"gpu-request", "priority-class", "
 static void trace_rule(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
                        const char *outcome, const char *message)
 {
+    yyjson_mut_val *e;
+
     if (rn->trace == NULL)
         return;
-    json_array_append_new(rn->trace, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "stage",
-                                               rn->mutating ? "mutate" : "validate", "rule",
-                                               ru->name, "type", rule_type_names[ru->type],
-                                               "enforcement", enforcement_names[eff], "outcome",
-                                               outcome, "message", message));
+    e = json_pack(rn->tdoc, "{s:s, s:s, s:s, s:s, s:s, s:s}", "stage",
+                  rn->mutating ? "mutate" : "validate", "rule", ru->name, "type",
+                  rule_type_names[ru->type], "enforcement", enforcement_names[eff], "outcome",
+                  outcome, "message", message);
+    /* a trace entry that cannot be made is left out (out of memory), as before */
+    if (e != NULL)
+        yyjson_mut_arr_append(rn->trace, e);
 }
 
 /* The decision log line of one finding, its note for the metrics (counted means the same as
@@ -1788,11 +1838,10 @@ static void log_decision(struct run *rn, const struct rule *ru, enum rule_enforc
                                                      : "warn",
                    eff == ENFORCE_AUDIT ? text : message);
     }
-    log_event(LOG_INFO, "decision",
-              json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid", r->uid, "kind",
-                        r->kind.kind, "namespace", r->ns, "name", r->name, "operation",
-                        review_op_name(r->op), "user", r->username, "rule", ru->name, "enforcement",
-                        enforcement_names[eff], "outcome", outcome, "message", message));
+    log_event(LOG_INFO, "decision", "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid",
+              r->uid, "kind", r->kind.kind, "namespace", r->ns, "name", r->name, "operation",
+              review_op_name(r->op), "user", r->username, "rule", ru->name, "enforcement",
+              enforcement_names[eff], "outcome", outcome, "message", message);
 }
 
 static void record_deny(struct run *rn, const struct rule *ru, const char *problems)
@@ -1846,7 +1895,7 @@ static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const
     c->fix = pt != NULL;
     c->object = pt ? pt->doc : rn->r->object;
     c->spec = patch_get(c->object, rn->t->prefix);
-    if (!json_is_object(c->spec))
+    if (!yyjson_is_obj(c->spec))
         return V_OK;
     if (rn->t->ephemeral)
         return ru->type == RULE_GPU_REQUEST ? rule_ephemeral(c, ru) : V_OK;
@@ -1895,7 +1944,7 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
             run_rule(rn, doc, ru, &rn->pred, &c);
         return 0;
     }
-    if (rn->pred.doc == NULL && patch_init(&rn->pred, rn->real.doc) < 0)
+    if (rn->pred.doc == NULL && patch_init(&rn->pred, rn->real.doc, NULL, rn->dec->alc) < 0)
         return -1;
     v = run_rule(rn, doc, ru, &rn->pred, &c);
     note(rn, ru, eff, &c);
@@ -1942,12 +1991,12 @@ static void validate_rule(struct run *rn, const struct policy_doc *doc, const st
  * when absent_is_change, or when the object has it. */
 static bool changed_at(const struct review *r, const char *path, bool absent_is_change)
 {
-    json_t *now = patch_get(r->object, path);
-    json_t *before = r->old_object ? patch_get(r->old_object, path) : NULL;
+    yyjson_val *now = patch_get(r->object, path);
+    yyjson_val *before = r->old_object ? patch_get(r->old_object, path) : NULL;
 
     if (before == NULL)
         return absent_is_change || r->old_object == NULL || now != NULL;
-    return !json_equal(now, before);
+    return !yyjson_equals(now, before);
 }
 
 /* For a workload UPDATE: whether the pod template changed. The whole template counts, its
@@ -1974,7 +2023,7 @@ static bool scheduling_changed(const struct review *r)
 
 static bool is_mirror_pod(const struct review *r)
 {
-    return json_object_get(json_object_get(json_object_get(r->object, "metadata"), "annotations"),
+    return yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(r->object, "metadata"), "annotations"),
                            "kubernetes.io/config.mirror") != NULL;
 }
 
@@ -2017,7 +2066,8 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc, int phase)
 
 /* What a capacity judgement is about. */
 struct cap_target {
-    json_t *spec; /* the pod template spec (owned) */
+    yyjson_val *spec;     /* the pod template spec: in the review's document, or in spec_doc */
+    yyjson_doc *spec_doc; /* owned: the view's copy of a template (cap_scale, cap_hpa), or NULL */
     int64_t increase;
     int64_t total;
     int64_t surge;  /* of increase, the rollout's surge pods (maxUnavailable 0): a stall, never
@@ -2033,27 +2083,29 @@ struct cap_target {
     char what[300];
 };
 
-static int64_t int_at(const json_t *obj, const char *path, int64_t dflt)
+static int64_t int_at(yyjson_val *obj, const char *path, int64_t dflt)
 {
-    const json_t *v = patch_get((json_t *)obj, path);
+    int64_t n;
 
-    return json_is_integer(v) ? json_integer_value(v) : dflt;
+    /* range-checked: a uint64 past INT64_MAX is no count here (jansson refused it at parse) */
+    return json_int64(patch_get(obj, path), &n) ? n : dflt;
 }
 
 /* An IntOrString of a rolling update scaled to replicas, as the apimachinery's
  * intstr.GetScaledValueFromIntOrPercent does: an integer as it is, "N%" of replicas rounded up
  * or down; dflt_pct when absent. A string that is not a percent counts as 0 (the apiserver's
  * validation refuses it). */
-static int64_t scaled_intstr(const json_t *v, int64_t dflt_pct, int64_t replicas, bool round_up)
+static int64_t scaled_intstr(yyjson_val *v, int64_t dflt_pct, int64_t replicas, bool round_up)
 {
     long long pct = dflt_pct;
     const char *s;
     char *end;
+    int64_t n;
 
-    if (json_is_integer(v))
-        return json_integer_value(v) > 0 ? json_integer_value(v) : 0;
-    if (json_is_string(v)) {
-        s = json_string_value(v);
+    if (yyjson_is_int(v))
+        return json_int64(v, &n) && n > 0 ? n : 0;
+    if (yyjson_is_str(v)) {
+        s = json_str(v);
         pct = strtoll(s, &end, 10);
         if (end == s || strcmp(end, "%") != 0 || pct < 0 || pct > 100)
             return 0;
@@ -2069,17 +2121,17 @@ static int64_t scaled_intstr(const json_t *v, int64_t dflt_pct, int64_t replicas
  * and the surge pods take the GPUs it frees: no new demand. With maxUnavailable 0, the old pods
  * keep their GPUs until the surge pods are available, and NewRSNewReplicas creates up to
  * maxSurge of them (at most replicas). The Recreate strategy deletes the old pods first. */
-static int64_t rollout_surge(const json_t *obj, int64_t replicas)
+static int64_t rollout_surge(yyjson_val *obj, int64_t replicas)
 {
-    const json_t *strategy = patch_get((json_t *)obj, "/spec/strategy");
-    const json_t *ru = json_object_get(strategy, "rollingUpdate");
-    const char *type = json_string_value(json_object_get(strategy, "type"));
+    yyjson_val *strategy = patch_get(obj, "/spec/strategy");
+    yyjson_val *ru = yyjson_obj_get(strategy, "rollingUpdate");
+    const char *type = json_str(yyjson_obj_get(strategy, "type"));
     int64_t surge, unavailable;
 
     if (type != NULL && strcmp(type, "Recreate") == 0)
         return 0;
-    surge = scaled_intstr(json_object_get(ru, "maxSurge"), 25, replicas, true);
-    unavailable = scaled_intstr(json_object_get(ru, "maxUnavailable"), 25, replicas, false);
+    surge = scaled_intstr(yyjson_obj_get(ru, "maxSurge"), 25, replicas, true);
+    unavailable = scaled_intstr(yyjson_obj_get(ru, "maxUnavailable"), 25, replicas, false);
     if (unavailable > 0 || surge == 0)
         return 0;
     return surge < replicas ? surge : replicas;
@@ -2088,31 +2140,35 @@ static int64_t rollout_surge(const json_t *obj, int64_t replicas)
 /* A Job runs min(parallelism, completions) pods at once (pkg/controller/job/job_controller.go,
  * manageJob: wantActive is parallelism, capped by the completions still to go). at is the
  * JobSpec ("/spec" of a Job, "/spec/jobTemplate/spec" of a CronJob). */
-static int64_t job_width(const json_t *obj, const char *at)
+static int64_t job_width(yyjson_val *obj, const char *at)
 {
-    const json_t *spec = patch_get((json_t *)obj, at);
-    const json_t *p = json_object_get(spec, "parallelism"),
-                 *c = json_object_get(spec, "completions");
-    int64_t par = json_is_integer(p) ? json_integer_value(p) : 1;
-    int64_t comp = json_is_integer(c) ? json_integer_value(c) : -1;
+    yyjson_val *spec = patch_get(obj, at);
+    yyjson_val *p = yyjson_obj_get(spec, "parallelism"),
+                 *c = yyjson_obj_get(spec, "completions");
+    int64_t par, comp;
+
+    if (!json_int64(p, &par))
+        par = 1;
+    if (!json_int64(c, &comp))
+        comp = -1;
 
     return comp >= 0 && comp < par ? comp : par;
 }
 
-static bool job_suspended(const json_t *obj)
+static bool job_suspended(yyjson_val *obj)
 {
-    return json_is_true(patch_get((json_t *)obj, "/spec/suspend"));
+    return yyjson_is_true(patch_get(obj, "/spec/suspend"));
 }
 
-static bool owned_by_deployment(const json_t *obj)
+static bool owned_by_deployment(yyjson_val *obj)
 {
-    const json_t *owners = patch_get((json_t *)obj, "/metadata/ownerReferences"), *o;
+    yyjson_val *owners = patch_get(obj, "/metadata/ownerReferences"), *o;
     size_t i;
 
-    json_array_foreach (owners, i, o) {
-        const char *kind = json_string_value(json_object_get(o, "kind"));
+    ARR_EACH(owners, i, o) {
+        const char *kind = json_str(yyjson_obj_get(o, "kind"));
 
-        if (json_is_true(json_object_get(o, "controller")) && kind && !strcmp(kind, "Deployment"))
+        if (yyjson_is_true(yyjson_obj_get(o, "controller")) && kind && !strcmp(kind, "Deployment"))
             return true;
     }
     return false;
@@ -2124,20 +2180,20 @@ static bool owned_by_deployment(const json_t *obj)
  * refused itself instead of failing at every schedule with FailedCreate events. */
 static bool cap_cronjob(const struct review *r, struct cap_target *ct)
 {
-    const json_t *tmpl = patch_get(r->object, "/spec/jobTemplate/spec/template/spec");
+    yyjson_val *tmpl = patch_get(r->object, "/spec/jobTemplate/spec/template/spec");
     int64_t now, before = 0;
 
     if (!gvr_is(r, "batch", "cronjobs") || r->sub_resource[0] ||
-        (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || !json_is_object(tmpl) ||
-        json_is_true(patch_get(r->object, "/spec/jobTemplate/spec/suspend")) ||
-        json_is_true(patch_get(r->object, "/spec/suspend")))
+        (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || !yyjson_is_obj(tmpl) ||
+        yyjson_is_true(patch_get(r->object, "/spec/jobTemplate/spec/suspend")) ||
+        yyjson_is_true(patch_get(r->object, "/spec/suspend")))
         return false; /* a suspended CronJob makes no Jobs (cronjob_controllerv2.go, syncCronJob
                          returns before scheduling while spec.suspend is true) */
     now = job_width(r->object, "/spec/jobTemplate/spec");
     if (r->op == REVIEW_UPDATE && r->old_object != NULL &&
-        json_equal(patch_get(r->object, "/spec/jobTemplate"),
+        yyjson_equals(patch_get(r->object, "/spec/jobTemplate"),
                    patch_get(r->old_object, "/spec/jobTemplate")) &&
-        !json_is_true(patch_get(r->old_object, "/spec/suspend")))
+        !yyjson_is_true(patch_get(r->old_object, "/spec/suspend")))
         before = now; /* the Jobs it makes are unchanged: nothing new to judge; the UPDATE
                          that resumes it is judged as its CREATE */
     ct->total = now;
@@ -2145,7 +2201,7 @@ static bool cap_cronjob(const struct review *r, struct cap_target *ct)
     ct->increase = now > before ? now - before : 0;
     ct->grew = ct->increase > 0;
     ct->job = ct->cron = true;
-    ct->spec = json_incref((json_t *)tmpl);
+    ct->spec = tmpl;
     snprintf(ct->what, sizeof(ct->what), "cronjobs %s/%s (its Jobs)", r->ns, object_name(r));
     return true;
 }
@@ -2158,13 +2214,13 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     int which = -1;
     int64_t now, before = 0;
     bool changed, update = r->op == REVIEW_UPDATE && r->old_object != NULL;
-    const json_t *tmpl = patch_get(r->object, "/spec/template/spec");
+    yyjson_val *tmpl = patch_get(r->object, "/spec/template/spec");
 
     for (int i = 0; i < 4; i++)
         if (gvr_is(r, grp[i], res[i]))
             which = i;
     if (which < 0 || r->sub_resource[0] || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) ||
-        !json_is_object(tmpl))
+        !yyjson_is_obj(tmpl))
         return false;
     /* judged at its Deployment, so that a rollout cannot deadlock; a user writing the owner
      * reference into a ReplicaSet of their own does not skip the check */
@@ -2182,7 +2238,7 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
                             : int_at(r->old_object, "/spec/replicas", 1);
     /* any change of the template (its labels too) rolls a Deployment out */
     changed = r->op == REVIEW_CREATE || r->old_object == NULL ||
-              !json_equal(patch_get(r->object, "/spec/template"),
+              !yyjson_equals(patch_get(r->object, "/spec/template"),
                           patch_get(r->old_object, "/spec/template"));
     ct->total = now;
     ct->before = before;
@@ -2191,9 +2247,9 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     /* a paused Deployment rolls nothing out (deployment_controller.go, syncDeployment: while
      * spec.paused it only scales), and the UPDATE that resumes it rolls out whatever template
      * changed meanwhile: judged as a new template then */
-    if (which == 0 && json_is_true(patch_get(r->object, "/spec/paused")))
+    if (which == 0 && yyjson_is_true(patch_get(r->object, "/spec/paused")))
         changed = false;
-    else if (which == 0 && update && json_is_true(patch_get(r->old_object, "/spec/paused")))
+    else if (which == 0 && update && yyjson_is_true(patch_get(r->old_object, "/spec/paused")))
         changed = true;
     /* a new template makes new pods of all the replicas (a Deployment's new ReplicaSet, a
      * StatefulSet's rolling update): each must fit some node at most, whatever the surge. A
@@ -2210,7 +2266,7 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
             ct->surge = ct->surge > before - now ? ct->surge - (before - now) : 0;
         ct->increase += ct->surge;
     }
-    ct->spec = json_incref((json_t *)tmpl);
+    ct->spec = tmpl;
     ct->job = which == 3;
     snprintf(ct->what, sizeof(ct->what), "%s %s/%s", res[which], r->ns, object_name(r));
     return true;
@@ -2232,7 +2288,8 @@ static bool cap_scale(const struct review *r, struct cluster *view, struct cap_t
             continue;
         const char *name = r->name[0] ? r->name : object_name(r);
 
-        ct->spec = cluster_workload_template(view, kinds[i], r->ns, name, &replicas);
+        ct->spec_doc = cluster_workload_template(view, kinds[i], r->ns, name, &replicas);
+        ct->spec = yyjson_doc_get_root(ct->spec_doc);
         if (ct->spec == NULL)
             return false; /* not a GPU workload */
         now = int_at(r->object, "/spec/replicas", 0);
@@ -2251,8 +2308,8 @@ static bool cap_scale(const struct review *r, struct cluster *view, struct cap_t
 /* A HorizontalPodAutoscaler: can its target's template fit maxReplicas? Warnings only. */
 static bool cap_hpa(const struct review *r, struct cluster *view, struct cap_target *ct)
 {
-    const char *kind = json_string_value(patch_get(r->object, "/spec/scaleTargetRef/kind"));
-    const char *name = json_string_value(patch_get(r->object, "/spec/scaleTargetRef/name"));
+    const char *kind = json_str(patch_get(r->object, "/spec/scaleTargetRef/kind"));
+    const char *name = json_str(patch_get(r->object, "/spec/scaleTargetRef/name"));
     int k;
     int64_t replicas;
 
@@ -2260,7 +2317,8 @@ static bool cap_hpa(const struct review *r, struct cluster *view, struct cap_tar
         (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || view == NULL || kind == NULL ||
         name == NULL || (k = cluster_kind_of(kind)) < CLUSTER_REPLICASETS || k == CLUSTER_JOBS)
         return false;
-    ct->spec = cluster_workload_template(view, (enum cluster_kind)k, r->ns, name, &replicas);
+    ct->spec_doc = cluster_workload_template(view, (enum cluster_kind)k, r->ns, name, &replicas);
+    ct->spec = yyjson_doc_get_root(ct->spec_doc);
     if (ct->spec == NULL)
         return false;
     ct->total = int_at(r->object, "/spec/maxReplicas", replicas);
@@ -2280,13 +2338,13 @@ static void shared_multiple(const struct cap_target *ct, const struct capacity_r
                             const struct strlist *globs, char *out, size_t len)
 {
     static const char *const lists[] = {"containers", "initContainers"};
-    const json_t *c;
+    yyjson_val *c;
     struct pod_demand dm;
     struct diag d;
     size_t i;
 
     for (size_t l = 0; l < 2; l++) {
-        json_array_foreach (json_object_get(ct->spec, lists[l]), i, c) {
+        ARR_EACH(yyjson_obj_get(ct->spec, lists[l]), i, c) {
             diag_clear(&d);
             if (pod_container_gpus(c, "container", globs, &dm, &d) < 0)
                 continue;
@@ -2373,9 +2431,8 @@ static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enfo
              rn->view == NULL            ? "no cluster view is configured"
              : !cluster_synced(rn->view) ? "the cluster view is not synced yet"
                                          : "the cluster view is stale");
-    log_event(LOG_WARN, "capacity not checked",
-              json_pack("{s:s, s:s, s:s, s:s}", "uid", rn->r->uid, "object", ct->what, "reason",
-                        text, "whenStale", modes[ru->when_stale]));
+    log_event(LOG_WARN, "capacity not checked", "{s:s, s:s, s:s, s:s}", "uid", rn->r->uid,
+              "object", ct->what, "reason", text, "whenStale", modes[ru->when_stale]);
     if (ru->when_stale == STALE_ALLOW)
         return;
     if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)
@@ -2387,22 +2444,22 @@ static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enfo
 
 /* Where the template asks its pods to go, for a message: "nodeSelector pool=c" (the first
  * pairs), "required node affinity", or both. */
-static void placement_text(const json_t *spec, char *buf, size_t len)
+static void placement_text(yyjson_val *spec, char *buf, size_t len)
 {
-    const json_t *sel = json_object_get(spec, "nodeSelector"), *v;
+    yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *v;
     const char *key;
     size_t at = 0;
     int n = 0;
 
     buf[0] = '\0';
-    json_object_foreach ((json_t *)sel, key, v) {
+    OBJ_EACH(sel, key, v) {
         if (at + 1 >= len || n == 4)
             break;
         at += (size_t)snprintf(buf + at, len - at, "%s%s=%s", n++ ? "," : "nodeSelector ", key,
-                               json_is_string(v) ? json_string_value(v) : "?");
+                               yyjson_is_str(v) ? json_str(v) : "?");
     }
     if (at < len &&
-        patch_get((json_t *)spec, "/affinity/nodeAffinity/"
+        patch_get(spec, "/affinity/nodeAffinity/"
                                   "requiredDuringSchedulingIgnoredDuringExecution") != NULL)
         snprintf(buf + at, len - at, "%srequired node affinity", n ? " and " : "");
     if (buf[0] == '\0')
@@ -2597,9 +2654,9 @@ static void capacity_pass(struct run *rn, const struct policy *p)
     if (!cap_workload(rn->r, first, &ct) && !cap_cronjob(rn->r, &ct) &&
         !cap_scale(rn->r, rn->view, &ct) && !cap_hpa(rn->r, rn->view, &ct)) {
         if (!gvr_is(rn->r, "", "pods") || rn->r->op != REVIEW_CREATE || rn->r->sub_resource[0] ||
-            !json_is_object(patch_get(rn->r->object, "/spec")))
+            !yyjson_is_obj(patch_get(rn->r->object, "/spec")))
             return;
-        ct.spec = json_incref(patch_get(rn->r->object, "/spec"));
+        ct.spec = patch_get(rn->r->object, "/spec");
         ct.pod = true;
         snprintf(ct.what, sizeof(ct.what), "pod");
     }
@@ -2640,16 +2697,17 @@ static void capacity_pass(struct run *rn, const struct policy *p)
     if (rn->view != NULL && ct.key != 0 && ct.total < ct.before && rn->n_deny == 0 &&
         !rn->r->dry_run && !ct.hpa && !ct.pod && !ct.cron)
         capacity_shrink(rn->view, ct.key, ct.total);
-    json_decref(ct.spec);
+    yyjson_doc_free(ct.spec_doc);
 }
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
 {
-    return eval_review_trace(p, r, mutating, audit_only, view, dec, NULL);
+    return eval_review_trace(p, r, mutating, audit_only, view, dec, NULL, NULL);
 }
 
 int eval_review_trace(const struct policy *p, const struct review *r, bool mutating,
-                      bool audit_only, struct cluster *view, struct decision *dec, json_t *trace)
+                      bool audit_only, struct cluster *view, struct decision *dec,
+                      yyjson_mut_doc *tdoc, yyjson_mut_val *trace)
 {
     struct run rn;
     bool any_autogen = false;
@@ -2663,7 +2721,8 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
     rn.audit_only = audit_only;
     rn.view = view;
     rn.dec = dec;
-    rn.trace = trace;
+    rn.tdoc = tdoc;
+    rn.trace = tdoc != NULL ? trace : NULL;
     for (size_t i = 0; i < p->n_docs; i++)
         any_autogen = any_autogen || p->docs[i].autogen;
     rn.t = find_target(r, any_autogen);
@@ -2672,7 +2731,9 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
     if (rn.t != NULL && rn.t->is_pod && !rn.t->ephemeral && r->op == REVIEW_UPDATE &&
         !scheduling_changed(r))
         rn.t = NULL;
-    if (rn.t != NULL && mutating && patch_init(&rn.real, r->object) < 0)
+    /* the operations that are sent go straight into the decision's document */
+    if (rn.t != NULL && mutating &&
+        (decision_doc(dec) == NULL || patch_init(&rn.real, r->object, dec->out, dec->alc) < 0))
         goto out;
     for (int phase = 0; phase < 2; phase++) {
         for (size_t i = 0; rn.t != NULL && i < p->n_docs; i++) {
@@ -2703,10 +2764,9 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
         if (decision_deny(dec, 403, msg) < 0)
             goto out;
     }
-    if (mutating && json_array_size(rn.real.ops) > 0) {
+    /* ops is in dec->out already: the decision owns it */
+    if (mutating && yyjson_mut_arr_size(rn.real.ops) > 0)
         dec->patch = rn.real.ops;
-        rn.real.ops = NULL;
-    }
     rc = 0;
 out:
     patch_release(&rn.real);

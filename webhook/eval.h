@@ -53,11 +53,12 @@ const struct eval_route *eval_route_of(const struct review *r, bool mutating);
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec);
 
-/* eval_review, also appending to trace (a JSON array, borrowed) one object per rule judged at
+/* eval_review, also appending to trace (an array of tdoc, borrowed) one object per rule judged at
  * this endpoint: {"stage": "mutate"|"validate", "rule", "type", "enforcement", "outcome",
  * "message"}, outcome one of "pass", "patch", "deny", "warn", "audit" (a rule may add several,
  * e.g. capacity). Rules out of scope add nothing. For the offline CLI; the server passes none. */
 int eval_review_trace(const struct policy *p, const struct review *r, bool mutating,
-                      bool audit_only, struct cluster *view, struct decision *dec, json_t *trace);
+                      bool audit_only, struct cluster *view, struct decision *dec,
+                      yyjson_mut_doc *tdoc, yyjson_mut_val *trace);
 
 #endif

@@ -48,6 +48,7 @@
 #include <yaml.h>
 
 #include "certs.h"
+#include "json.h"
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
@@ -92,6 +93,10 @@
 #define KUBE_RV_MAX         256u                  /* a resourceVersion */
 #define KUBE_MSG_SHOWN      300                   /* chars of an apiserver message in logs */
 #define KUBE_WHY_MAX        512u
+/* Nesting of a list page or a watch event: the depth a review may have (limits.h). A page holds
+ * its objects two levels down (page, items), as a review does (review, request), and an event
+ * one level down. */
+#define KUBE_JSON_DEPTH_MAX REVIEW_DEPTH_MAX
 
 /* The kubeconfig file. */
 #define KUBE_KUBECONFIG_MAX_BYTES (4u * 1024u * 1024u)
@@ -157,7 +162,9 @@ struct buf {
     size_t len, cap;
 };
 
-/* Appends n bytes; -1 (buffer unchanged) past max bytes or out of memory. */
+/* Appends n bytes; -1 (buffer unchanged) past max bytes or out of memory. The bytes are
+ * followed by YYJSON_PADDING_SIZE zero bytes (a NUL among them), so that a page or an event can
+ * be read in place (JSON_READ_INSITU). */
 static int buf_add(struct buf *b, const void *data, size_t n, size_t max)
 {
     size_t ncap;
@@ -165,9 +172,9 @@ static int buf_add(struct buf *b, const void *data, size_t n, size_t max)
 
     if (n > max || b->len > max - n)
         return -1;
-    if (b->len + n + 1 > b->cap) {
+    if (b->len + n + YYJSON_PADDING_SIZE > b->cap) {
         ncap = b->cap ? b->cap : 4096;
-        while (ncap < b->len + n + 1)
+        while (ncap < b->len + n + YYJSON_PADDING_SIZE)
             ncap *= 2;
         np = realloc(b->p, ncap);
         if (np == NULL)
@@ -177,19 +184,29 @@ static int buf_add(struct buf *b, const void *data, size_t n, size_t max)
     }
     memcpy(b->p + b->len, data, n);
     b->len += n;
-    b->p[b->len] = '\0';
+    memset(b->p + b->len, 0, YYJSON_PADDING_SIZE);
     return 0;
 }
 
-/* A string from the apiserver, cut and cleaned for a log field (new reference; null when out
- * of memory). */
-static json_t *shown(const char *s, size_t max_runes)
+/* A string from the apiserver, cut to max_runes and cleaned for a log field, in out (at least
+ * SHOWN_SIZE(max_runes) bytes); "" when out of memory. Returns out. */
+#define SHOWN_SIZE(max_runes) ((max_runes) * 4 + 1)
+static const char *shown(const char *s, size_t max_runes, char *out, size_t len)
 {
     char *clean = text_utf8_clean(s ? s : "", max_runes, true);
-    json_t *j = clean ? json_string(clean) : NULL;
 
+    snprintf(out, len, "%s", clean ? clean : "");
     free(clean);
-    return j ? j : json_null();
+    return out;
+}
+
+/* The string of v when it is one without NUL bytes, else NULL: resourceVersions, continue
+ * tokens and event types are used as C strings (jansson refused "\u0000" outright). */
+static const char *plain_str(yyjson_val *v)
+{
+    const char *s = yyjson_get_str(v);
+
+    return s != NULL && strlen(s) == yyjson_get_len(v) ? s : NULL;
 }
 
 static void buf_free(struct buf *b)
@@ -962,32 +979,50 @@ static uint64_t rng_next(struct worker *w)
     return w->rng * 2685821657736338717ull;
 }
 
-/* The apiserver's message in an error body (a metav1.Status), for the log. */
-static json_t *status_fields(struct worker *w, const struct reply *r, const char *op)
+/* The log fields of a failed request, in doc, with the apiserver's message from an error body
+ * (a metav1.Status); NULL when out of memory. */
+static yyjson_mut_val *status_fields(yyjson_mut_doc *doc, struct worker *w, const struct reply *r,
+                                     const char *op)
 {
-    json_t *f = json_pack("{s:s, s:s, s:s}", "kind", w->plural, "op", op, "resourceVersion", w->rv),
-           *st;
-    const char *msg = NULL, *reason = NULL;
+    yyjson_mut_val *f = json_pack(doc, "{s:s, s:s, s:s}", "kind", w->plural, "op", op,
+                                  "resourceVersion", w->rv);
+    yyjson_doc *st;
+    yyjson_val *msg, *reason;
+    struct diag d;
+    char text[SHOWN_SIZE(KUBE_MSG_SHOWN)];
 
     if (f == NULL)
         return NULL;
     if (r->status != 0)
-        json_object_set_new(f, "status", json_integer(r->status));
+        json_mut_set(doc, f, "status", yyjson_mut_sint(doc, r->status));
     if (r->status != 0 && r->status != 200 && w->body.len > 0) {
-        st = json_loadb(w->body.p, w->body.len, 0, NULL);
-        if (json_unpack(st, "{s?s, s?s}", "message", &msg, "reason", &reason) == 0) {
+        diag_clear(&d);
+        /* not in place: the body is kept as it came */
+        st = json_read(w->body.p, w->body.len, 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
+        msg = yyjson_obj_get(yyjson_doc_get_root(st), "message");
+        reason = yyjson_obj_get(yyjson_doc_get_root(st), "reason");
+        /* nothing when either is there but not a string (a body that is no Status) */
+        if ((msg == NULL || yyjson_is_str(msg)) && (reason == NULL || yyjson_is_str(reason))) {
             if (msg != NULL)
-                json_object_set_new(f, "message", shown(msg, KUBE_MSG_SHOWN));
+                json_mut_set(doc, f, "message",
+                             yyjson_mut_strcpy(doc, shown(yyjson_get_str(msg), KUBE_MSG_SHOWN,
+                                                          text, sizeof(text))));
             if (reason != NULL)
-                json_object_set_new(f, "reason", shown(reason, 64));
+                json_mut_set(doc, f, "reason",
+                             yyjson_mut_strcpy(doc, shown(yyjson_get_str(reason), 64, text,
+                                                          sizeof(text))));
         }
-        json_decref(st);
+        yyjson_doc_free(st);
     }
-    if (r->silent)
-        json_object_set_new(f, "error", json_sprintf("no data for %.0f s", w->k->silence_s));
-    else if (r->res != CURLE_OK)
-        json_object_set_new(f, "error",
-                            shown(w->errbuf[0] ? w->errbuf : curl_easy_strerror(r->res), 200));
+    if (r->silent) {
+        snprintf(text, sizeof(text), "no data for %.0f s", w->k->silence_s);
+        json_mut_set(doc, f, "error", yyjson_mut_strcpy(doc, text));
+    } else if (r->res != CURLE_OK) {
+        json_mut_set(doc, f, "error",
+                     yyjson_mut_strcpy(doc, shown(w->errbuf[0] ? w->errbuf
+                                                               : curl_easy_strerror(r->res),
+                                                  200, text, sizeof(text))));
+    }
     return f;
 }
 
@@ -1011,8 +1046,8 @@ static bool token_refresh(struct worker *w, bool force)
     if (fresh == NULL) {
         if (!w->token_warned)
             log_event(LOG_WARN, "cannot read the token file; keeping the previous token",
-                      json_pack("{s:s, s:s}", "kind", w->plural, "error",
-                                diag_format(&d, msg, sizeof(msg))));
+                      "{s:s, s:s}", "kind", w->plural, "error",
+                      diag_format(&d, msg, sizeof(msg)));
         w->token_warned = true;
         return false;
     }
@@ -1054,7 +1089,7 @@ static struct curl_slist *headers_new(const struct worker *w)
     return n;
 }
 
-static int process_line(struct worker *w, const char *p, size_t len);
+static int process_line(struct worker *w, char *p, size_t len, bool insitu);
 
 /* Splits the watch stream into lines; chunk boundaries mean nothing. -1 to abort the stream. */
 static int watch_feed(struct worker *w, const char *p, size_t n)
@@ -1067,7 +1102,7 @@ static int watch_feed(struct worker *w, const char *p, size_t n)
         take = nl ? (size_t)(nl - p) : n;
         if (nl != NULL && w->line.len == 0) {
             /* a whole line in this chunk: no copy */
-            if (process_line(w, p, take) < 0)
+            if (process_line(w, (char *)p, take, false) < 0)
                 return -1;
         } else {
             if (buf_add(&w->line, p, take, KUBE_LINE_MAX) < 0) {
@@ -1077,7 +1112,8 @@ static int watch_feed(struct worker *w, const char *p, size_t n)
             }
             if (nl == NULL)
                 break;
-            if (process_line(w, w->line.p, w->line.len) < 0)
+            /* the line buffer is padded (buf_add): read in place */
+            if (process_line(w, w->line.p, w->line.len, true) < 0)
                 return -1;
             w->line.len = 0;
         }
@@ -1111,22 +1147,27 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
 }
 
 /* ERROR event: 410 means relist at once; anything else is logged and relisted after a backoff. */
-static int on_error_event(struct worker *w, const json_t *status)
+static int on_error_event(struct worker *w, yyjson_val *status)
 {
-    json_int_t code = 0;
-    const char *reason = "", *message = "";
+    int64_t code = 0;
+    const char *reason = json_get_str(status, "reason"), *message = json_get_str(status, "message");
+    char rtext[SHOWN_SIZE(64)], mtext[SHOWN_SIZE(KUBE_MSG_SHOWN)];
 
-    json_unpack((json_t *)status, "{s?I, s?s, s?s}", "code", &code, "reason", &reason, "message",
-                &message);
+    if (!json_int64(yyjson_obj_get(status, "code"), &code))
+        code = 0;
+    if (reason == NULL)
+        reason = "";
+    if (message == NULL)
+        message = "";
     if (code == 410) {
         w->verdict = V_GONE;
         snprintf(w->why, sizeof(w->why), "%.*s", KUBE_MSG_SHOWN, message);
     } else {
         w->verdict = V_ERROR;
         log_event(LOG_WARN, "watch ERROR event; relisting",
-                  json_pack("{s:s, s:s, s:I, s:o, s:o}", "kind", w->plural, "resourceVersion",
-                            w->rv, "code", code, "reason", shown(reason, 64), "message",
-                            shown(message, KUBE_MSG_SHOWN)));
+                  "{s:s, s:s, s:I, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv,
+                  "code", code, "reason", shown(reason, 64, rtext, sizeof(rtext)), "message",
+                  shown(message, KUBE_MSG_SHOWN, mtext, sizeof(mtext)));
     }
     return -1;
 }
@@ -1143,13 +1184,14 @@ static int broken(struct worker *w, const char *fmt, ...)
     return -1;
 }
 
-/* One line of the watch stream: {"type": ..., "object": {...}}. -1 ends the stream (verdict
- * set). */
-static int process_line(struct worker *w, const char *p, size_t len)
+/* One line of the watch stream: {"type": ..., "object": {...}}. p is read in place when insitu
+ * (then it carries YYJSON_PADDING_SIZE zero bytes after len, and is changed), else left as it
+ * is. -1 ends the stream (verdict set). */
+static int process_line(struct worker *w, char *p, size_t len, bool insitu)
 {
-    json_t *ev = NULL, *obj = NULL;
-    json_error_t jerr;
-    const char *type = NULL, *rv = NULL;
+    yyjson_doc *ev = NULL;
+    yyjson_val *root, *obj;
+    const char *type, *rv;
     struct diag d;
     char msg[DIAG_MSG_MAX + 300];
     size_t i;
@@ -1159,13 +1201,16 @@ static int process_line(struct worker *w, const char *p, size_t len)
     }
     if (i == len)
         return 0; /* a blank line */
-    ev = json_loadb(p, len, JSON_REJECT_DUPLICATES, &jerr);
+    diag_clear(&d);
+    ev = json_read(p, len, insitu ? JSON_READ_INSITU : 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
     if (ev == NULL) {
-        rc = broken(w, "malformed event: %d:%d: %s", jerr.line, jerr.column, jerr.text);
+        rc = broken(w, "malformed event: %s", d.msg);
         goto out;
     }
-    if (json_unpack_ex(ev, &jerr, 0, "{s:s, s:o}", "type", &type, "object", &obj) < 0 ||
-        !json_is_object(obj)) {
+    root = yyjson_doc_get_root(ev);
+    type = plain_str(yyjson_obj_get(root, "type"));
+    obj = yyjson_obj_get(root, "object");
+    if (type == NULL || !yyjson_is_obj(obj)) {
         rc = broken(w, "an event without a type and an object");
         goto out;
     }
@@ -1173,8 +1218,8 @@ static int process_line(struct worker *w, const char *p, size_t len)
         rc = on_error_event(w, obj);
         goto out;
     }
-    if (json_unpack(obj, "{s:{s:s}}", "metadata", "resourceVersion", &rv) < 0 || rv[0] == '\0' ||
-        strlen(rv) > KUBE_RV_MAX) {
+    rv = plain_str(yyjson_obj_get(yyjson_obj_get(obj, "metadata"), "resourceVersion"));
+    if (rv == NULL || rv[0] == '\0' || strlen(rv) > KUBE_RV_MAX) {
         rc = broken(w, "a %.16s event without a usable metadata.resourceVersion", type);
         goto out;
     }
@@ -1182,9 +1227,9 @@ static int process_line(struct worker *w, const char *p, size_t len)
         strcmp(type, "DELETED") == 0) {
         diag_clear(&d);
         if (cluster_apply(w->k->view, w->kind, type, obj, &d) < 0)
-            log_event(LOG_WARN, "watch event skipped",
-                      json_pack("{s:s, s:s, s:s, s:s}", "kind", w->plural, "type", type,
-                                "resourceVersion", rv, "error", diag_format(&d, msg, sizeof(msg))));
+            log_event(LOG_WARN, "watch event skipped", "{s:s, s:s, s:s, s:s}", "kind", w->plural,
+                      "type", type, "resourceVersion", rv, "error",
+                      diag_format(&d, msg, sizeof(msg)));
     } else if (strcmp(type, "BOOKMARK") != 0) {
         rc = broken(w, "an event of unknown type \"%.32s\"", type);
         goto out;
@@ -1195,7 +1240,7 @@ static int process_line(struct worker *w, const char *p, size_t len)
     cluster_heartbeat(w->k->view, w->kind);
     rc = 0;
 out:
-    json_decref(ev);
+    yyjson_doc_free(ev);
     return rc;
 }
 
@@ -1339,7 +1384,7 @@ static void request(struct worker *w, const char *url, enum req_mode mode, struc
             break;
         if (log_enabled(LOG_DEBUG))
             log_event(LOG_DEBUG, "401 Unauthorized: the token file changed; retrying",
-                      json_pack("{s:s}", "kind", w->plural));
+                      "{s:s}", "kind", w->plural);
     }
     headers_free(h);
 }
@@ -1384,7 +1429,8 @@ static bool sleep_ms(struct kube *k, long ms)
 static bool retry_after_failure(struct worker *w, const struct reply *r, const char *op)
 {
     long ms = backoff_ms(w, &w->failures, r->retry_after_ms);
-    json_t *f = status_fields(w, r, op);
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *f = doc != NULL ? status_fields(doc, w, r, op) : NULL;
     bool config = r->status == 401 || r->status == 403;
     const char *msg = r->status == 401   ? "apiserver refused the credentials (401); retrying"
                       : r->status == 403 ? "apiserver forbids it (403: RBAC?); retrying"
@@ -1392,56 +1438,69 @@ static bool retry_after_failure(struct worker *w, const struct reply *r, const c
                                          : "list failed; retrying";
 
     if (f != NULL)
-        json_object_set_new(f, "retry_in_ms", json_integer(ms));
+        json_mut_set(doc, f, "retry_in_ms", yyjson_mut_sint(doc, ms));
     if (r->silent)
         msg = "watch silent; reconnecting";
-    log_event(config ? LOG_ERROR : LOG_WARN, msg, f);
+    log_event_obj(config ? LOG_ERROR : LOG_WARN, msg, f);
+    yyjson_mut_doc_free(doc);
     return sleep_ms(w->k, ms);
 }
 
-/* Feeds one list page (in w->body) to the view. Sets *next to the continue token (new string;
- * NULL on the last page) and w->rv. -1 (logged) when the page is not a usable list. */
+/* Feeds one list page (in w->body, read in place: the body is changed) to the view. Sets *next
+ * to the continue token (new string; NULL on the last page) and w->rv. -1 (logged) when the page
+ * is not a usable list. The page's document is freed here: the view copies what it keeps. */
 static int take_page(struct worker *w, bool first, char **next, size_t *count)
 {
-    json_t *root = NULL, *items = NULL;
-    json_error_t jerr;
-    const char *rv = NULL, *cont = NULL;
+    yyjson_doc *doc = NULL;
+    yyjson_val *root, *meta, *vrv, *vcont, *items;
+    const char *rv, *cont;
     struct diag d;
-    char msg[DIAG_MSG_MAX + 300];
+    char msg[DIAG_MSG_MAX + 300], text[SHOWN_SIZE(200)];
     int rc = -1;
 
     *next = NULL;
-    root = json_loadb(w->body.p ? w->body.p : "", w->body.len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL ||
-        json_unpack_ex(root, &jerr, 0, "{s:{s?s, s?s}, s?o}", "metadata", "resourceVersion", &rv,
-                       "continue", &cont, "items", &items) < 0) {
-        log_event(LOG_WARN, "list page unreadable",
-                  json_pack("{s:s, s:o}", "kind", w->plural, "error", shown(jerr.text, 200)));
+    diag_clear(&d);
+    /* the error says where and what (yyjson's words, or a JSON Pointer), never the page's text */
+    doc = w->body.p != NULL ? json_read(w->body.p, w->body.len, JSON_READ_INSITU,
+                                        KUBE_JSON_DEPTH_MAX, NULL, &d)
+                            : json_read("", 0, 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
+    root = yyjson_doc_get_root(doc);
+    meta = yyjson_obj_get(root, "metadata");
+    vrv = yyjson_obj_get(meta, "resourceVersion");
+    vcont = yyjson_obj_get(meta, "continue");
+    items = yyjson_obj_get(root, "items");
+    if (doc == NULL || !yyjson_is_obj(meta) || (vrv != NULL && !yyjson_is_str(vrv)) ||
+        (vcont != NULL && !yyjson_is_str(vcont))) {
+        if (doc != NULL)
+            diag_set(&d, NULL, 0, 0,
+                     "no metadata object, or a resourceVersion or continue not a string");
+        log_event(LOG_WARN, "list page unreadable", "{s:s, s:s}", "kind", w->plural, "error",
+                  shown(d.msg, 200, text, sizeof(text)));
         goto out;
     }
-    if (!(items == NULL || json_is_null(items) || json_is_array(items)) || rv == NULL ||
-        rv[0] == '\0' || strlen(rv) > KUBE_RV_MAX) {
-        log_event(LOG_WARN, "list page unreadable",
-                  json_pack("{s:s, s:s}", "kind", w->plural, "error",
-                            "items is not an array, or no usable metadata.resourceVersion"));
+    rv = plain_str(vrv);
+    cont = vcont != NULL ? plain_str(vcont) : "";
+    if (!(items == NULL || yyjson_is_null(items) || yyjson_is_arr(items)) || rv == NULL ||
+        rv[0] == '\0' || strlen(rv) > KUBE_RV_MAX || cont == NULL) {
+        log_event(LOG_WARN, "list page unreadable", "{s:s, s:s}", "kind", w->plural, "error",
+                  "items is not an array, or no usable metadata.resourceVersion or continue");
         goto out;
     }
-    if (cont != NULL && cont[0] != '\0' && (*next = strdup(cont)) == NULL)
+    if (cont[0] != '\0' && (*next = strdup(cont)) == NULL)
         goto out;
     if (first)
         cluster_list_begin(w->k->view, w->kind);
-    if (json_is_array(items)) {
+    if (yyjson_is_arr(items)) {
         diag_clear(&d);
         if (cluster_list_items(w->k->view, w->kind, items, &d) < 0)
-            log_event(LOG_WARN, "list items skipped",
-                      json_pack("{s:s, s:s}", "kind", w->plural, "error",
-                                diag_format(&d, msg, sizeof(msg))));
-        *count += json_array_size(items);
+            log_event(LOG_WARN, "list items skipped", "{s:s, s:s}", "kind", w->plural, "error",
+                      diag_format(&d, msg, sizeof(msg)));
+        *count += yyjson_arr_size(items);
     }
     memcpy(w->rv, rv, strlen(rv) + 1);
     rc = 0;
 out:
-    json_decref(root);
+    yyjson_doc_free(doc);
     return rc;
 }
 
@@ -1478,14 +1537,14 @@ static bool list_retry(struct worker *w, const struct reply *r, struct listing *
     if (w->verdict == V_TOO_BIG && w->page > 1) {
         w->page /= 2;
         log_event(LOG_WARN, "list page too large; asking for smaller pages",
-                  json_pack("{s:s, s:i, s:i}", "kind", w->plural, "limit", (int)w->page,
-                            "max_bytes", (int)KUBE_LIST_BODY_MAX));
+                  "{s:s, s:i, s:i}", "kind", w->plural, "limit", (int)w->page,
+                  "max_bytes", (int)KUBE_LIST_BODY_MAX);
         return true;
     }
     if (r->status == 410 && L->cont != NULL) {
         /* the continue token expired: the list starts over, at once the first time */
         log_event(LOG_WARN, "list restarted: continue token expired (410)",
-                  json_pack("{s:s, s:i}", "kind", w->plural, "pages", (int)L->pages));
+                  "{s:s, s:i}", "kind", w->plural, "pages", (int)L->pages);
         listing_restart(L);
         return w->failures++ == 0 || sleep_ms(w->k, backoff_ms(w, &w->failures, 0));
     }
@@ -1531,8 +1590,8 @@ static int list_all(struct worker *w)
             cluster_list_end(w->k->view, w->kind);
             cluster_heartbeat(w->k->view, w->kind);
             log_event(LOG_INFO, "list",
-                      json_pack("{s:s, s:s, s:I, s:i}", "kind", w->plural, "resourceVersion", w->rv,
-                                "items", (json_int_t)L.items, "pages", (int)L.pages));
+                      "{s:s, s:s, s:I, s:i}", "kind", w->plural, "resourceVersion", w->rv,
+                      "items", (int64_t)L.items, "pages", (int)L.pages);
             w->failures = 0;
             rc = 0;
             goto out;
@@ -1571,8 +1630,8 @@ static enum wres watch_ended(struct worker *w, double start)
     w->relists = 0;
     if (log_enabled(LOG_DEBUG))
         log_event(LOG_DEBUG, "watch ended",
-                  json_pack("{s:s, s:s, s:i}", "kind", w->plural, "resourceVersion", w->rv,
-                            "events", (int)w->events));
+                  "{s:s, s:s, s:i}", "kind", w->plural, "resourceVersion", w->rv,
+                  "events", (int)w->events);
     if (w->events == 0 && now_s() - start < KUBE_WATCH_MIN_HEALTHY_S)
         return sleep_ms(w->k, backoff_ms(w, &w->failures, 0)) ? W_REWATCH : W_STOP;
     w->failures = 0;
@@ -1582,13 +1641,15 @@ static enum wres watch_ended(struct worker *w, double start)
 /* What a finished watch means: watch again from w->rv, relist, or stop. */
 static enum wres watch_outcome(struct worker *w, const struct reply *r, double start)
 {
+    char text[SHOWN_SIZE(KUBE_MSG_SHOWN)];
+
     if (r->status == 200 && r->res == CURLE_OK && w->verdict == V_OK && w->line.len > 0)
         broken(w, "the stream ended inside an event");
     switch (w->verdict) {
     case V_GONE:
         log_event(LOG_INFO, "relist (410 Gone)",
-                  json_pack("{s:s, s:s, s:s, s:o}", "kind", w->plural, "resourceVersion", w->rv,
-                            "via", "ERROR event", "message", shown(w->why, KUBE_MSG_SHOWN)));
+                  "{s:s, s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "via",
+                  "ERROR event", "message", shown(w->why, KUBE_MSG_SHOWN, text, sizeof(text)));
         return W_RELIST;
     case V_ERROR: /* logged as it came */ return W_RELIST;
     case V_BROKEN:
@@ -1596,15 +1657,16 @@ static enum wres watch_outcome(struct worker *w, const struct reply *r, double s
     case V_TOO_BIG:
         log_event(
             LOG_WARN, "watch stream broken; relisting",
-            json_pack("{s:s, s:s, s:o}", "kind", w->plural, "resourceVersion", w->rv, "error",
-                      shown(w->verdict == V_NOMEM ? "out of memory" : w->why, KUBE_MSG_SHOWN)));
+            "{s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "error",
+            shown(w->verdict == V_NOMEM ? "out of memory" : w->why, KUBE_MSG_SHOWN, text,
+                  sizeof(text)));
         return W_RELIST;
     case V_OK: break;
     }
     if (r->status == 410) {
         log_event(LOG_INFO, "relist (410 Gone)",
-                  json_pack("{s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "via",
-                            "HTTP status"));
+                  "{s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "via",
+                  "HTTP status");
         return W_RELIST;
     }
     if (r->res == CURLE_OK && r->status == 200)
@@ -1626,7 +1688,7 @@ static enum wres watch_once(struct worker *w)
     }
     if (log_enabled(LOG_DEBUG))
         log_event(LOG_DEBUG, "watch",
-                  json_pack("{s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv));
+                  "{s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv);
     request(w, url, REQ_WATCH, &r);
     res = r.stopped ? W_STOP : watch_outcome(w, &r, start);
 out:
@@ -1709,14 +1771,14 @@ static void log_start(const struct kube *k)
                                   : "system";
 
     log_event(LOG_INFO, "kube client starting",
-              json_pack("{s:s, s:s, s:s, s:s, s:i, s:i}", "server", t->server, "config", t->source,
-                        "auth", auth, "ca", ca, "watch_timeout_s", (int)k->watch_timeout_s,
-                        "list_page", (int)k->list_page));
+              "{s:s, s:s, s:s, s:s, s:i, s:i}", "server", t->server, "config", t->source,
+              "auth", auth, "ca", ca, "watch_timeout_s", (int)k->watch_timeout_s,
+              "list_page", (int)k->list_page);
     if (t->insecure)
         log_event(LOG_WARN,
                   "the apiserver's certificate is not verified "
                   "(insecure-skip-tls-verify)",
-                  json_pack("{s:s}", "server", t->server));
+                  "{s:s}", "server", t->server);
 }
 
 /* The workers' handles, before any thread exists. */

@@ -82,9 +82,10 @@
 #define CERTGEN_SERIAL_BYTES      16u /* random serial numbers, positive, 127 bits */
 
 /* AdmissionReview content. */
-/* Arrays and objects nested in a review body. jansson's parser stops at 2048, but its deep copy,
- * equal and dump recurse without a cap; a Pod or workload the apiserver sends nests about 20
- * deep (its schema prunes unknown fields), so anything deeper comes from another caller. */
+/* Arrays and objects nested in a review body. yyjson reads any depth, but its equal and mutable
+ * copies recurse without a cap (YYJSON.md §2.4); json_read() stops here. A Pod or workload the
+ * apiserver sends nests about 20 deep (its schema prunes unknown fields), so anything deeper
+ * comes from another caller. */
 #define REVIEW_DEPTH_MAX  128u
 #define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
 #define AUDIT_KEY_MAX     63u  /* qualified-name part of an audit annotation key */

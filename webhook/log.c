@@ -1,13 +1,17 @@
 /*
- * log.c: JSON-lines logging to stderr. The only state is the level, set once at startup
- * before any thread starts; after that it is read-only.
+ * log.c: JSON-lines logging to stderr. The state is the level and the descriptor, set once at
+ * startup before any thread starts and read-only after that, and each thread's arena.
  */
 #include "log.h"
 
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "limits.h"
 
 static enum log_level min_level = LOG_INFO;
@@ -53,42 +57,152 @@ static void format_time(char *buf, size_t len)
     snprintf(buf + n, len - n, ".%03dZ", (int)(ts.tv_nsec / 1000000L));
 }
 
-void log_event(enum log_level level, const char *msg, json_t *fields)
-{
-    char when[40];
-    json_t *line = NULL;
-    char *text = NULL;
-    size_t len;
+/* One dynamic allocator per thread: documents and written lines come from it and go back to
+ * it, so after the first lines a thread logs without malloc. Freed when the thread ends. */
+static pthread_key_t arena_key;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 
-    if (!log_enabled(level))
-        goto out;
-    format_time(when, sizeof(when));
-    line = json_pack("{s:s, s:s, s:s}", "time", when, "level", level_names[level], "msg",
-                     msg ? msg : "");
-    if (line == NULL)
-        goto out;
-    if (json_is_object(fields))
-        json_object_update_missing(line, fields);
-    text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (text != NULL && strlen(text) >= LOG_LINE_MAX) {
-        /* an oversized line (a huge field) is replaced by its head, still valid JSON */
-        free(text);
-        json_object_clear(line);
-        json_object_set_new(line, "time", json_string(when));
-        json_object_set_new(line, "level", json_string(level_names[level]));
-        json_object_set_new(line, "msg", json_string(msg ? msg : ""));
-        json_object_set_new(line, "fields_dropped", json_string("line too long"));
-        text = json_dumps(line, JSON_COMPACT | JSON_PRESERVE_ORDER);
+static void arena_free(void *a)
+{
+    yyjson_alc_dyn_free(a);
+}
+
+static void arena_key_make(void)
+{
+    if (pthread_key_create(&arena_key, arena_free) != 0)
+        arena_key = (pthread_key_t)-1;
+}
+
+static const yyjson_alc *arena(void)
+{
+    yyjson_alc *a;
+
+    pthread_once(&arena_once, arena_key_make);
+    if (arena_key == (pthread_key_t)-1)
+        return NULL;
+    a = pthread_getspecific(arena_key);
+    if (a == NULL) {
+        a = yyjson_alc_dyn_new();
+        if (a != NULL && pthread_setspecific(arena_key, a) != 0) {
+            yyjson_alc_dyn_free(a);
+            a = NULL;
+        }
     }
+    return a;
+}
+
+static void emit(const yyjson_alc *alc, yyjson_mut_doc *doc, yyjson_mut_val *line)
+{
+    yyjson_write_err err;
+    size_t len = 0;
+    char *text = yyjson_mut_val_write_opts(line, YYJSON_WRITE_NOFLAG, alc, &len, &err);
+
     if (text == NULL)
-        goto out;
-    len = strlen(text);
-    text[len] = '\n'; /* replaces the NUL: the line goes out in one write */
+        return;
+    if (len + 1 > LOG_LINE_MAX) {
+        /* an oversized line (a huge field) is replaced by its head, still valid JSON */
+        yyjson_mut_val *head = yyjson_mut_obj(doc), *k, *v;
+        size_t idx, max;
+
+        if (alc)
+            alc->free(alc->ctx, text);
+        else
+            free(text);
+        text = NULL;
+        if (head == NULL)
+            return;
+        yyjson_mut_obj_foreach(line, idx, max, k, v)
+        {
+            if (idx >= 3) /* time, level, msg */
+                break;
+            yyjson_mut_obj_add(head, k, yyjson_mut_val_mut_copy(doc, v));
+        }
+        yyjson_mut_obj_add_str(doc, head, "fields_dropped", "line too long");
+        text = yyjson_mut_val_write_opts(head, YYJSON_WRITE_NOFLAG, alc, &len, &err);
+        if (text == NULL)
+            return;
+    }
+    /* the line and its newline in one write; yyjson leaves room for the NUL, which this takes */
+    text[len] = '\n';
     /* best effort: a full or closed stderr must not take the server down */
     if (write(log_fd, text, len + 1) < 0) {
     }
-out:
-    free(text);
-    json_decref(line);
-    json_decref(fields);
+    if (alc)
+        alc->free(alc->ctx, text);
+    else
+        free(text);
+}
+
+static yyjson_mut_val *line_head(yyjson_mut_doc *doc, enum log_level level, const char *msg)
+{
+    char when[40];
+
+    format_time(when, sizeof(when));
+    return json_pack(doc, "{s:s, s:s, s:s}", "time", when, "level", level_names[level], "msg",
+                     msg ? msg : "");
+}
+
+static void append_members(yyjson_mut_doc *doc, yyjson_mut_val *line, yyjson_mut_val *fields)
+{
+    yyjson_mut_val *k, *v;
+    size_t idx, max;
+
+    yyjson_mut_obj_foreach(fields, idx, max, k, v)
+    {
+        const char *key = yyjson_mut_get_str(k);
+
+        /* time, level and msg are the line's own */
+        if (yyjson_mut_obj_getn(line, key, yyjson_mut_get_len(k)) != NULL)
+            continue;
+        yyjson_mut_obj_add(line, yyjson_mut_val_mut_copy(doc, k), yyjson_mut_val_mut_copy(doc, v));
+    }
+}
+
+void log_event(enum log_level level, const char *msg, const char *fmt, ...)
+{
+    const yyjson_alc *alc;
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *line, *fields = NULL;
+
+    if (!log_enabled(level))
+        return;
+    alc = arena();
+    doc = yyjson_mut_doc_new(alc);
+    if (doc == NULL)
+        return;
+    line = line_head(doc, level, msg);
+    if (fmt != NULL) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        fields = json_vpack(doc, fmt, &ap);
+        va_end(ap);
+    }
+    if (line != NULL) {
+        if (yyjson_mut_is_obj(fields))
+            append_members(doc, line, fields);
+        emit(alc, doc, line);
+    }
+    yyjson_mut_doc_free(doc);
+}
+
+void log_event_obj(enum log_level level, const char *msg, yyjson_mut_val *fields)
+{
+    const yyjson_alc *alc;
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *line;
+
+    if (!log_enabled(level))
+        return;
+    alc = arena();
+    doc = yyjson_mut_doc_new(alc);
+    if (doc == NULL)
+        return;
+    line = line_head(doc, level, msg);
+    if (line != NULL) {
+        if (yyjson_mut_is_obj(fields))
+            append_members(doc, line, fields);
+        emit(alc, doc, line);
+    }
+    yyjson_mut_doc_free(doc);
 }

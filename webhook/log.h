@@ -7,8 +7,8 @@
 #ifndef GPUADMIT_LOG_H
 #define GPUADMIT_LOG_H
 
-#include <jansson.h>
 #include <stdbool.h>
+#include <yyjson.h>
 
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
 
@@ -20,8 +20,12 @@ bool log_enabled(enum log_level level);
 /* Parses "debug", "info", "warn", "error"; -1 for anything else. */
 int log_level_parse(const char *s, enum log_level *out);
 
-/* Writes one line. fields is an object whose members are added after time, level and msg;
- * it is stolen (decref'd here), and may be NULL. A line is written with one write(2). */
-void log_event(enum log_level level, const char *msg, json_t *fields);
+/* Writes one line: time, level and msg, then the members packed from fmt, an object in
+ * json_pack()'s format (json.h; 'o' cannot be used, there is no document to build in), or NULL
+ * for none. Nothing is packed when the level is off. A line is written with one write(2), and
+ * built in a per-thread arena: a log line costs no malloc once the thread has logged before. */
+void log_event(enum log_level level, const char *msg, const char *fmt, ...);
+/* The same with the members of fields, an object of any mutable document (borrowed), or NULL. */
+void log_event_obj(enum log_level level, const char *msg, yyjson_mut_val *fields);
 
 #endif

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <gnutls/gnutls.h>
-#include <jansson.h>
 #include <malloc.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +23,7 @@
 #include "cluster.h"
 #include "creds.h"
 #include "eval.h"
+#include "json.h"
 #include "kube.h"
 #include "limits.h"
 #include "log.h"
@@ -360,12 +360,10 @@ static void log_rules_errors(const char *msg, const char *dir, const struct rule
     char text[DIAG_MSG_MAX + 300];
 
     for (size_t i = 0; i < e->n; i++)
-        log_event(LOG_ERROR, msg,
-                  json_pack("{s:s, s:s}", "rules", dir, "error",
-                            diag_format(&e->items[i], text, sizeof(text))));
+        log_event(LOG_ERROR, msg, "{s:s, s:s}", "rules", dir, "error",
+                  diag_format(&e->items[i], text, sizeof(text)));
     if (e->dropped > 0)
-        log_event(LOG_ERROR, msg,
-                  json_pack("{s:s, s:I}", "rules", dir, "more_errors", (json_int_t)e->dropped));
+        log_event(LOG_ERROR, msg, "{s:s, s:I}", "rules", dir, "more_errors", (int64_t)e->dropped);
 }
 
 static void log_policy(const char *msg, const char *dir, const struct policy *p)
@@ -374,25 +372,25 @@ static void log_policy(const char *msg, const char *dir, const struct policy *p)
 
     for (size_t i = 0; i < p->n_docs; i++)
         rules += p->docs[i].n_rules;
-    log_event(LOG_INFO, msg,
-              json_pack("{s:s, s:I, s:I, s:I}", "rules", dir, "generation",
-                        (json_int_t)p->generation, "policies", (json_int_t)p->n_docs, "rule_count",
-                        (json_int_t)rules));
+    log_event(LOG_INFO, msg, "{s:s, s:I, s:I, s:I}", "rules", dir, "generation",
+              (int64_t)p->generation, "policies", (int64_t)p->n_docs, "rule_count", (int64_t)rules);
 }
 
 static void log_view(const char *msg, const char *source, struct cluster *view)
 {
-    json_t *dump = cluster_dump(view);
+    yyjson_mut_doc *dump;
+    yyjson_mut_val *root;
 
-    log_event(LOG_INFO, msg,
-              json_pack("{s:s, s:I, s:I, s:I, s:I}", "source", source, "nodes",
-                        (json_int_t)json_object_size(json_object_get(dump, "nodes")), "gpu_pods",
-                        (json_int_t)json_object_size(json_object_get(dump, "pods")),
-                        "priority_classes",
-                        (json_int_t)json_object_size(json_object_get(dump, "priorityClasses")),
-                        "gpu_workloads",
-                        (json_int_t)json_object_size(json_object_get(dump, "workloads"))));
-    json_decref(dump);
+    if (!log_enabled(LOG_INFO))
+        return;
+    dump = cluster_dump(view);
+    root = yyjson_mut_doc_get_root(dump);
+    log_event(LOG_INFO, msg, "{s:s, s:I, s:I, s:I, s:I}", "source", source, "nodes",
+              (int64_t)yyjson_mut_obj_size(yyjson_mut_obj_get(root, "nodes")), "gpu_pods",
+              (int64_t)yyjson_mut_obj_size(yyjson_mut_obj_get(root, "pods")), "priority_classes",
+              (int64_t)yyjson_mut_obj_size(yyjson_mut_obj_get(root, "priorityClasses")),
+              "gpu_workloads", (int64_t)yyjson_mut_obj_size(yyjson_mut_obj_get(root, "workloads")));
+    yyjson_mut_doc_free(dump);
 }
 
 /* Loads the rules directory and, when it is good, puts it in force. */
@@ -424,7 +422,7 @@ static int watch_rules(int ifd, const char *dir, bool quiet)
 
     if (wd < 0 && !quiet)
         log_event(LOG_WARN, "cannot watch the rules directory; retrying every second",
-                  json_pack("{s:s, s:s}", "rules", dir, "error", strerror(errno)));
+                  "{s:s, s:s}", "rules", dir, "error", strerror(errno));
     return wd;
 }
 
@@ -472,7 +470,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             timeout = (int)(reload_at - now);
         n = poll(pfd, ifd >= 0 ? 2 : 1, timeout < 0 ? 0 : timeout);
         if (n < 0 && errno != EINTR) {
-            log_event(LOG_ERROR, "poll failed", json_pack("{s:s}", "error", strerror(errno)));
+            log_event(LOG_ERROR, "poll failed", "{s:s}", "error", strerror(errno));
             break;
         }
         now = mono_ms();
@@ -481,7 +479,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
                 inotify_rm_watch(ifd, wd);
                 wd = -1;
                 log_event(LOG_WARN, "the rules directory was removed or replaced; watching for it",
-                          json_pack("{s:s}", "rules", rules_dir));
+                          "{s:s}", "rules", rules_dir);
             }
             /* a burst of changes (an editor's save, a volume swap) is one reload, but a steady
              * stream of them does not put it off for more than RULES_RELOAD_MAX_DELAY_MS */
@@ -501,8 +499,8 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             next_cert = now + DEFAULT_CERT_POLL_MS;
             /* a directory that went away: watch it again once it is back, and load it */
             if (wd < 0 && ifd >= 0 && (wd = watch_rules(ifd, rules_dir, true)) >= 0) {
-                log_event(LOG_INFO, "watching the rules directory again",
-                          json_pack("{s:s}", "rules", rules_dir));
+                log_event(LOG_INFO, "watching the rules directory again", "{s:s}", "rules",
+                          rules_dir);
                 reload_rules(policies, rules_dir, m);
             }
         }
@@ -516,8 +514,8 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             creds_poll(creds, true);
             continue;
         }
-        log_event(LOG_INFO, "shutting down",
-                  json_pack("{s:s}", "signal", si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT"));
+        log_event(LOG_INFO, "shutting down", "{s:s}", "signal",
+                  si.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT");
         break;
     }
     /* a second SIGTERM or SIGINT while draining stops at once */
@@ -557,7 +555,6 @@ static int cmd_serve(int argc, char **argv)
      * 6 MiB bodies left 6 MiB resident on an idle server). A fixed threshold keeps every large
      * body in its own mapping, returned when it is freed. */
     mallopt(M_MMAP_THRESHOLD, (int)MALLOC_MMAP_THRESHOLD_BYTES);
-    json_object_seed(0);
     signal(SIGPIPE, SIG_IGN);
     /* block before any thread starts, so that every thread inherits the mask and only the
      * signalfd sees these */
@@ -590,8 +587,8 @@ static int cmd_serve(int argc, char **argv)
         view = cluster_new(&cc);
         diag_clear(&d);
         if (view == NULL || (kube = kube_start(&kc, view, &d)) == NULL) {
-            log_event(LOG_ERROR, "cannot watch the cluster",
-                      json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+            log_event(LOG_ERROR, "cannot watch the cluster", "{s:s}", "error",
+                      diag_format(&d, msg, sizeof(msg)));
             goto out;
         }
         o.server.view = view;
@@ -602,8 +599,8 @@ static int cmd_serve(int argc, char **argv)
         view = cluster_new(&cc);
         diag_clear(&d);
         if (view == NULL || cluster_load_snapshot(view, o.snapshot, &d) < 0) {
-            log_event(LOG_ERROR, "cannot load the cluster snapshot",
-                      json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+            log_event(LOG_ERROR, "cannot load the cluster snapshot", "{s:s}", "error",
+                      diag_format(&d, msg, sizeof(msg)));
             goto out;
         }
         o.server.view = view;
@@ -611,34 +608,34 @@ static int cmd_serve(int argc, char **argv)
     }
     sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sfd < 0) {
-        log_event(LOG_ERROR, "signalfd failed", json_pack("{s:s}", "error", strerror(errno)));
+        log_event(LOG_ERROR, "signalfd failed", "{s:s}", "error", strerror(errno));
         rc = 1;
         goto out;
     }
     diag_clear(&d);
     creds = creds_new(o.cert, o.key, &d);
     if (creds == NULL) {
-        log_event(LOG_ERROR, "cannot load the serving certificate",
-                  json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+        log_event(LOG_ERROR, "cannot load the serving certificate", "{s:s}", "error",
+                  diag_format(&d, msg, sizeof(msg)));
         goto out;
     }
     if (o.client_ca != NULL &&
         creds_set_client_ca(creds, o.client_ca, o.client_names, o.n_client_names, &d) < 0) {
-        log_event(LOG_ERROR, "cannot load the client CA",
-                  json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+        log_event(LOG_ERROR, "cannot load the client CA", "{s:s}", "error",
+                  diag_format(&d, msg, sizeof(msg)));
         goto out;
     }
     srv = server_start(&o.server, creds, &d);
     if (srv == NULL) {
-        log_event(LOG_ERROR, "cannot start the server",
-                  json_pack("{s:s}", "error", diag_format(&d, msg, sizeof(msg))));
+        log_event(LOG_ERROR, "cannot start the server", "{s:s}", "error",
+                  diag_format(&d, msg, sizeof(msg)));
         rc = 1;
         goto out;
     }
     ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (ifd < 0)
-        log_event(LOG_WARN, "inotify unavailable; reload the rules with SIGHUP",
-                  json_pack("{s:s}", "error", strerror(errno)));
+        log_event(LOG_WARN, "inotify unavailable; reload the rules with SIGHUP", "{s:s}", "error",
+                  strerror(errno));
     policy = policy_holder_get(policies);
     metrics_policy_loaded(metrics, policy->generation, time(NULL));
     metrics_rules_declare(metrics, policy);
@@ -646,13 +643,11 @@ static int cmd_serve(int argc, char **argv)
     policy_unref(policy);
     /* before "serving", which tells that everything is up */
     if (o.server.metrics_addr != NULL)
-        log_event(LOG_INFO, "serving metrics over plain HTTP",
-                  json_pack("{s:s, s:i}", "listen", o.server.metrics_addr, "port",
-                            (int)server_metrics_port(srv)));
-    log_event(LOG_INFO, "serving",
-              json_pack("{s:s, s:i, s:s, s:s, s:I, s:b}", "listen", o.server.listen, "port",
-                        (int)server_port(srv), "cert", o.cert, "rules", o.rules, "max_body_bytes",
-                        (json_int_t)o.server.max_body, "audit_only", o.server.audit_only));
+        log_event(LOG_INFO, "serving metrics over plain HTTP", "{s:s, s:i}", "listen",
+                  o.server.metrics_addr, "port", (int)server_metrics_port(srv));
+    log_event(LOG_INFO, "serving", "{s:s, s:i, s:s, s:s, s:I, s:b}", "listen", o.server.listen,
+              "port", (int)server_port(srv), "cert", o.cert, "rules", o.rules, "max_body_bytes",
+              (int64_t)o.server.max_body, "audit_only", o.server.audit_only);
     rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules, metrics);
 out:
     kube_stop(kube); /* before the view it feeds */
@@ -679,52 +674,57 @@ out:
 static int cmd_routes(int argc, char **argv)
 {
     static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
-    json_t *out = json_object(), *lists[2] = {json_array(), json_array()};
+    yyjson_mut_doc *doc = NULL;
+    yyjson_mut_val *lists[2];
     size_t n;
     const struct eval_route *rt = eval_routes(&n);
-    char *text;
+    char *text = NULL;
+    int rc = 1;
 
     if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(ROUTES_USAGE, stdout);
-        json_decref(out);
-        json_decref(lists[0]);
-        json_decref(lists[1]);
         return 0;
     }
     if (argc > 1) {
         fprintf(stderr, "gpuadmit routes: takes no arguments; see gpuadmit routes --help\n");
-        json_decref(out);
-        json_decref(lists[0]);
-        json_decref(lists[1]);
         return EXIT_USAGE;
     }
+    doc = yyjson_mut_doc_new(NULL);
+    lists[0] = yyjson_mut_arr(doc);
+    lists[1] = yyjson_mut_arr(doc);
+    if (lists[0] == NULL || lists[1] == NULL)
+        goto out;
     for (size_t i = 0; i < n; i++) {
         char res[128];
-        json_t *o = json_array();
+        yyjson_mut_val *o = yyjson_mut_arr(doc);
 
         snprintf(res, sizeof(res), "%s%s%s", rt[i].resource, rt[i].sub_resource[0] ? "/" : "",
                  rt[i].sub_resource);
-        for (unsigned k = 0; k < sizeof(ops) / sizeof(ops[0]); k++)
-            if (rt[i].ops & (1u << k))
-                json_array_append_new(o, json_string(ops[k]));
+        for (unsigned k = 0; o != NULL && k < sizeof(ops) / sizeof(ops[0]); k++)
+            if ((rt[i].ops & (1u << k)) && !yyjson_mut_arr_add_str(doc, o, ops[k])) /* static */
+                goto out;
         for (int w = 0; w < 2; w++) {
             if (!(w == 0 ? rt[i].mutating : rt[i].validating))
                 continue;
-            json_array_append_new(lists[w], json_pack("{s:[s], s:[s], s:[s], s:O}", "apiGroups",
-                                                      rt[i].group, "apiVersions", rt[i].version,
-                                                      "resources", res, "operations", o));
+            /* each list gets its own copy of o: a value sits in one container */
+            if (!yyjson_mut_arr_append(lists[w], json_pack(doc, "{s:[s], s:[s], s:[s], s:O}",
+                                                           "apiGroups", rt[i].group,
+                                                           "apiVersions", rt[i].version,
+                                                           "resources", res, "operations", o)))
+                goto out;
         }
-        json_decref(o);
     }
-    json_object_set_new(out, "mutating", lists[0]);
-    json_object_set_new(out, "validating", lists[1]);
-    text = json_dumps(out, JSON_INDENT(2));
-    json_decref(out);
+    text = json_mut_write_pretty(json_pack(doc, "{s:o, s:o}", "mutating", lists[0], "validating",
+                                           lists[1]),
+                                 NULL);
     if (text == NULL)
-        return 1;
+        goto out;
     puts(text);
+    rc = 0;
+out:
     free(text);
-    return 0;
+    yyjson_mut_doc_free(doc);
+    return rc;
 }
 
 int main(int argc, char **argv)

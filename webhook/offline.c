@@ -2,7 +2,9 @@
  * offline.c: an object judged as the apiserver would judge its CREATE (see offline.h).
  *
  * The review goes through review_decode() like a request body, so the evaluator sees exactly
- * what the server would. Invariant: the policy and the view are only read.
+ * what the server would. Invariant: the policy and the view are only read. The result is built
+ * in one mutable document; values of the decisions' documents, of the patched object and of the
+ * caller's object are copied into it, never linked.
  */
 #include "offline.h"
 
@@ -14,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "eval.h"
+#include "json.h"
 #include "limits.h"
 #include "patch.h"
 #include "review.h"
@@ -50,187 +53,266 @@ static const struct eval_route *route_for(const char *group, const char *kind, c
     return NULL;
 }
 
-/* A review of obj as the apiserver sends it for a CREATE. New; NULL with d filled. */
+/* A review of obj as the apiserver sends it for a CREATE (an UPDATE from o->old_object when
+ * that is set). New; NULL with d filled. */
 static struct review *make_review(const struct offline_opts *o, const char *group,
                                   const char *version, const char *kind, const char *res,
-                                  const char *ns, const char *name, const json_t *obj,
+                                  const char *ns, const char *name, yyjson_val *obj,
                                   struct diag *d)
 {
-    json_t *rv;
-    char *body;
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *rv = NULL;
+    bool update = o->old_object != NULL;
+    char *body = NULL;
+    size_t len = 0;
     struct review *r = NULL;
 
-    rv = json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, "
-                   "s:{s:s, s:[s, s]}, s:O, s:n, s:b, s:{s:s, s:s}}}",
-                   "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid",
-                   "00000000-0000-0000-0000-000000000000", "kind", "group", group, "version",
-                   version, "kind", kind, "resource", "group", group, "version", version,
-                   "resource", res, "name", name, "namespace", ns, "operation", "CREATE",
-                   "userInfo", "username", o->user ? o->user : OFFLINE_USER, "groups",
-                   "system:authenticated", "gpuadmit:offline", "object", obj, "oldObject", "dryRun",
-                   true, "options", "apiVersion", "meta.k8s.io/v1", "kind", "CreateOptions");
-    if (rv != NULL && o->old_object != NULL) {
-        json_t *req = json_object_get(rv, "request");
-
-        json_object_set_new(req, "operation", json_string("UPDATE"));
-        json_object_set(req, "oldObject", (json_t *)o->old_object);
-        json_object_set_new(json_object_get(req, "options"), "kind", json_string("UpdateOptions"));
-    }
-    body = rv ? json_dumps(rv, JSON_COMPACT) : NULL;
+    if (m != NULL)
+        rv = json_pack(m,
+                       "{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, "
+                       "s:{s:s, s:[s, s]}, s:V, s:V?, s:b, s:{s:s, s:s}}}",
+                       "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request",
+                       "uid", "00000000-0000-0000-0000-000000000000", "kind", "group", group,
+                       "version", version, "kind", kind, "resource", "group", group, "version",
+                       version, "resource", res, "name", name, "namespace", ns, "operation",
+                       update ? "UPDATE" : "CREATE", "userInfo", "username",
+                       o->user ? o->user : OFFLINE_USER, "groups", "system:authenticated",
+                       "gpuadmit:offline", "object", obj, "oldObject", o->old_object, "dryRun",
+                       true, "options", "apiVersion", "meta.k8s.io/v1", "kind",
+                       update ? "UpdateOptions" : "CreateOptions");
+    body = rv ? json_mut_write(rv, &len) : NULL;
     if (body == NULL)
         diag_set(d, NULL, 0, 0, "out of memory");
     else
-        r = review_decode(body, strlen(body), d);
+        r = review_decode(body, len, d);
     free(body);
-    json_decref(rv);
+    yyjson_mut_doc_free(m);
     return r;
 }
 
-/* Folds a trace (eval_review_trace) into result's per-rule list. */
-static void fold_trace(json_t *rules, const json_t *trace)
+/* Whether two strings are the same bytes (a NUL in them included). */
+static bool same_str(yyjson_mut_val *a, yyjson_mut_val *b)
 {
-    size_t i, k;
-    const json_t *t, *ru;
+    return yyjson_mut_is_str(a) && yyjson_mut_is_str(b) &&
+           yyjson_mut_get_len(a) == yyjson_mut_get_len(b) &&
+           memcmp(yyjson_mut_get_str(a), yyjson_mut_get_str(b), yyjson_mut_get_len(a)) == 0;
+}
 
-    json_array_foreach (trace, i, t) {
-        const char *name = json_string_value(json_object_get(t, "rule"));
-        const char *out = json_string_value(json_object_get(t, "outcome"));
-        const char *msg = json_string_value(json_object_get(t, "message"));
+/* Folds a trace (eval_review_trace, in doc) into result's per-rule list (in doc). */
+static int fold_trace(yyjson_mut_doc *doc, yyjson_mut_val *rules, yyjson_mut_val *trace)
+{
+    size_t i, imax, k, kmax, m, mmax;
+    yyjson_mut_val *t, *ru, *v;
 
-        json_array_foreach (rules, k, ru) {
-            json_t *msgs = json_object_get(ru, "messages");
+    yyjson_mut_arr_foreach(trace, i, imax, t)
+    {
+        yyjson_mut_val *name = yyjson_mut_obj_get(t, "rule");
+        const char *out = yyjson_mut_get_str(yyjson_mut_obj_get(t, "outcome"));
+        yyjson_mut_val *msg = yyjson_mut_obj_get(t, "message");
+
+        if (out == NULL || !yyjson_mut_is_str(msg))
+            continue;
+        yyjson_mut_arr_foreach(rules, k, kmax, ru)
+        {
+            yyjson_mut_val *msgs = yyjson_mut_obj_get(ru, "messages");
             bool seen = false;
-            size_t m;
-            json_t *v;
 
-            if (strcmp(json_string_value(json_object_get(ru, "rule")), name) != 0)
+            if (!same_str(yyjson_mut_obj_get(ru, "rule"), name))
                 continue;
             if (outcome_rank(out) >
-                outcome_rank(json_string_value(json_object_get(ru, "outcome")))) {
-                json_object_set_new((json_t *)ru, "outcome", json_string(out));
-                json_object_set((json_t *)ru, "enforcement", json_object_get(t, "enforcement"));
+                outcome_rank(yyjson_mut_get_str(yyjson_mut_obj_get(ru, "outcome")))) {
+                /* both are the document's; a value sits in one container, so copy */
+                if (json_mut_set(doc, ru, "outcome", yyjson_mut_strcpy(doc, out)) < 0 ||
+                    json_mut_set(doc, ru, "enforcement",
+                                 yyjson_mut_val_mut_copy(doc, yyjson_mut_obj_get(t, "enforcement"))) <
+                        0)
+                    return -1;
             }
-            json_array_foreach (msgs, m, v) {
-                seen = seen || strcmp(json_string_value(v), msg) == 0;
+            yyjson_mut_arr_foreach(msgs, m, mmax, v)
+            {
+                seen = seen || same_str(v, msg);
             }
-            if (msg[0] && !seen)
-                json_array_append_new(msgs, json_string(msg));
+            if (yyjson_mut_get_len(msg) > 0 && !seen &&
+                !yyjson_mut_arr_append(msgs, yyjson_mut_val_mut_copy(doc, msg)))
+                return -1;
             break;
         }
     }
+    return 0;
 }
 
-/* Every rule of the policy, "skip" until the trace says otherwise. */
-static json_t *rule_list(const struct policy *p)
+/* Every rule of the policy, "skip" until the trace says otherwise; in doc. */
+static yyjson_mut_val *rule_list(yyjson_mut_doc *doc, const struct policy *p)
 {
     static const char *const types[] = {"gpu-request", "priority-class", "tolerations",
                                         "node-selector", "capacity"};
     static const char *const enf[] = {"Enforce", "Warn", "Audit"};
-    json_t *rules = json_array();
+    yyjson_mut_val *rules = yyjson_mut_arr(doc);
 
-    for (size_t i = 0; i < p->n_docs; i++)
-        for (size_t k = 0; k < p->docs[i].n_rules; k++) {
+    for (size_t i = 0; rules != NULL && i < p->n_docs; i++)
+        for (size_t k = 0; rules != NULL && k < p->docs[i].n_rules; k++) {
             const struct rule *ru = &p->docs[i].rules[k];
 
-            json_array_append_new(rules,
-                                  json_pack("{s:s, s:s, s:s, s:s, s:[]}", "rule", ru->name, "type",
-                                            types[ru->type], "enforcement", enf[ru->enforcement],
-                                            "outcome", "skip", "messages"));
+            if (!yyjson_mut_arr_append(rules, json_pack(doc, "{s:s, s:s, s:s, s:s, s:[]}", "rule",
+                                                        ru->name, "type", types[ru->type],
+                                                        "enforcement", enf[ru->enforcement],
+                                                        "outcome", "skip", "messages")))
+                rules = NULL;
         }
     return rules;
 }
 
-static void add_all(json_t *to, const json_t *from)
+/* Appends copies of from's items (another document's array, or NULL) to to (in doc). */
+static int add_all(yyjson_mut_doc *doc, yyjson_mut_val *to, yyjson_mut_val *from)
 {
-    if (from != NULL)
-        json_array_extend(to, (json_t *)from);
+    size_t i, max;
+    yyjson_mut_val *v;
+
+    yyjson_mut_arr_foreach(from, i, max, v)
+    {
+        if (!yyjson_mut_arr_append(to, yyjson_mut_val_mut_copy(doc, v)))
+            return -1;
+    }
+    return 0;
 }
 
-/* The three evaluations; fills out. -1 with d filled on an internal failure. */
+/* Sets copies of from's members (another document's object, or NULL) in to (in doc). */
+static int set_all(yyjson_mut_doc *doc, yyjson_mut_val *to, yyjson_mut_val *from)
+{
+    size_t i, max;
+    yyjson_mut_val *k, *v;
+
+    yyjson_mut_obj_foreach(from, i, max, k, v)
+    {
+        yyjson_mut_val *key = yyjson_mut_strncpy(doc, yyjson_mut_get_str(k), yyjson_mut_get_len(k));
+        yyjson_mut_val *copy = yyjson_mut_val_mut_copy(doc, v);
+
+        if (key == NULL || copy == NULL || !yyjson_mut_obj_put(to, key, copy))
+            return -1;
+    }
+    return 0;
+}
+
+/* The three evaluations of obj (borrowed); fills out, the root of doc. -1 with d filled on an
+ * internal failure. */
 static int judge(const struct offline_opts *o, const char *gvk[4], const char *ns, const char *name,
-                 const json_t *obj, json_t *out, struct diag *d)
+                 yyjson_val *obj, yyjson_mut_doc *doc, yyjson_mut_val *out, struct diag *d)
 {
     struct review *r = NULL;
     struct decision dm, dv, again;
-    json_t *trace = json_array(), *patched = NULL, *warnings = json_array();
-    json_t *annotations = json_object();
+    yyjson_mut_val *trace = yyjson_mut_arr(doc), *warnings = yyjson_mut_arr(doc);
+    yyjson_mut_val *annotations = yyjson_mut_obj(doc);
+    yyjson_doc *ops = NULL, *patched = NULL;
+    yyjson_val *pobj = obj; /* the object after the patch: obj, or patched's root */
     int rc = -1;
 
     decision_init(&dm);
     decision_init(&dv);
     decision_init(&again);
+    if (trace == NULL || warnings == NULL || annotations == NULL)
+        goto oom;
     /* mutating phase */
     if ((r = make_review(o, gvk[0], gvk[1], gvk[2], gvk[3], ns, name, obj, d)) == NULL ||
-        eval_review_trace(o->policy, r, true, o->audit_only, o->view, &dm, trace) < 0)
+        eval_review_trace(o->policy, r, true, o->audit_only, o->view, &dm, doc, trace) < 0)
         goto fail;
     review_free(r);
     r = NULL;
-    patched = dm.patch ? patch_apply(obj, dm.patch, d) : json_deep_copy(obj);
-    if (patched == NULL)
-        goto fail;
-    /* reinvocation: the patched object must come back unchanged */
     if (dm.patch != NULL) {
-        if ((r = make_review(o, gvk[0], gvk[1], gvk[2], gvk[3], ns, name, patched, d)) == NULL ||
+        /* the patch as an immutable value for patch_apply(): operations are shallow */
+        if ((ops = json_freeze(dm.patch)) == NULL)
+            goto oom;
+        if ((patched = patch_apply(obj, yyjson_doc_get_root(ops), d)) == NULL)
+            goto fail;
+        pobj = yyjson_doc_get_root(patched);
+        /* reinvocation: the patched object must come back unchanged */
+        if ((r = make_review(o, gvk[0], gvk[1], gvk[2], gvk[3], ns, name, pobj, d)) == NULL ||
             eval_review(o->policy, r, true, o->audit_only, o->view, &again) < 0)
             goto fail;
         review_free(r);
         r = NULL;
-        if (again.patch != NULL)
-            json_object_set(out, "reinvocation", again.patch);
+        if (again.patch != NULL &&
+            json_mut_set(doc, out, "reinvocation", yyjson_mut_val_mut_copy(doc, again.patch)) < 0)
+            goto oom;
     }
     /* validating phase, on the patched object */
-    if ((r = make_review(o, gvk[0], gvk[1], gvk[2], gvk[3], ns, name, patched, d)) == NULL ||
-        eval_review_trace(o->policy, r, false, o->audit_only, o->view, &dv, trace) < 0)
+    if ((r = make_review(o, gvk[0], gvk[1], gvk[2], gvk[3], ns, name, pobj, d)) == NULL ||
+        eval_review_trace(o->policy, r, false, o->audit_only, o->view, &dv, doc, trace) < 0)
         goto fail;
-    fold_trace(json_object_get(out, "rules"), trace);
-    add_all(warnings, dm.warnings);
-    add_all(warnings, dv.warnings);
-    if (dm.annotations)
-        json_object_update(annotations, dm.annotations);
-    if (dv.annotations)
-        json_object_update(annotations, dv.annotations);
-    json_object_set_new(out, "decision",
-                        json_string(!dv.allowed || !dm.allowed ? "denied"
-                                    : dm.patch != NULL         ? "patched"
-                                                               : "allowed"));
-    if (!dv.allowed || !dm.allowed)
-        json_object_set_new(out, "message",
-                            json_string(!dm.allowed  ? dm.message
-                                        : dv.message ? dv.message
-                                                     : ""));
-    json_object_set(out, "warnings", warnings);
-    json_object_set(out, "annotations", annotations);
-    json_object_set_new(out, "patch", dm.patch ? json_incref(dm.patch) : json_array());
-    json_object_set(out, "object", patched);
+    if (fold_trace(doc, yyjson_mut_obj_get(out, "rules"), trace) < 0 ||
+        add_all(doc, warnings, dm.warnings) < 0 || add_all(doc, warnings, dv.warnings) < 0 ||
+        set_all(doc, annotations, dm.annotations) < 0 ||
+        set_all(doc, annotations, dv.annotations) < 0)
+        goto oom;
+    /* literals: they outlive the document */
+    if (json_mut_set(doc, out, "decision",
+                     yyjson_mut_str(doc, !dv.allowed || !dm.allowed ? "denied"
+                                         : dm.patch != NULL         ? "patched"
+                                                                    : "allowed")) < 0)
+        goto oom;
+    if ((!dv.allowed || !dm.allowed) &&
+        json_mut_set(doc, out, "message",
+                     yyjson_mut_strcpy(doc, !dm.allowed  ? (dm.message ? dm.message : "")
+                                            : dv.message ? dv.message
+                                                         : "")) < 0)
+        goto oom;
+    if (json_mut_set(doc, out, "warnings", warnings) < 0 ||
+        json_mut_set(doc, out, "annotations", annotations) < 0 ||
+        json_mut_set(doc, out, "patch",
+                     dm.patch ? yyjson_mut_val_mut_copy(doc, dm.patch) : yyjson_mut_arr(doc)) < 0 ||
+        json_mut_set(doc, out, "object", yyjson_val_mut_copy(doc, pobj)) < 0)
+        goto oom;
     rc = 0;
+    goto fail;
+oom:
+    diag_set(d, NULL, 0, 0, "out of memory");
 fail:
     review_free(r);
     decision_release(&dm);
     decision_release(&dv);
     decision_release(&again);
-    json_decref(trace);
-    json_decref(patched);
-    json_decref(warnings);
-    json_decref(annotations);
+    yyjson_doc_free(ops);
+    yyjson_doc_free(patched);
     return rc;
 }
 
-json_t *offline_admit(const struct offline_opts *o, const json_t *obj, struct diag *d)
+/* obj with metadata.namespace set to ns, as a document of its own; NULL when out of memory. */
+static yyjson_doc *with_namespace(yyjson_val *obj, const char *ns)
 {
-    const char *api = json_string_value(json_object_get(obj, "apiVersion"));
-    const char *kind = json_string_value(json_object_get(obj, "kind"));
-    const json_t *meta = json_object_get(obj, "metadata");
-    const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    const char *name = json_string_value(json_object_get(meta, "name"));
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *copy = m ? yyjson_val_mut_copy(m, obj) : NULL, *meta;
+    yyjson_doc *out = NULL;
+
+    meta = yyjson_mut_obj_get(copy, "metadata");
+    if (copy != NULL && meta == NULL) {
+        meta = yyjson_mut_obj(m);
+        if (json_mut_set(m, copy, "metadata", meta) < 0)
+            meta = NULL;
+    }
+    /* the depth of obj is capped by whoever read it (yamljson, a suite): the copy's recursion */
+    if (meta != NULL && json_mut_set(m, meta, "namespace", yyjson_mut_strcpy(m, ns)) == 0)
+        out = json_freeze(copy);
+    yyjson_mut_doc_free(m);
+    return out;
+}
+
+yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, struct diag *d)
+{
+    const char *api = json_get_str(obj, "apiVersion");
+    const char *kind = json_get_str(obj, "kind");
+    yyjson_val *meta = yyjson_obj_get(obj, "metadata");
+    const char *ns = json_get_str(meta, "namespace");
+    const char *name = json_get_str(meta, "name");
     const char *slash, *gvk[4];
     char group[256], res[128];
-    json_t *out = NULL, *copy = NULL;
+    yyjson_mut_doc *doc = NULL;
+    yyjson_mut_val *out = NULL;
+    yyjson_doc *copy = NULL;
 
-    if (!json_is_object(obj) || api == NULL || kind == NULL || api[0] == '\0' || kind[0] == '\0') {
+    if (!yyjson_is_obj(obj) || api == NULL || kind == NULL || api[0] == '\0' || kind[0] == '\0') {
         diag_set(d, NULL, 0, 0, "not a Kubernetes object: apiVersion and kind must be strings");
         return NULL;
     }
-    if (meta != NULL && !json_is_object(meta)) {
+    if (meta != NULL && !yyjson_is_obj(meta)) {
         diag_set(d, NULL, 0, 0, "metadata: expected an object");
         return NULL;
     }
@@ -239,34 +321,41 @@ json_t *offline_admit(const struct offline_opts *o, const json_t *obj, struct di
     /* as the apiserver does: a namespaced object without a namespace lands in the request's */
     ns = ns && ns[0] ? ns : "default";
     name = name ? name : "";
-    out = json_pack("{s:s, s:s, s:s, s:s, s:o}", "kind", kind, "apiVersion", api, "namespace", ns,
-                    "name", name, "rules", rule_list(o->policy));
+    doc = yyjson_mut_doc_new(NULL);
+    if (doc != NULL)
+        out = json_pack(doc, "{s:s, s:s, s:s, s:s, s:o}", "kind", kind, "apiVersion", api,
+                        "namespace", ns, "name", name, "rules", rule_list(doc, o->policy));
     if (out == NULL) {
         diag_set(d, NULL, 0, 0, "out of memory");
+        yyjson_mut_doc_free(doc);
         return NULL;
     }
+    yyjson_mut_doc_set_root(doc, out);
     gvk[0] = group;
     gvk[1] = slash ? slash + 1 : api;
     gvk[2] = kind;
     gvk[3] = res;
     if (route_for(group, kind, res, sizeof(res)) == NULL) {
-        json_object_set_new(out, "decision", json_string("not judged"));
-        json_object_set_new(out, "reason",
-                            json_string("the webhook is not sent this kind (see gpuadmit routes)"));
-        return out;
+        /* literals: they outlive the document */
+        if (json_mut_set(doc, out, "decision", yyjson_mut_str(doc, "not judged")) < 0 ||
+            json_mut_set(
+                doc, out, "reason",
+                yyjson_mut_str(doc, "the webhook is not sent this kind (see gpuadmit routes)")) < 0) {
+            diag_set(d, NULL, 0, 0, "out of memory");
+            yyjson_mut_doc_free(doc);
+            return NULL;
+        }
+        return doc;
     }
-    copy = json_deep_copy(obj);
-    if (copy == NULL ||
-        (json_object_get(copy, "metadata") == NULL &&
-         json_object_set_new(copy, "metadata", json_object()) < 0) ||
-        json_object_set_new(json_object_get(copy, "metadata"), "namespace", json_string(ns)) < 0 ||
-        judge(o, gvk, ns, name, copy, out, d) < 0) {
+    copy = with_namespace(obj, ns);
+    if (copy == NULL)
         diag_set(d, NULL, 0, 0, "out of memory");
-        json_decref(out);
-        out = NULL;
+    if (copy == NULL || judge(o, gvk, ns, name, yyjson_doc_get_root(copy), doc, out, d) < 0) {
+        yyjson_mut_doc_free(doc);
+        doc = NULL;
     }
-    json_decref(copy);
-    return out;
+    yyjson_doc_free(copy);
+    return doc;
 }
 
 /* ---- helpers of the offline commands ---- */
@@ -313,7 +402,8 @@ struct cluster *offline_load_snapshot(const char *path, struct diag *d)
 /* A string YAML reads back as the same string without quotes. */
 static bool plain_safe(const char *s, size_t len)
 {
-    json_t *v = NULL;
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *v = NULL;
     const char *why;
     bool ok;
 
@@ -323,56 +413,66 @@ static bool plain_safe(const char *s, size_t len)
         if (!isalnum((unsigned char)s[i]) && strchr("._/-", s[i]) == NULL)
             return false;
     /* "true", "12", "1.5" would come back as something else */
-    ok = yamljson_resolve_plain(s, len, &v, &why) == 0 && json_is_string(v);
-    json_decref(v);
+    doc = yyjson_mut_doc_new(NULL);
+    ok = doc != NULL && yamljson_resolve_plain(doc, s, len, &v, &why) == 0 && yyjson_mut_is_str(v);
+    yyjson_mut_doc_free(doc);
     return ok;
 }
 
-void offline_print_value(FILE *f, const json_t *v)
+/* s (len bytes) as a JSON string. */
+static void print_quoted(FILE *f, const char *s, size_t len)
 {
-    const char *key;
-    json_t *item;
-    size_t i;
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+    char *text = doc ? json_mut_write(yyjson_mut_strncpy(doc, s, len), NULL) : NULL;
+
+    if (text != NULL)
+        fputs(text, f);
+    free(text);
+    yyjson_mut_doc_free(doc);
+}
+
+/* Recursive: v comes from a document whose depth is capped (yamljson, a patch of one). */
+void offline_print_value(FILE *f, yyjson_val *v)
+{
+    yyjson_val *key, *item;
+    size_t i, max;
     char *text;
 
-    if (json_is_object(v)) {
+    if (yyjson_is_obj(v)) {
         fputc('{', f);
-        i = 0;
-        json_object_foreach ((json_t *)v, key, item) {
-            fputs(i++ ? ", " : "", f);
-            if (plain_safe(key, strlen(key))) {
-                fputs(key, f);
-            } else {
-                json_t *k = json_string(key);
-
-                offline_print_value(f, k);
-                json_decref(k);
-            }
+        yyjson_obj_foreach(v, i, max, key, item)
+        {
+            fputs(i ? ", " : "", f);
+            if (plain_safe(yyjson_get_str(key), yyjson_get_len(key)))
+                fputs(yyjson_get_str(key), f);
+            else
+                print_quoted(f, yyjson_get_str(key), yyjson_get_len(key));
             fputs(": ", f);
             offline_print_value(f, item);
         }
         fputc('}', f);
-    } else if (json_is_array(v)) {
+    } else if (yyjson_is_arr(v)) {
         fputc('[', f);
-        json_array_foreach (v, i, item) {
+        yyjson_arr_foreach(v, i, max, item)
+        {
             fputs(i ? ", " : "", f);
             offline_print_value(f, item);
         }
         fputc(']', f);
-    } else if (json_is_string(v) && plain_safe(json_string_value(v), json_string_length(v))) {
-        fputs(json_string_value(v), f);
-    } else if ((text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT)) != NULL) {
+    } else if (yyjson_is_str(v) && plain_safe(yyjson_get_str(v), yyjson_get_len(v))) {
+        fputs(yyjson_get_str(v), f);
+    } else if ((text = json_write(v, NULL)) != NULL) {
         fputs(text, f);
         free(text);
     }
 }
 
-void offline_print_op(FILE *f, const char *indent, const json_t *op)
+void offline_print_op(FILE *f, const char *indent, yyjson_val *op)
 {
-    const char *name = json_string_value(json_object_get(op, "op"));
-    const char *path = json_string_value(json_object_get(op, "path"));
-    const char *from = json_string_value(json_object_get(op, "from"));
-    const json_t *value = json_object_get(op, "value");
+    const char *name = json_get_str(op, "op");
+    const char *path = json_get_str(op, "path");
+    const char *from = json_get_str(op, "from");
+    yyjson_val *value = yyjson_obj_get(op, "value");
 
     name = name ? name : "?";
     fprintf(f, "%s%s %s", indent,

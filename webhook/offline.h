@@ -15,9 +15,9 @@
 #ifndef GPUADMIT_OFFLINE_H
 #define GPUADMIT_OFFLINE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <yyjson.h>
 
 #include "cluster.h"
 #include "diag.h"
@@ -30,11 +30,11 @@ struct offline_opts {
     struct cluster *view;        /* borrowed; NULL: capacity is not checked */
     bool audit_only;             /* as gpuadmit serve --audit-only */
     const char *user;            /* userInfo.username; OFFLINE_USER when NULL */
-    const json_t *old_object;    /* borrowed; set: an UPDATE from it (gpuadmit test's
+    yyjson_val *old_object;      /* borrowed; set: an UPDATE from it (gpuadmit test's
                                     oldResource), else a CREATE */
 };
 
-/* The judgement of obj (borrowed), a new JSON object:
+/* The judgement of obj (borrowed), the root object of a new document (yyjson_mut_doc_free()):
  *   kind, apiVersion, namespace, name     of the object ("" for a name from generateName)
  *   decision      "allowed", "patched", "denied" or "not judged"
  *   reason        (not judged) why
@@ -49,7 +49,7 @@ struct offline_opts {
  *   object        the object after the patch
  * NULL with d filled when obj is not a Kubernetes object (no apiVersion or kind) or on an
  * internal failure. */
-json_t *offline_admit(const struct offline_opts *o, const json_t *obj, struct diag *d);
+yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, struct diag *d);
 
 /* Helpers the offline commands share. */
 
@@ -61,9 +61,9 @@ struct policy *offline_load_policy(const char *cmd, const char *path);
 struct cluster *offline_load_snapshot(const char *path, struct diag *d);
 /* v in YAML flow style, e.g. {key: nvidia.com/gpu, operator: Exists}: strings unquoted where
  * YAML would read them back as the same string, JSON-quoted otherwise. */
-void offline_print_value(FILE *f, const json_t *v);
+void offline_print_value(FILE *f, yyjson_val *v);
 /* One patch operation for people: "+ /spec/tolerations/- {key: ...}" ("-" remove, "~"
  * replace, others by name). */
-void offline_print_op(FILE *f, const char *indent, const json_t *op);
+void offline_print_op(FILE *f, const char *indent, yyjson_val *op);
 
 #endif

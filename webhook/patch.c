@@ -1,16 +1,39 @@
 /*
  * patch.c: JSON Patch building and application (see patch.h).
+ *
+ * Invariants: the object a patch starts from is never changed (the review's document is
+ * immutable; edits go to a mutable copy, work); nothing recurses on input data without a depth
+ * cap: the copies and comparisons yyjson makes recursively (mutable to mutable, mutable to
+ * immutable, yyjson_mut_equals) run only on trees checked against PATCH_DEPTH_MAX first, or on
+ * the working copy, which is the review's depth-capped object plus the shallow values eval.c
+ * adds. yyjson's own yyjson_patch() is not used: 0.10 appends a second member on "add" of an
+ * existing key instead of replacing it (YYJSON.md §2.5, RFC 6902 §4.1).
  */
 #include "patch.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-int patch_init(struct patch *p, const json_t *doc)
+#include "json.h"
+#include "limits.h"
+
+/* How deep a document patch_apply() works on may nest: the review's cap (its inputs are reviews'
+ * objects and the CLI's manifests, capped lower). Deeper is refused, before yyjson's recursive
+ * copy or comparison could meet it. */
+#define PATCH_DEPTH_MAX REVIEW_DEPTH_MAX
+
+int patch_init(struct patch *p, yyjson_val *doc, yyjson_mut_doc *out, const yyjson_alc *alc)
 {
-    p->ops = json_array();
-    p->doc = json_incref((json_t *)doc);
-    if (p->ops == NULL || p->doc == NULL) {
+    memset(p, 0, sizeof(*p));
+    p->doc = doc;
+    p->alc = alc;
+    p->out = out;
+    if (p->out == NULL) {
+        p->out = yyjson_mut_doc_new(alc);
+        p->own_out = true;
+    }
+    p->ops = p->out ? yyjson_mut_arr(p->out) : NULL;
+    if (p->doc == NULL || p->ops == NULL) {
         patch_release(p);
         return -1;
     }
@@ -19,10 +42,14 @@ int patch_init(struct patch *p, const json_t *doc)
 
 void patch_release(struct patch *p)
 {
-    json_decref(p->ops);
-    json_decref(p->doc);
-    p->ops = NULL;
-    p->doc = NULL;
+    for (size_t i = 0; i < p->n_frozen; i++)
+        yyjson_doc_free(p->frozen[i]);
+    if (p->frozen != p->frozen_inline)
+        free(p->frozen);
+    yyjson_mut_doc_free(p->work);
+    if (p->own_out)
+        yyjson_mut_doc_free(p->out);
+    memset(p, 0, sizeof(*p));
 }
 
 int patch_ptr_append(char *buf, size_t len, const char *token)
@@ -75,24 +102,39 @@ static const char *next_token(const char *ptr, char *tok, size_t len)
     return ptr;
 }
 
-static json_t *child(json_t *node, const char *tok)
+/* A member by its decoded token, byte for byte (a key "a\u0000b" is not "a"). */
+static yyjson_val *child(yyjson_val *node, const char *tok)
 {
     char *end;
     unsigned long idx;
 
-    if (json_is_object(node))
-        return json_object_get(node, tok);
-    if (json_is_array(node) && tok[0] >= '0' && tok[0] <= '9') {
+    if (yyjson_is_obj(node))
+        return yyjson_obj_getn(node, tok, strlen(tok));
+    if (yyjson_is_arr(node) && tok[0] >= '0' && tok[0] <= '9') {
         idx = strtoul(tok, &end, 10);
-        return *end == '\0' ? json_array_get(node, idx) : NULL;
+        return *end == '\0' ? yyjson_arr_get(node, idx) : NULL;
     }
     return NULL;
 }
 
-json_t *patch_get(json_t *doc, const char *path)
+static yyjson_mut_val *mut_child(yyjson_mut_val *node, const char *tok)
+{
+    char *end;
+    unsigned long idx;
+
+    if (yyjson_mut_is_obj(node))
+        return yyjson_mut_obj_getn(node, tok, strlen(tok));
+    if (yyjson_mut_is_arr(node) && tok[0] >= '0' && tok[0] <= '9') {
+        idx = strtoul(tok, &end, 10);
+        return *end == '\0' ? yyjson_mut_arr_get(node, idx) : NULL;
+    }
+    return NULL;
+}
+
+yyjson_val *patch_get(yyjson_val *doc, const char *path)
 {
     char tok[PATCH_PATH_MAX];
-    json_t *node = doc;
+    yyjson_val *node = doc;
 
     while (node != NULL && *path) {
         path = next_token(path, tok, sizeof(tok));
@@ -103,62 +145,148 @@ json_t *patch_get(json_t *doc, const char *path)
     return node;
 }
 
-/* Makes p->doc private before it is changed: copied when anyone else holds a reference (the
- * review's root, or another patch that started from this one's working copy). */
-static int own_doc(struct patch *p)
+/* Keeps a frozen copy of work and points doc at it. */
+static int refreeze(struct patch *p)
 {
-    json_t *copy;
+    yyjson_doc *f;
 
-    if (p->doc->refcount == 1)
-        return 0;
-    copy = json_deep_copy(p->doc);
-    if (copy == NULL)
+    if (p->frozen == NULL) {
+        p->frozen = p->frozen_inline;
+        p->cap_frozen = PATCH_FROZEN_INLINE;
+    }
+    if (p->n_frozen == p->cap_frozen) {
+        size_t cap = p->cap_frozen * 2;
+        yyjson_doc **grown = malloc(cap * sizeof(*grown));
+
+        if (grown == NULL)
+            return -1;
+        memcpy(grown, p->frozen, p->n_frozen * sizeof(*grown));
+        if (p->frozen != p->frozen_inline)
+            free(p->frozen);
+        p->frozen = grown;
+        p->cap_frozen = cap;
+    }
+    /* recursive: work is the review's depth-capped object plus shallow added values */
+    f = yyjson_mut_val_imut_copy(yyjson_mut_doc_get_root(p->work), p->alc);
+    if (f == NULL)
         return -1;
-    json_decref(p->doc);
-    p->doc = copy;
+    p->frozen[p->n_frozen++] = f;
+    p->doc = yyjson_doc_get_root(f);
     return 0;
 }
 
-int patch_add(struct patch *p, const char *path, json_t *value)
+int patch_add(struct patch *p, const char *path, yyjson_mut_val *value)
 {
     char tok[PATCH_PATH_MAX];
     const char *rest = path, *last = strrchr(path, '/');
-    json_t *node, *op;
-    int rc = -1;
+    yyjson_mut_val *node, *copy, *key, *op;
 
-    if (value == NULL || last == NULL || own_doc(p) < 0)
-        goto out;
-    node = p->doc;
+    if (value == NULL || last == NULL)
+        return -1;
+    if (p->work == NULL) {
+        /* the first change: a mutable copy of the original (yyjson_val_mut_copy is iterative) */
+        yyjson_mut_val *root;
+
+        p->work = yyjson_mut_doc_new(p->alc);
+        root = p->work ? yyjson_val_mut_copy(p->work, p->doc) : NULL;
+        if (root == NULL) {
+            yyjson_mut_doc_free(p->work);
+            p->work = NULL;
+            return -1;
+        }
+        yyjson_mut_doc_set_root(p->work, root);
+    }
+    node = yyjson_mut_doc_get_root(p->work);
     /* walk to the parent */
     while (node != NULL && rest < last) {
         rest = next_token(rest, tok, sizeof(tok));
         if (rest == NULL)
-            goto out;
-        node = child(node, tok);
+            return -1;
+        node = mut_child(node, tok);
     }
     if (node == NULL || next_token(last, tok, sizeof(tok)) == NULL)
-        goto out;
-    if (json_is_object(node)) {
-        if (json_object_set(node, tok, value) < 0)
-            goto out;
-    } else if (json_is_array(node) && strcmp(tok, "-") == 0) {
-        if (json_array_append(node, value) < 0)
-            goto out;
+        return -1;
+    /* the working copy gets a copy (small values, built by eval.c): later operations change it
+     * in place (an append to an array this operation added), and the recorded operation must
+     * stay what it was */
+    copy = yyjson_mut_val_mut_copy(p->work, value);
+    if (copy == NULL)
+        return -1;
+    if (yyjson_mut_is_obj(node)) {
+        /* add replaces a member that is there (RFC 6902 §4.1): put, never a second key */
+        key = yyjson_mut_strcpy(p->work, tok);
+        if (key == NULL || !yyjson_mut_obj_put(node, key, copy))
+            return -1;
+    } else if (yyjson_mut_is_arr(node) && strcmp(tok, "-") == 0) {
+        if (!yyjson_mut_arr_append(node, copy))
+            return -1;
     } else {
-        goto out;
+        return -1;
     }
-    /* a copy: later operations change the working copy in place (an append to an array this
-     * operation added), and the recorded operation must stay what it was */
-    op = json_pack("{s:s, s:s, s:o}", "op", "add", "path", path, "value", json_deep_copy(value));
-    if (op == NULL || json_array_append_new(p->ops, op) < 0)
-        goto out;
-    rc = 0;
-out:
-    json_decref(value);
-    return rc;
+    op = json_pack(p->out, "{s:s, s:s, s:o}", "op", "add", "path", path, "value", value);
+    if (op == NULL || !yyjson_mut_arr_append(p->ops, op))
+        return -1;
+    return refreeze(p);
 }
 
 /* ---- applying (RFC 6902) ---- */
+
+/* Whether v nests deeper than max (v itself is level 1 when it is a container), walked with
+ * an explicit stack: the guard in front of yyjson's recursive functions. */
+static bool mut_deeper(yyjson_mut_val *v, size_t max)
+{
+    struct level {
+        yyjson_mut_val *c;
+        bool obj;
+        yyjson_mut_obj_iter o;
+        yyjson_mut_arr_iter a;
+    } *st;
+    size_t depth = 0;
+    bool deeper = false;
+
+    if (!yyjson_mut_is_ctn(v))
+        return false;
+    if (max == 0)
+        return true;
+    st = malloc(max * sizeof(*st));
+    if (st == NULL)
+        return true; /* refused as if too deep: out of memory */
+    for (;;) {
+        if (v != NULL && yyjson_mut_is_ctn(v)) {
+            if (depth == max) {
+                deeper = true;
+                break;
+            }
+            st[depth].c = v;
+            st[depth].obj = yyjson_mut_is_obj(v);
+            if (st[depth].obj)
+                yyjson_mut_obj_iter_init(v, &st[depth].o);
+            else
+                yyjson_mut_arr_iter_init(v, &st[depth].a);
+            depth++;
+        }
+        v = NULL;
+        while (depth > 0) {
+            struct level *l = &st[depth - 1];
+
+            if (l->obj) {
+                yyjson_mut_val *k = yyjson_mut_obj_iter_next(&l->o);
+
+                if (k != NULL) {
+                    v = yyjson_mut_obj_iter_get_val(k);
+                    break;
+                }
+            } else if ((v = yyjson_mut_arr_iter_next(&l->a)) != NULL) {
+                break;
+            }
+            depth--;
+        }
+        if (depth == 0)
+            break;
+    }
+    free(st);
+    return deeper;
+}
 
 /* An array index token: "0" or digits without a leading zero; -1 otherwise. */
 static long array_index(const char *tok)
@@ -172,12 +300,13 @@ static long array_index(const char *tok)
     return *end == '\0' && v < (unsigned long)1 << 30 ? (long)v : -1;
 }
 
-/* The parent of path in *root and path's last token (decoded into tok); NULL when the parent
+/* The parent of path in root and path's last token (decoded into tok); NULL when the parent
  * does not exist or path is the root (""), which the callers handle first. */
-static json_t *parent_of(json_t *root, const char *path, char *tok, size_t len)
+static yyjson_mut_val *parent_of(yyjson_mut_val *root, const char *path, char *tok, size_t len)
 {
     const char *last = strrchr(path, '/'), *rest = path;
-    json_t *node = root;
+    yyjson_mut_val *node = root;
+    long idx;
 
     if (last == NULL)
         return NULL;
@@ -185,171 +314,214 @@ static json_t *parent_of(json_t *root, const char *path, char *tok, size_t len)
         rest = next_token(rest, tok, len);
         if (rest == NULL)
             return NULL;
-        node =
-            json_is_array(node) ? json_array_get(node, (size_t)array_index(tok)) : child(node, tok);
+        if (yyjson_mut_is_arr(node))
+            node = (idx = array_index(tok)) < 0 ? NULL : yyjson_mut_arr_get(node, (size_t)idx);
+        else
+            node = mut_child(node, tok);
     }
     if (node == NULL || next_token(last, tok, len) == NULL)
         return NULL;
     return node;
 }
 
-/* Value (stolen) added at path; -1 with why set. */
-static int apply_add(json_t **root, const char *path, json_t *value, const char **why)
+struct apply {
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *root;
+    const char *why;
+};
+
+/* value (of a->doc, in no container) added at path; -1 with why set. */
+static int apply_add(struct apply *a, const char *path, yyjson_mut_val *value)
 {
     char tok[PATCH_PATH_MAX];
-    json_t *parent;
+    yyjson_mut_val *parent, *key;
     long idx;
-    int rc = -1;
 
+    if (value == NULL) {
+        a->why = "out of memory";
+        return -1;
+    }
     if (path[0] == '\0') { /* the whole document */
-        json_decref(*root);
-        *root = value;
+        a->root = value;
         return 0;
     }
-    parent = parent_of(*root, path, tok, sizeof(tok));
-    *why = "the parent does not exist";
-    if (json_is_object(parent)) {
-        rc = json_object_set(parent, tok, value);
-    } else if (json_is_array(parent)) {
-        idx = strcmp(tok, "-") == 0 ? (long)json_array_size(parent) : array_index(tok);
-        *why = "the index is out of range";
-        if (idx >= 0 && (size_t)idx <= json_array_size(parent))
-            rc = json_array_insert(parent, (size_t)idx, value);
+    parent = parent_of(a->root, path, tok, sizeof(tok));
+    a->why = "the parent does not exist";
+    if (yyjson_mut_is_obj(parent)) {
+        key = yyjson_mut_strcpy(a->doc, tok);
+        if (key == NULL) {
+            a->why = "out of memory";
+            return -1;
+        }
+        /* an existing member is replaced where it stands (RFC 6902 §4.1), never doubled */
+        if (yyjson_mut_obj_getn(parent, tok, strlen(tok)) != NULL)
+            return yyjson_mut_obj_replace(parent, key, value) ? 0 : -1;
+        return yyjson_mut_obj_add(parent, key, value) ? 0 : -1;
     }
-    json_decref(value);
-    return rc;
+    if (yyjson_mut_is_arr(parent)) {
+        idx = strcmp(tok, "-") == 0 ? (long)yyjson_mut_arr_size(parent) : array_index(tok);
+        a->why = "the index is out of range";
+        if (idx >= 0 && (size_t)idx <= yyjson_mut_arr_size(parent))
+            return yyjson_mut_arr_insert(parent, value, (size_t)idx) ? 0 : -1;
+    }
+    return -1;
 }
 
-/* Removes the value at path; *out (when not NULL) gets it (new reference). */
-static int apply_remove(json_t *root, const char *path, json_t **out, const char **why)
+/* Removes the value at path; *out (when not NULL) gets it, detached. */
+static int apply_remove(struct apply *a, const char *path, yyjson_mut_val **out)
 {
     char tok[PATCH_PATH_MAX];
-    json_t *parent = parent_of(root, path, tok, sizeof(tok)), *v = NULL;
+    yyjson_mut_val *parent = parent_of(a->root, path, tok, sizeof(tok)), *v = NULL;
     long idx;
 
-    *why = "the value does not exist";
-    if (json_is_object(parent) && (v = json_object_get(parent, tok)) != NULL) {
-        json_incref(v);
-        json_object_del(parent, tok);
-    } else if (json_is_array(parent) && (idx = array_index(tok)) >= 0 &&
-               (v = json_array_get(parent, (size_t)idx)) != NULL) {
-        json_incref(v);
-        json_array_remove(parent, (size_t)idx);
-    }
+    a->why = "the value does not exist";
+    if (yyjson_mut_is_obj(parent))
+        v = yyjson_mut_obj_remove_keyn(parent, tok, strlen(tok));
+    else if (yyjson_mut_is_arr(parent) && (idx = array_index(tok)) >= 0 &&
+             (size_t)idx < yyjson_mut_arr_size(parent))
+        v = yyjson_mut_arr_remove(parent, (size_t)idx); /* by index: never the iterator (#194) */
     if (v == NULL)
         return -1;
     if (out != NULL)
         *out = v;
-    else
-        json_decref(v);
     return 0;
 }
 
-static json_t *lookup(json_t *root, const char *path)
+static yyjson_mut_val *lookup(yyjson_mut_val *root, const char *path)
 {
     char tok[PATCH_PATH_MAX];
-    json_t *parent;
+    yyjson_mut_val *parent;
     long idx;
 
     if (path[0] == '\0')
         return root;
     parent = parent_of(root, path, tok, sizeof(tok));
-    if (json_is_array(parent))
-        return (idx = array_index(tok)) < 0 ? NULL : json_array_get(parent, (size_t)idx);
-    return json_is_object(parent) ? json_object_get(parent, tok) : NULL;
+    if (yyjson_mut_is_arr(parent))
+        return (idx = array_index(tok)) < 0 ? NULL : yyjson_mut_arr_get(parent, (size_t)idx);
+    return yyjson_mut_is_obj(parent) ? yyjson_mut_obj_getn(parent, tok, strlen(tok)) : NULL;
 }
 
-static int apply_one(json_t **root, const json_t *op, const char **why)
+/* A string member of an operation, or NULL; a NUL inside would cut the pointer short, so such
+ * a member counts as not a string. */
+static const char *op_str(yyjson_val *op, const char *key)
 {
-    const char *name = json_string_value(json_object_get(op, "op"));
-    const char *path = json_string_value(json_object_get(op, "path"));
-    const char *from = json_string_value(json_object_get(op, "from"));
-    json_t *value = json_object_get(op, "value"), *v;
+    yyjson_val *v = yyjson_obj_get(op, key);
+    const char *s = yyjson_get_str(v);
+
+    return s != NULL && strlen(s) == yyjson_get_len(v) ? s : NULL;
+}
+
+static int apply_one(struct apply *a, yyjson_val *op)
+{
+    const char *name = op_str(op, "op");
+    const char *path = op_str(op, "path");
+    const char *from = op_str(op, "from");
+    yyjson_val *value = yyjson_obj_get(op, "value");
+    yyjson_mut_val *v, *w;
     size_t n;
 
-    *why = "\"op\" and \"path\" must be strings";
+    a->why = "\"op\" and \"path\" must be strings";
     if (name == NULL || path == NULL)
         return -1;
-    *why = "a path must be empty or start with '/'";
+    a->why = "a path must be empty or start with '/'";
     if ((path[0] != '\0' && path[0] != '/') || (from != NULL && from[0] != '\0' && from[0] != '/'))
         return -1;
     if (strcmp(name, "add") == 0 || strcmp(name, "replace") == 0 || strcmp(name, "test") == 0) {
-        *why = "\"value\" is missing";
+        a->why = "\"value\" is missing";
         if (value == NULL)
             return -1;
     } else if (strcmp(name, "move") == 0 || strcmp(name, "copy") == 0) {
-        *why = "\"from\" is missing";
+        a->why = "\"from\" is missing";
         if (from == NULL)
             return -1;
     }
+    /* values from ops come from an immutable document: yyjson_val_mut_copy is iterative */
     if (strcmp(name, "add") == 0)
-        return apply_add(root, path, json_deep_copy(value), why);
+        return apply_add(a, path, yyjson_val_mut_copy(a->doc, value));
     if (strcmp(name, "remove") == 0) {
-        *why = "the whole document cannot be removed";
-        return path[0] == '\0' ? -1 : apply_remove(*root, path, NULL, why);
+        a->why = "the whole document cannot be removed";
+        return path[0] == '\0' ? -1 : apply_remove(a, path, NULL);
     }
     if (strcmp(name, "replace") == 0) {
-        *why = "the value does not exist";
-        if (lookup(*root, path) == NULL)
+        a->why = "the value does not exist";
+        if (lookup(a->root, path) == NULL)
             return -1;
-        if (path[0] != '\0' && apply_remove(*root, path, NULL, why) < 0)
+        if (path[0] != '\0' && apply_remove(a, path, NULL) < 0)
             return -1;
-        return apply_add(root, path, json_deep_copy(value), why);
+        return apply_add(a, path, yyjson_val_mut_copy(a->doc, value));
     }
     if (strcmp(name, "test") == 0) {
-        *why = "the test failed: the value differs";
-        return json_equal(lookup(*root, path), value) ? 0 : -1;
+        v = lookup(a->root, path);
+        w = yyjson_val_mut_copy(a->doc, value);
+        a->why = "the value is nested too deeply to compare";
+        if (mut_deeper(v, PATCH_DEPTH_MAX) || mut_deeper(w, PATCH_DEPTH_MAX))
+            return -1;
+        /* 1 is not 1.0, as in jansson's json_equal */
+        a->why = "the test failed: the value differs";
+        return v != NULL && w != NULL && yyjson_mut_equals(v, w) ? 0 : -1;
     }
     if (strcmp(name, "copy") == 0) {
-        *why = "\"from\" does not exist";
-        v = lookup(*root, from);
-        return v == NULL ? -1 : apply_add(root, path, json_deep_copy(v), why);
+        a->why = "\"from\" does not exist";
+        v = lookup(a->root, from);
+        if (v == NULL)
+            return -1;
+        a->why = "the value is nested too deeply to copy";
+        if (mut_deeper(v, PATCH_DEPTH_MAX))
+            return -1;
+        return apply_add(a, path, yyjson_mut_val_mut_copy(a->doc, v));
     }
     if (strcmp(name, "move") == 0) {
         n = strlen(from);
-        *why = "\"from\" is a proper prefix of \"path\"";
+        a->why = "\"from\" is a proper prefix of \"path\"";
         if (strncmp(path, from, n) == 0 && path[n] == '/')
             return -1;
         if (strcmp(path, from) == 0)
-            return lookup(*root, from) ? 0 : -1;
-        *why = "\"from\" does not exist";
-        if (from[0] == '\0' || apply_remove(*root, from, &v, why) < 0)
+            return lookup(a->root, from) ? 0 : -1;
+        a->why = "\"from\" does not exist";
+        if (from[0] == '\0' || apply_remove(a, from, &v) < 0)
             return -1;
-        return apply_add(root, path, v, why);
+        return apply_add(a, path, v);
     }
-    *why = "unknown operation";
+    a->why = "unknown operation";
     return -1;
 }
 
-json_t *patch_apply(const json_t *doc, const json_t *ops, struct diag *d)
+yyjson_doc *patch_apply(yyjson_val *doc, yyjson_val *ops, struct diag *d)
 {
-    json_t *root = json_deep_copy(doc);
-    const json_t *op;
-    const char *why = "out of memory";
-    size_t i;
+    struct apply a = {yyjson_mut_doc_new(NULL), NULL, "out of memory"};
+    yyjson_doc *out = NULL;
+    yyjson_val *op;
+    size_t i, max;
 
-    if (root == NULL) {
+    if (a.doc == NULL || (a.root = yyjson_val_mut_copy(a.doc, doc)) == NULL) {
         diag_set(d, NULL, 0, 0, "out of memory");
-        return NULL;
+        goto done;
     }
-    if (!json_is_array(ops)) {
+    if (!yyjson_is_arr(ops)) {
         diag_set(d, NULL, 0, 0, "a JSON Patch must be an array of operations");
-        json_decref(root);
-        return NULL;
+        goto done;
     }
-    json_array_foreach (ops, i, op) {
-        if (!json_is_object(op) || apply_one(&root, op, &why) < 0) {
-            diag_set(d, NULL, 0, 0, "operation %zu (%s %s): %s", i + 1,
-                     json_is_object(op) && json_is_string(json_object_get(op, "op"))
-                         ? json_string_value(json_object_get(op, "op"))
-                         : "?",
-                     json_is_object(op) && json_is_string(json_object_get(op, "path"))
-                         ? json_string_value(json_object_get(op, "path"))
-                         : "?",
-                     json_is_object(op) ? why : "not an object");
-            json_decref(root);
-            return NULL;
+    yyjson_arr_foreach(ops, i, max, op)
+    {
+        if (!yyjson_is_obj(op) || apply_one(&a, op) < 0) {
+            const char *name = yyjson_is_obj(op) ? op_str(op, "op") : NULL;
+            const char *path = yyjson_is_obj(op) ? op_str(op, "path") : NULL;
+
+            diag_set(d, NULL, 0, 0, "operation %zu (%s %s): %s", i + 1, name ? name : "?",
+                     path ? path : "?", yyjson_is_obj(op) ? a.why : "not an object");
+            goto done;
         }
     }
-    return root;
+    if (mut_deeper(a.root, PATCH_DEPTH_MAX)) {
+        diag_set(d, NULL, 0, 0, "the patched document nests deeper than %u levels",
+                 (unsigned)PATCH_DEPTH_MAX);
+        goto done;
+    }
+    /* recursive, on a tree just checked to be no deeper than the cap */
+    out = yyjson_mut_val_imut_copy(a.root, NULL);
+    if (out == NULL)
+        diag_set(d, NULL, 0, 0, "out of memory");
+done:
+    yyjson_mut_doc_free(a.doc);
+    return out;
 }

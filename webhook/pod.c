@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
 #include "quantity.h"
 
 bool pod_glob_any(const struct strlist *globs, const char *name)
@@ -65,7 +66,7 @@ static int64_t *demand_slot(struct pod_demand *dm, const char *name, struct diag
 }
 
 /* One GPU amount from a resource list entry; an error names where. */
-static int gpu_amount(const json_t *v, const char *where, const char *list, const char *name,
+static int gpu_amount(yyjson_val *v, const char *where, const char *list, const char *name,
                       int64_t *milli, struct diag *d)
 {
     if (quantity_json_milli(v, milli) < 0) {
@@ -80,20 +81,31 @@ static int gpu_amount(const json_t *v, const char *where, const char *list, cons
     return 0;
 }
 
-int pod_container_gpus(const json_t *container, const char *where, const struct strlist *gpu_globs,
+/* Resource names are keys: a key with a NUL ("nvidia.com/gpu\u0000x") names no resource the
+ * scheduler knows, so it is not counted (its C string would read as the resource). */
+static const char *key_name(yyjson_val *k)
+{
+    const char *s = yyjson_get_str(k);
+
+    return s != NULL && strlen(s) == yyjson_get_len(k) ? s : NULL;
+}
+
+int pod_container_gpus(yyjson_val *container, const char *where, const struct strlist *gpu_globs,
                        struct pod_demand *out, struct diag *d)
 {
-    const json_t *res = json_object_get(container, "resources");
-    const json_t *req = json_object_get(res, "requests");
-    const json_t *lim = json_object_get(res, "limits");
+    yyjson_val *res = yyjson_obj_get(container, "resources");
+    yyjson_val *req = yyjson_obj_get(res, "requests");
+    yyjson_val *lim = yyjson_obj_get(res, "limits");
     const char *name;
-    const json_t *v;
+    yyjson_val *k, *v;
+    size_t i, max;
     int64_t milli, *slot;
 
     out->n = 0;
     /* requests first; limits stand in only where requests lack the resource */
-    json_object_foreach ((json_t *)req, name, v) {
-        if (!counted(gpu_globs, name))
+    yyjson_obj_foreach(req, i, max, k, v)
+    {
+        if ((name = key_name(k)) == NULL || !counted(gpu_globs, name))
             continue;
         if (gpu_amount(v, where, "requests", name, &milli, d) < 0)
             return -1;
@@ -103,8 +115,10 @@ int pod_container_gpus(const json_t *container, const char *where, const struct 
             *slot = milli;
         }
     }
-    json_object_foreach ((json_t *)lim, name, v) {
-        if (!counted(gpu_globs, name) || json_object_get(req, name) != NULL)
+    yyjson_obj_foreach(lim, i, max, k, v)
+    {
+        if ((name = key_name(k)) == NULL || !counted(gpu_globs, name) ||
+            yyjson_obj_get(req, name) != NULL)
             continue;
         if (gpu_amount(v, where, "limits", name, &milli, d) < 0)
             return -1;
@@ -117,11 +131,9 @@ int pod_container_gpus(const json_t *container, const char *where, const struct 
     return 0;
 }
 
-static bool is_sidecar(const json_t *init)
+static bool is_sidecar(yyjson_val *init)
 {
-    const char *rp = json_string_value(json_object_get(init, "restartPolicy"));
-
-    return rp != NULL && strcmp(rp, "Always") == 0;
+    return json_str_is(yyjson_obj_get(init, "restartPolicy"), "Always");
 }
 
 /* acc[r] = op(acc[r], add[r]) for every r in add: op 0 sums, op 1 takes the maximum. */
@@ -144,27 +156,28 @@ static int demand_merge(struct pod_demand *acc, const struct pod_demand *add, in
     return 0;
 }
 
-int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct pod_demand *out,
+int pod_gpu_demand(yyjson_val *spec, const struct strlist *gpu_globs, struct pod_demand *out,
                    struct diag *d)
 {
     struct pod_demand app = {.n = 0}, sidecars = {.n = 0}, init_peak = {.n = 0}, one, need;
-    const json_t *list, *c, *overhead;
+    yyjson_val *list, *c, *overhead, *k, *v;
     char where[64];
-    size_t i;
+    size_t i, max;
     const char *name;
-    const json_t *v;
     int64_t milli, *slot;
 
     out->n = 0;
-    list = json_object_get(spec, "containers");
-    json_array_foreach (list, i, c) {
+    list = yyjson_obj_get(spec, "containers");
+    yyjson_arr_foreach(list, i, max, c)
+    {
         snprintf(where, sizeof(where), "spec.containers[%zu]", i);
         if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0 ||
             demand_merge(&app, &one, 0, d) < 0)
             return -1;
     }
-    list = json_object_get(spec, "initContainers");
-    json_array_foreach (list, i, c) {
+    list = yyjson_obj_get(spec, "initContainers");
+    yyjson_arr_foreach(list, i, max, c)
+    {
         snprintf(where, sizeof(where), "spec.initContainers[%zu]", i);
         if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0)
             return -1;
@@ -183,9 +196,10 @@ int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct p
     if (demand_merge(&app, &sidecars, 0, d) < 0 || demand_merge(out, &app, 1, d) < 0 ||
         demand_merge(out, &init_peak, 1, d) < 0)
         return -1;
-    overhead = json_object_get(spec, "overhead");
-    json_object_foreach ((json_t *)overhead, name, v) {
-        if (!counted(gpu_globs, name))
+    overhead = yyjson_obj_get(spec, "overhead");
+    yyjson_obj_foreach(overhead, i, max, k, v)
+    {
+        if ((name = key_name(k)) == NULL || !counted(gpu_globs, name))
             continue;
         if (quantity_json_milli(v, &milli) < 0 || milli < 0) {
             diag_set(d, NULL, 0, 0, "spec.overhead[\"%s\"]: not a valid quantity", name);

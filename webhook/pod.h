@@ -4,14 +4,15 @@
  * A container's GPU request is requests[r], or limits[r] where requests lack it: Pods arrive
  * defaulted, templates do not (PROTOCOL.md §6). The pod's demand per resource follows the
  * scheduler: the larger of (app containers + sidecars) and the largest init-phase need, plus
- * spec.overhead (GPU.md §4). All json_t pointers are borrowed from the spec.
+ * spec.overhead (GPU.md §4). Every pointer is borrowed from the
+ * spec's document.
  */
 #ifndef GPUADMIT_POD_H
 #define GPUADMIT_POD_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <yyjson.h>
 
 #include "diag.h"
 #include "policy.h"
@@ -36,12 +37,12 @@ bool pod_glob_any(const struct strlist *globs, const char *name);
 
 /* The GPU amounts one container asks for (resources matching gpu_globs, amount > 0; with
  * gpu_globs NULL, every extended resource). */
-int pod_container_gpus(const json_t *container, const char *where, const struct strlist *gpu_globs,
+int pod_container_gpus(yyjson_val *container, const char *where, const struct strlist *gpu_globs,
                        struct pod_demand *out, struct diag *d);
 
 /* The pod's effective GPU demand per resource. A quantity that does not parse, or a GPU amount
  * that is not a whole number, is an error naming the field. */
-int pod_gpu_demand(const json_t *spec, const struct strlist *gpu_globs, struct pod_demand *out,
+int pod_gpu_demand(yyjson_val *spec, const struct strlist *gpu_globs, struct pod_demand *out,
                    struct diag *d);
 
 int64_t pod_demand_get(const struct pod_demand *dm, const char *name);

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "json.h"
+
 #define MANTISSA_DIGITS_MAX 18 /* fits in int64 */
 
 static int mul_pow10(int64_t *v, int e)
@@ -127,19 +129,26 @@ int quantity_parse_milli(const char *s, int64_t *milli)
     return 0;
 }
 
-int quantity_json_milli(const json_t *v, int64_t *milli)
+int quantity_json_milli(yyjson_val *v, int64_t *milli)
 {
     char buf[64];
+    int64_t n;
 
-    if (json_is_string(v))
-        return quantity_parse_milli(json_string_value(v), milli);
-    if (json_is_integer(v)) {
-        if (__builtin_mul_overflow((int64_t)json_integer_value(v), 1000, milli))
+    /* byte for byte: "1\u0000000" is not the quantity "1" (quantity_parse_milli would stop at
+     * the NUL) */
+    if (yyjson_is_str(v))
+        return strlen(yyjson_get_str(v)) == yyjson_get_len(v)
+                   ? quantity_parse_milli(yyjson_get_str(v), milli)
+                   : -1;
+    /* jansson's integers were int64: a uint64 past INT64_MAX is out of range, as there (never
+     * yyjson_get_sint, which would wrap it) */
+    if (yyjson_is_int(v)) {
+        if (!json_int64(v, &n) || __builtin_mul_overflow(n, 1000, milli))
             return -1;
         return 0;
     }
-    if (json_is_real(v)) {
-        snprintf(buf, sizeof(buf), "%.17g", json_real_value(v));
+    if (yyjson_is_real(v)) {
+        snprintf(buf, sizeof(buf), "%.17g", yyjson_get_real(v));
         return quantity_parse_milli(buf, milli);
     }
     return -1;

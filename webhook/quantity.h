@@ -6,14 +6,14 @@
 #ifndef GPUADMIT_QUANTITY_H
 #define GPUADMIT_QUANTITY_H
 
-#include <jansson.h>
 #include <stdint.h>
+#include <yyjson.h>
 
 /* Parses a quantity string. Returns 0 with *milli set, or -1 when the text is not a quantity or
  * its value does not fit in int64 milli-units. */
 int quantity_parse_milli(const char *s, int64_t *milli);
 
 /* The same for a JSON value, which may be a string or a number. */
-int quantity_json_milli(const json_t *v, int64_t *milli);
+int quantity_json_milli(yyjson_val *v, int64_t *milli);
 
 #endif

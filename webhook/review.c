@@ -2,18 +2,27 @@
  * review.c: AdmissionReview decoding and response encoding (PROTOCOL.md §2-§5).
  *
  * Invariants: a decoded review has a non-empty uid, a known operation and a request kind; every
- * pointer in it is borrowed from the parsed root it owns. A response always carries the request's
- * apiVersion, kind AdmissionReview, the uid byte for byte and an explicit "allowed"; a patch and
- * patchType travel together and only on the mutating route.
+ * pointer in it is borrowed from the yyjson document it owns. A response always carries the
+ * request's apiVersion, kind AdmissionReview, the uid byte for byte and an explicit "allowed";
+ * a patch and patchType travel together and only on the mutating route.
  */
 #include "review.h"
 
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "limits.h"
 #include "text.h"
+
+/* Bodies up to this size are read into the thread's pool (struct review_arena): a Pod of every
+ * field is about 60 KB, a typical review 5 KB. The pool is yyjson_read_max_memory_usage() of it,
+ * about 770 KiB per worker thread, of which a read touches what it uses (the pages of a large
+ * malloc stay untouched until then). Larger bodies, up to --max-body, are read with libc's
+ * allocator. (The lead may move this to limits.h.) */
+#define REVIEW_POOL_BODY_BYTES (64u * 1024u)
 
 #define API_V1      "admission.k8s.io/v1"
 #define API_V1BETA1 "admission.k8s.io/v1beta1"
@@ -25,28 +34,14 @@ const char *review_op_name(enum review_op op)
     return op_names[op];
 }
 
-static const char *json_type_name(const json_t *v)
-{
-    if (v == NULL)
-        return "nothing";
-    switch (json_typeof(v)) {
-    case JSON_OBJECT: return "an object";
-    case JSON_ARRAY: return "an array";
-    case JSON_STRING: return "a string";
-    case JSON_INTEGER:
-    case JSON_REAL: return "a number";
-    case JSON_TRUE:
-    case JSON_FALSE: return "a boolean";
-    case JSON_NULL: return "null";
-    }
-    return "unknown";
-}
-
-/* A string member. Absent: *out = def, or an error when def is NULL. */
-static int get_string(const json_t *obj, const char *key, const char *path, const char *def,
+/* A string member. Absent: *out = def, or an error when def is NULL. A string may hold a NUL
+ * ("\u0000"): *out then reads as its part before the NUL wherever a C string is compared, which
+ * is how the apiserver's own names cannot look (its validation refuses NUL in them); the uid,
+ * the one string echoed, goes back byte for byte from uid_json. */
+static int get_string(yyjson_val *obj, const char *key, const char *path, const char *def,
                       const char **out, struct diag *d)
 {
-    const json_t *v = json_object_get(obj, key);
+    yyjson_val *v = yyjson_obj_get(obj, key);
 
     if (v == NULL) {
         if (def == NULL) {
@@ -56,42 +51,42 @@ static int get_string(const json_t *obj, const char *key, const char *path, cons
         *out = def;
         return 0;
     }
-    if (!json_is_string(v)) {
-        diag_set(d, NULL, 0, 0, "%s.%s: expected a string, got %s", path, key, json_type_name(v));
+    if (!yyjson_is_str(v)) {
+        diag_set(d, NULL, 0, 0, "%s.%s: expected a string, got %s", path, key, json_type_desc(v));
         return -1;
     }
-    *out = json_string_value(v);
+    *out = yyjson_get_str(v);
     return 0;
 }
 
 /* An object member that may be absent or null (*out = NULL then). */
-static int get_object_or_null(const json_t *obj, const char *key, const char *path, json_t **out,
-                              struct diag *d)
+static int get_object_or_null(yyjson_val *obj, const char *key, const char *path,
+                              yyjson_val **out, struct diag *d)
 {
-    json_t *v = json_object_get(obj, key);
+    yyjson_val *v = yyjson_obj_get(obj, key);
 
     *out = NULL;
-    if (v == NULL || json_is_null(v))
+    if (v == NULL || yyjson_is_null(v))
         return 0;
-    if (!json_is_object(v)) {
+    if (!yyjson_is_obj(v)) {
         diag_set(d, NULL, 0, 0, "%s.%s: expected an object or null, got %s", path, key,
-                 json_type_name(v));
+                 json_type_desc(v));
         return -1;
     }
     *out = v;
     return 0;
 }
 
-static int decode_gvk(const json_t *req, struct review_gvk *gvk, struct diag *d)
+static int decode_gvk(yyjson_val *req, struct review_gvk *gvk, struct diag *d)
 {
-    const json_t *k = json_object_get(req, "kind");
+    yyjson_val *k = yyjson_obj_get(req, "kind");
 
     if (k == NULL) {
         diag_set(d, NULL, 0, 0, "request.kind: missing");
         return -1;
     }
-    if (!json_is_object(k)) {
-        diag_set(d, NULL, 0, 0, "request.kind: expected an object, got %s", json_type_name(k));
+    if (!yyjson_is_obj(k)) {
+        diag_set(d, NULL, 0, 0, "request.kind: expected an object, got %s", json_type_desc(k));
         return -1;
     }
     if (get_string(k, "group", "request.kind", "", &gvk->group, d) < 0 ||
@@ -101,16 +96,17 @@ static int decode_gvk(const json_t *req, struct review_gvk *gvk, struct diag *d)
     return 0;
 }
 
-static int decode_gvr(const json_t *req, struct review_gvr *gvr, struct diag *d)
+static int decode_gvr(yyjson_val *req, struct review_gvr *gvr, struct diag *d)
 {
-    const json_t *r = json_object_get(req, "resource");
+    yyjson_val *r = yyjson_obj_get(req, "resource");
 
     if (r == NULL) {
         diag_set(d, NULL, 0, 0, "request.resource: missing");
         return -1;
     }
-    if (!json_is_object(r)) {
-        diag_set(d, NULL, 0, 0, "request.resource: expected an object, got %s", json_type_name(r));
+    if (!yyjson_is_obj(r)) {
+        diag_set(d, NULL, 0, 0, "request.resource: expected an object, got %s",
+                 json_type_desc(r));
         return -1;
     }
     if (get_string(r, "group", "request.resource", "", &gvr->group, d) < 0 ||
@@ -120,14 +116,15 @@ static int decode_gvr(const json_t *req, struct review_gvr *gvr, struct diag *d)
     return 0;
 }
 
-static int decode_op(const json_t *req, enum review_op *op, struct diag *d)
+static int decode_op(yyjson_val *req, enum review_op *op, struct diag *d)
 {
     const char *s;
 
     if (get_string(req, "operation", "request", NULL, &s, d) < 0)
         return -1;
     for (size_t i = 0; i < sizeof(op_names) / sizeof(op_names[0]); i++) {
-        if (strcmp(s, op_names[i]) == 0) {
+        /* byte for byte: "CREATE\u0000x" is no operation */
+        if (json_str_is(yyjson_obj_get(req, "operation"), op_names[i])) {
             *op = (enum review_op)i;
             return 0;
         }
@@ -137,35 +134,36 @@ static int decode_op(const json_t *req, enum review_op *op, struct diag *d)
     return -1;
 }
 
-static int decode_user(const json_t *req, struct review *r, struct diag *d)
+static int decode_user(yyjson_val *req, struct review *r, struct diag *d)
 {
-    const json_t *u = json_object_get(req, "userInfo");
-    json_t *groups;
-    size_t i;
-    json_t *g;
+    yyjson_val *u = yyjson_obj_get(req, "userInfo");
+    yyjson_val *groups, *g;
+    size_t i, max;
 
     r->username = "";
     r->groups = NULL;
-    if (u == NULL || json_is_null(u))
+    if (u == NULL || yyjson_is_null(u))
         return 0;
-    if (!json_is_object(u)) {
-        diag_set(d, NULL, 0, 0, "request.userInfo: expected an object, got %s", json_type_name(u));
+    if (!yyjson_is_obj(u)) {
+        diag_set(d, NULL, 0, 0, "request.userInfo: expected an object, got %s",
+                 json_type_desc(u));
         return -1;
     }
     if (get_string(u, "username", "request.userInfo", "", &r->username, d) < 0)
         return -1;
-    groups = json_object_get(u, "groups");
-    if (groups == NULL || json_is_null(groups))
+    groups = yyjson_obj_get(u, "groups");
+    if (groups == NULL || yyjson_is_null(groups))
         return 0;
-    if (!json_is_array(groups)) {
+    if (!yyjson_is_arr(groups)) {
         diag_set(d, NULL, 0, 0, "request.userInfo.groups: expected an array, got %s",
-                 json_type_name(groups));
+                 json_type_desc(groups));
         return -1;
     }
-    json_array_foreach (groups, i, g) {
-        if (!json_is_string(g)) {
+    yyjson_arr_foreach(groups, i, max, g)
+    {
+        if (!yyjson_is_str(g)) {
             diag_set(d, NULL, 0, 0, "request.userInfo.groups[%zu]: expected a string, got %s", i,
-                     json_type_name(g));
+                     json_type_desc(g));
             return -1;
         }
     }
@@ -173,42 +171,44 @@ static int decode_user(const json_t *req, struct review *r, struct diag *d)
     return 0;
 }
 
-static int decode_envelope(const json_t *root, struct review *r, struct diag *d)
+static int decode_envelope(yyjson_val *root, struct review *r, struct diag *d)
 {
     const char *api, *kind;
 
-    if (!json_is_object(root)) {
+    /* json_read() takes any root here so that this message, not its own, names what is wrong:
+     * a scalar or an array root is refused (yyjson would take "12" as a whole document) */
+    if (!yyjson_is_obj(root)) {
         diag_set(d, NULL, 0, 0, "body: expected an AdmissionReview object, got %s",
-                 json_type_name(root));
+                 json_type_desc(root));
         return -1;
     }
     if (get_string(root, "apiVersion", "review", NULL, &api, d) < 0 ||
         get_string(root, "kind", "review", NULL, &kind, d) < 0)
         return -1;
-    if (strcmp(api, API_V1) == 0) {
+    if (json_str_is(yyjson_obj_get(root, "apiVersion"), API_V1)) {
         r->version = REVIEW_V1;
-    } else if (strcmp(api, API_V1BETA1) == 0) {
+    } else if (json_str_is(yyjson_obj_get(root, "apiVersion"), API_V1BETA1)) {
         r->version = REVIEW_V1BETA1;
     } else {
         diag_set(d, NULL, 0, 0, "review.apiVersion: expected %s or %s, got \"%.64s\"", API_V1,
                  API_V1BETA1, api);
         return -1;
     }
-    if (strcmp(kind, "AdmissionReview") != 0) {
+    if (!json_str_is(yyjson_obj_get(root, "kind"), "AdmissionReview")) {
         diag_set(d, NULL, 0, 0, "review.kind: expected AdmissionReview, got \"%.64s\"", kind);
         return -1;
     }
     return 0;
 }
 
-static int decode_request(const json_t *req, struct review *r, struct diag *d)
+static int decode_request(yyjson_val *req, struct review *r, struct diag *d)
 {
-    const json_t *dry;
+    yyjson_val *dry;
 
     if (get_string(req, "uid", "request", NULL, &r->uid, d) < 0)
         return -1;
-    r->uid_json = json_object_get(req, "uid");
-    if (json_string_length(r->uid_json) == 0) {
+    r->uid_json = yyjson_obj_get(req, "uid");
+    if (yyjson_get_len(r->uid_json) == 0) {
         diag_set(d, NULL, 0, 0, "request.uid: empty");
         return -1;
     }
@@ -221,126 +221,159 @@ static int decode_request(const json_t *req, struct review *r, struct diag *d)
         get_object_or_null(req, "oldObject", "request", &r->old_object, d) < 0 ||
         get_object_or_null(req, "options", "request", &r->options, d) < 0)
         return -1;
-    dry = json_object_get(req, "dryRun");
-    if (dry != NULL && !json_is_null(dry) && !json_is_boolean(dry)) {
-        diag_set(d, NULL, 0, 0, "request.dryRun: expected a boolean, got %s", json_type_name(dry));
+    dry = yyjson_obj_get(req, "dryRun");
+    if (dry != NULL && !yyjson_is_null(dry) && !yyjson_is_bool(dry)) {
+        diag_set(d, NULL, 0, 0, "request.dryRun: expected a boolean, got %s", json_type_desc(dry));
         return -1;
     }
-    r->dry_run = json_is_true(dry);
+    r->dry_run = yyjson_is_true(dry);
     return 0;
 }
 
-/* Whether arrays and objects in body nest deeper than max, by a scan of the bytes (brackets in
- * strings do not count), before the parser and the recursive walks after it see the body. A
- * body that is not JSON may be counted wrong; the parser refuses it anyway. */
-static bool nested_deeper(const char *p, size_t len, unsigned max)
+/* json_read()'s error in this codec's words: "invalid JSON at line L, column C: text" (yyjson's
+ * text names what it expected, never the input, so nothing of a Secret in the body reaches
+ * the log), and "review: ..." for what it refuses after parsing (depth, a repeated key, an
+ * integer past 64 bits). */
+static void read_error(const struct diag *rd, struct diag *d)
 {
-    unsigned depth = 0;
-    bool in_string = false;
+    static const char invalid[] = "invalid JSON at ";
+    const char *text;
 
-    for (size_t i = 0; i < len; i++) {
-        if (in_string) {
-            if (p[i] == '\\')
-                i++;
-            else if (p[i] == '"')
-                in_string = false;
-        } else if (p[i] == '"') {
-            in_string = true;
-        } else if (p[i] == '[' || p[i] == '{') {
-            if (++depth > max)
-                return true;
-        } else if ((p[i] == ']' || p[i] == '}') && depth > 0) {
-            depth--;
-        }
+    if (strncmp(rd->msg, invalid, sizeof(invalid) - 1) == 0 &&
+        (text = strstr(rd->msg + sizeof(invalid) - 1, ": ")) != NULL) {
+        diag_set(d, NULL, 0, 0, "invalid JSON at line %u, column %u: %s", rd->line, rd->column,
+                 text + 2);
+        return;
     }
-    return false;
+    if (strncmp(rd->msg, "invalid JSON", 12) == 0 || strncmp(rd->msg, "out of memory", 13) == 0)
+        diag_set(d, NULL, 0, 0, "%s", rd->msg);
+    else
+        diag_set(d, NULL, 0, 0, "review: %s", rd->msg);
 }
 
-struct review *review_decode(const char *body, size_t len, struct diag *d)
+int review_decode_in(struct review *r, char *body, size_t len, unsigned flags,
+                     const yyjson_alc *alc, struct diag *d)
 {
-    struct review *r = NULL;
-    json_error_t jerr;
-    json_t *root = NULL;
-    const json_t *req;
+    struct diag rd;
+    yyjson_val *req;
 
-    /* JSON_ALLOW_NUL: the apiserver encodes a NUL in a string as \u0000 and any annotation
-     * may hold one; refusing it would be a call error, i.e. a bypass under failurePolicy Ignore */
-    if (nested_deeper(body, len, REVIEW_DEPTH_MAX)) {
-        diag_set(d, NULL, 0, 0, "review: arrays and objects nested deeper than %u levels",
-                 REVIEW_DEPTH_MAX);
-        goto fail;
+    memset(r, 0, sizeof(*r));
+    diag_clear(&rd);
+    /* Decisions (YYJSON.md §2): duplicate keys refused (400, as with jansson's
+     * JSON_REJECT_DUPLICATES: yyjson would keep both and find the first, the apiserver the
+     * last); integers past 64 bits refused rather than read as doubles; nesting capped at
+     * REVIEW_DEPTH_MAX by json_read's walk after the (iterative) parse, which replaces the
+     * bracket pre-scan jansson needed, and keeps yyjson_equals and the copies of eval.c and
+     * patch.c within that depth. "\u0000" is taken (the apiserver writes a NUL so and any
+     * annotation may hold one; refusing it would be a call error, a bypass under
+     * failurePolicy Ignore). */
+    r->doc = json_read(body, len, (flags & JSON_READ_INSITU) | JSON_READ_ANY_ROOT,
+                       REVIEW_DEPTH_MAX, alc, &rd);
+    if (r->doc == NULL) {
+        read_error(&rd, d);
+        return -1;
     }
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-    if (root == NULL) {
-        /* jansson quotes the text near the error; it may be part of a Secret: leave it out */
-        char *near = strstr(jerr.text, " near '");
-
-        if (near != NULL)
-            *near = '\0';
-        diag_set(d, NULL, 0, 0, "invalid JSON at line %d, column %d: %s", jerr.line, jerr.column,
-                 jerr.text);
+    if (decode_envelope(yyjson_doc_get_root(r->doc), r, d) < 0)
         goto fail;
-    }
-    r = calloc(1, sizeof(*r));
-    if (r == NULL) {
-        diag_set(d, NULL, 0, 0, "out of memory");
-        goto fail;
-    }
-    r->root = root;
-    root = NULL;
-    if (decode_envelope(r->root, r, d) < 0)
-        goto fail;
-    req = json_object_get(r->root, "request");
-    if (req == NULL || json_is_null(req)) {
+    req = yyjson_obj_get(yyjson_doc_get_root(r->doc), "request");
+    if (req == NULL || yyjson_is_null(req)) {
         diag_set(d, NULL, 0, 0, "review.request: missing");
         goto fail;
     }
-    if (!json_is_object(req)) {
-        diag_set(d, NULL, 0, 0, "review.request: expected an object, got %s", json_type_name(req));
+    if (!yyjson_is_obj(req)) {
+        diag_set(d, NULL, 0, 0, "review.request: expected an object, got %s",
+                 json_type_desc(req));
         goto fail;
     }
     if (decode_request(req, r, d) < 0)
         goto fail;
-    return r;
+    return 0;
 fail:
-    json_decref(root);
-    review_free(r);
-    return NULL;
+    review_release(r);
+    return -1;
+}
+
+void review_release(struct review *r)
+{
+    if (r == NULL)
+        return;
+    yyjson_doc_free(r->doc);
+    memset(r, 0, sizeof(*r));
+}
+
+struct review *review_decode(const char *body, size_t len, struct diag *d)
+{
+    struct review *r = malloc(sizeof(*r));
+
+    if (r == NULL) {
+        diag_set(d, NULL, 0, 0, "out of memory");
+        return NULL;
+    }
+    /* not in situ: json_read leaves body as it is */
+    if (review_decode_in(r, (char *)body, len, 0, NULL, d) < 0) {
+        free(r);
+        return NULL;
+    }
+    return r;
 }
 
 void review_free(struct review *r)
 {
     if (r == NULL)
         return;
-    json_decref(r->root);
+    review_release(r);
     free(r);
 }
 
 void decision_init(struct decision *dec)
 {
+    decision_init_alc(dec, NULL);
+}
+
+void decision_init_alc(struct decision *dec, const yyjson_alc *alc)
+{
     memset(dec, 0, sizeof(*dec));
     dec->allowed = true;
+    dec->alc = alc;
+}
+
+yyjson_mut_doc *decision_doc(struct decision *dec)
+{
+    if (dec->out == NULL)
+        dec->out = yyjson_mut_doc_new(dec->alc);
+    return dec->out;
 }
 
 void decision_release(struct decision *dec)
 {
+    const yyjson_alc *alc = dec->alc;
+
     free(dec->reason);
     free(dec->message);
-    json_decref(dec->patch);
-    json_decref(dec->warnings);
-    json_decref(dec->annotations);
-    free(dec->notes);
+    /* patch, warnings and annotations live in out */
+    yyjson_mut_doc_free(dec->out);
+    if (dec->notes != dec->notes_inline)
+        free(dec->notes);
     memset(dec, 0, sizeof(*dec));
+    dec->alc = alc;
 }
 
 int decision_note(struct decision *dec, const struct rule *rule, int enforcement,
                   const char *outcome)
 {
-    struct decision_note *grown = realloc(dec->notes, (dec->n_notes + 1) * sizeof(*grown));
+    struct decision_note *grown;
 
-    if (grown == NULL)
-        return -1;
-    dec->notes = grown;
+    if (dec->n_notes < DECISION_NOTES_INLINE) {
+        dec->notes = dec->notes_inline;
+    } else {
+        grown = realloc(dec->notes == dec->notes_inline ? NULL : dec->notes,
+                        (dec->n_notes + 1) * sizeof(*grown));
+        if (grown == NULL)
+            return -1;
+        if (dec->notes == dec->notes_inline)
+            memcpy(grown, dec->notes_inline, sizeof(dec->notes_inline));
+        dec->notes = grown;
+    }
     dec->notes[dec->n_notes++] = (struct decision_note){rule, enforcement, outcome};
     return 0;
 }
@@ -361,8 +394,8 @@ int decision_deny(struct decision *dec, int code, const char *message)
 int decision_warn(struct decision *dec, const char *text)
 {
     char *clean = text_utf8_clean(text ? text : "", WARNING_MAX_RUNES, true);
-    size_t i;
-    json_t *w;
+    yyjson_mut_val *w, *s;
+    yyjson_mut_arr_iter it;
     int rc = -1;
 
     if (clean == NULL)
@@ -370,15 +403,19 @@ int decision_warn(struct decision *dec, const char *text)
     rc = 0;
     if (clean[0] == '\0')
         goto out;
-    if (dec->warnings == NULL && (dec->warnings = json_array()) == NULL) {
-        rc = -1;
+    rc = -1;
+    if (decision_doc(dec) == NULL)
         goto out;
-    }
-    json_array_foreach (dec->warnings, i, w) {
-        if (strcmp(json_string_value(w), clean) == 0)
+    if (dec->warnings == NULL && (dec->warnings = yyjson_mut_arr(dec->out)) == NULL)
+        goto out;
+    rc = 0;
+    yyjson_mut_arr_iter_init(dec->warnings, &it);
+    while ((w = yyjson_mut_arr_iter_next(&it)) != NULL) {
+        if (json_mut_str_is(w, clean))
             goto out;
     }
-    rc = json_array_append_new(dec->warnings, json_string(clean));
+    s = yyjson_mut_strcpy(dec->out, clean);
+    rc = s != NULL && yyjson_mut_arr_append(dec->warnings, s) ? 0 : -1;
 out:
     free(clean);
     return rc;
@@ -404,18 +441,68 @@ bool review_audit_key_valid(const char *key)
 
 int decision_annotate(struct decision *dec, const char *key, const char *value)
 {
-    json_t *v;
+    const char *v = value ? value : "";
+    yyjson_mut_val *s;
 
     if (!review_audit_key_valid(key))
         return -1;
-    v = json_string(value ? value : "");
-    if (v == NULL)
-        return -1; /* not valid UTF-8 */
-    if (dec->annotations == NULL && (dec->annotations = json_object()) == NULL) {
-        json_decref(v);
+    /* jansson refused a string that is not UTF-8; yyjson's writer would fail the whole
+     * response on it, so it is refused here, as before */
+    if (!text_utf8_valid(v, strlen(v)))
         return -1;
+    if (decision_doc(dec) == NULL)
+        return -1;
+    if (dec->annotations == NULL && (dec->annotations = yyjson_mut_obj(dec->out)) == NULL)
+        return -1;
+    s = yyjson_mut_strcpy(dec->out, v);
+    /* replaces an earlier annotation of the key, as json_object_set_new did */
+    return s != NULL ? json_mut_set(dec->out, dec->annotations, key, s) : -1;
+}
+
+static pthread_key_t arena_key;
+static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
+static bool arena_key_ok;
+
+static void arena_drop(void *p)
+{
+    struct review_arena *a = p;
+
+    yyjson_alc_dyn_free(a->dyn);
+    free(a->buf);
+    free(a);
+}
+
+static void arena_key_make(void)
+{
+    arena_key_ok = pthread_key_create(&arena_key, arena_drop) == 0;
+}
+
+struct review_arena *review_thread_arena(void)
+{
+    struct review_arena *a;
+
+    if (pthread_once(&arena_once, arena_key_make) != 0 || !arena_key_ok)
+        return NULL;
+    a = pthread_getspecific(arena_key);
+    if (a != NULL)
+        return a;
+    a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return NULL;
+    a->size = yyjson_read_max_memory_usage(REVIEW_POOL_BODY_BYTES, YYJSON_READ_INSITU);
+    a->buf = malloc(a->size);
+    a->dyn = yyjson_alc_dyn_new();
+    if (a->buf == NULL || a->dyn == NULL || !yyjson_alc_pool_init(&a->pool, a->buf, a->size) ||
+        pthread_setspecific(arena_key, a) != 0) {
+        arena_drop(a);
+        return NULL;
     }
-    return json_object_set_new(dec->annotations, key, v);
+    return a;
+}
+
+const yyjson_alc *review_arena_reader(struct review_arena *a, size_t len)
+{
+    return a != NULL && len <= REVIEW_POOL_BODY_BYTES ? &a->pool : NULL;
 }
 
 static const char *reason_for(int code)
@@ -436,80 +523,103 @@ static const char *reason_for(int code)
     }
 }
 
-/* New string: standard padded base64 (RFC 4648) of the compact patch document. */
-static char *patch_base64(const json_t *patch)
+static void *alc_malloc(const yyjson_alc *alc, size_t n)
 {
-    char *doc = json_dumps(patch, JSON_COMPACT);
-    char *b64 = NULL;
+    return alc ? alc->malloc(alc->ctx, n) : malloc(n);
+}
+
+static void alc_free(const yyjson_alc *alc, void *p)
+{
+    if (alc)
+        alc->free(alc->ctx, p);
+    else
+        free(p);
+}
+
+/* The patch member of resp: standard padded base64 (RFC 4648) of the compact patch document,
+ * in doc (whose allocator also holds the compact text meanwhile). */
+static int encode_patch(yyjson_mut_doc *doc, yyjson_mut_val *resp, const struct decision *dec,
+                        const yyjson_alc *alc)
+{
+    char *text, *b64;
     size_t n;
+    yyjson_mut_val *v;
+    int rc = -1;
 
-    if (doc == NULL)
-        return NULL;
-    n = strlen(doc);
-    b64 = malloc(4 * ((n + 2) / 3) + 1);
-    if (b64 != NULL)
-        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)doc, (int)n);
-    free(doc);
-    return b64;
-}
-
-static int encode_status(json_t *resp, const struct decision *dec)
-{
-    int code = dec->code >= 400 ? dec->code : 403;
-    const char *reason = dec->reason ? dec->reason : reason_for(code);
-
-    return json_object_set_new(resp, "status",
-                               json_pack("{s:i, s:s, s:s, s:s}", "code", code, "status", "Failure",
-                                         "reason", reason, "message",
-                                         dec->message ? dec->message : ""));
-}
-
-static int encode_patch(json_t *resp, const struct decision *dec)
-{
-    char *b64;
-    int rc;
-
-    if (!json_is_array(dec->patch) || json_array_size(dec->patch) == 0)
+    if (!yyjson_mut_is_arr(dec->patch) || yyjson_mut_arr_size(dec->patch) == 0)
         return 0;
-    b64 = patch_base64(dec->patch);
-    if (b64 == NULL)
+    text = yyjson_mut_val_write_opts(dec->patch, YYJSON_WRITE_NOFLAG, alc, &n, NULL);
+    if (text == NULL)
         return -1;
-    rc = json_object_set_new(resp, "patchType", json_string("JSONPatch")) |
-         json_object_set_new(resp, "patch", json_string(b64));
-    free(b64);
+    if (n <= (size_t)INT32_MAX / 4 * 3 - 3 && (b64 = alc_malloc(alc, 4 * ((n + 2) / 3) + 1))) {
+        EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)text, (int)n);
+        v = yyjson_mut_strcpy(doc, b64);
+        alc_free(alc, b64);
+        if (v != NULL && yyjson_mut_obj_add_str(doc, resp, "patchType", "JSONPatch") &&
+            yyjson_mut_obj_add_val(doc, resp, "patch", v))
+            rc = 0;
+    }
+    alc_free(alc, text);
     return rc;
 }
 
 int review_encode(const struct review *r, const struct decision *dec, bool mutating, char **out,
                   size_t *out_len)
 {
-    json_t *root = NULL, *resp;
+    const yyjson_alc *alc = dec->alc;
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(alc);
+    yyjson_mut_val *root, *resp, *uid;
     int rc = -1;
 
     *out = NULL;
-    /* the uid goes back as the value it came in, byte for byte, NULs included */
-    root = json_pack("{s:s, s:s, s:{s:O, s:b}}", "apiVersion",
+    if (doc == NULL)
+        return -1;
+    /* the uid goes back as the value it came in, byte for byte, NULs included: borrowed (not
+     * copied) from the review's document, which outlives this one */
+    uid = yyjson_mut_strn(doc, yyjson_get_str(r->uid_json), yyjson_get_len(r->uid_json));
+    /* literal keys only below: yyjson_mut_obj_add_* neither copy keys nor replace members */
+    root = json_pack(doc, "{s:s, s:s, s:{s:o, s:b}}", "apiVersion",
                      r->version == REVIEW_V1 ? API_V1 : API_V1BETA1, "kind", "AdmissionReview",
-                     "response", "uid", r->uid_json, "allowed", dec->allowed);
-    if (root == NULL)
+                     "response", "uid", uid, "allowed", dec->allowed);
+    if (uid == NULL || root == NULL)
         goto out;
-    resp = json_object_get(root, "response");
-    if (!dec->allowed && encode_status(resp, dec) < 0)
+    yyjson_mut_doc_set_root(doc, root);
+    resp = yyjson_mut_obj_get(root, "response");
+    if (!dec->allowed) {
+        int code = dec->code >= 400 ? dec->code : 403;
+        yyjson_mut_val *st =
+            json_pack(doc, "{s:i, s:s, s:s, s:s}", "code", code, "status", "Failure", "reason",
+                      dec->reason ? dec->reason : reason_for(code), "message",
+                      dec->message ? dec->message : "");
+
+        if (st == NULL || !yyjson_mut_obj_add_val(doc, resp, "status", st))
+            goto out;
+    }
+    if (mutating && encode_patch(doc, resp, dec, alc) < 0)
         goto out;
-    if (mutating && encode_patch(resp, dec) < 0)
+    /* warnings and annotations are copied: they live in the decision's document */
+    if (yyjson_mut_arr_size(dec->warnings) > 0 &&
+        !yyjson_mut_obj_add_val(doc, resp, "warnings", yyjson_mut_val_mut_copy(doc, dec->warnings)))
         goto out;
-    if (json_array_size(dec->warnings) > 0 && json_object_set(resp, "warnings", dec->warnings) < 0)
+    if (yyjson_mut_obj_size(dec->annotations) > 0 &&
+        !yyjson_mut_obj_add_val(doc, resp, "auditAnnotations",
+                                yyjson_mut_val_mut_copy(doc, dec->annotations)))
         goto out;
-    if (json_object_size(dec->annotations) > 0 &&
-        json_object_set(resp, "auditAnnotations", dec->annotations) < 0)
-        goto out;
-    *out = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    if (*out == NULL)
-        goto out;
-    *out_len = strlen(*out);
-    rc = 0;
+    /* the caller frees the text with free(): with an arena, written there (the writer guesses
+     * a size and grows it, two or more calls) and copied out in one malloc of the exact size */
+    if (alc == NULL) {
+        *out = yyjson_mut_write_opts(doc, YYJSON_WRITE_NOFLAG, NULL, out_len, NULL);
+    } else {
+        char *text = yyjson_mut_write_opts(doc, YYJSON_WRITE_NOFLAG, alc, out_len, NULL);
+
+        if (text != NULL && (*out = malloc(*out_len + 1)) != NULL)
+            memcpy(*out, text, *out_len + 1);
+        alc_free(alc, text);
+    }
+    if (*out != NULL)
+        rc = 0;
 out:
-    json_decref(root);
+    yyjson_mut_doc_free(doc);
     return rc;
 }
 
@@ -517,21 +627,21 @@ int review_status_body(int code, const char *reason, const char *message, char *
                        size_t *out_len)
 {
     char *clean = text_utf8_clean(message ? message : "", (size_t)-1, false);
-    json_t *st = NULL;
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *st;
 
     *out = NULL;
-    if (clean == NULL)
+    if (clean == NULL || doc == NULL) {
+        free(clean);
+        yyjson_mut_doc_free(doc);
         return -1;
-    st = json_pack("{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion", "v1",
-                   "metadata", "status", "Failure", "message", clean, "reason",
+    }
+    st = json_pack(doc, "{s:s, s:s, s:{}, s:s, s:s, s:s, s:i}", "kind", "Status", "apiVersion",
+                   "v1", "metadata", "status", "Failure", "message", clean, "reason",
                    reason ? reason : reason_for(code), "code", code);
     free(clean);
-    if (st == NULL)
-        return -1;
-    *out = json_dumps(st, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(st);
-    if (*out == NULL)
-        return -1;
-    *out_len = strlen(*out);
-    return 0;
+    if (st != NULL)
+        *out = yyjson_mut_val_write(st, YYJSON_WRITE_NOFLAG, out_len);
+    yyjson_mut_doc_free(doc);
+    return *out != NULL ? 0 : -1;
 }

@@ -31,6 +31,7 @@
 #include "limits.h"
 #include "log.h"
 #include "eval.h"
+#include "json.h"
 #include "metrics.h"
 #include "review.h"
 #include "text.h"
@@ -232,9 +233,8 @@ static enum MHD_Result respond_error(struct server *s, struct MHD_Connection *c,
         snprintf(s->unauthenticated_last, sizeof(s->unauthenticated_last), "%s", error);
         pthread_mutex_unlock(&s->refused_lock);
     } else {
-        log_event(
-            status >= 500 ? LOG_ERROR : LOG_WARN, "request refused",
-            json_pack("{s:i, s:s, s:s}", "status", (int)status, "path", path, "error", error));
+        log_event(status >= 500 ? LOG_ERROR : LOG_WARN, "request refused", "{s:i, s:s, s:s}",
+                  "status", (int)status, "path", path, "error", error);
     }
     if (review_status_body((int)status, NULL, message, &body, &len) < 0)
         return MHD_NO;
@@ -248,23 +248,29 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
 {
     const char *url = rq->route->path;
     struct diag d;
-    struct review *r;
+    struct review review, *r = &review;
     struct decision dec;
     char *out = NULL;
     size_t len = 0;
     char msg[DIAG_MSG_MAX + 64];
+    char empty[YYJSON_PADDING_SIZE + 1] = "";
     struct policy *policy;
+    struct review_arena *arena = review_thread_arena();
     int rc;
 
+    /* read in situ: the body has YYJSON_PADDING_SIZE spare bytes (take_body), zeroed here, and
+     * is not read again after the review is released; into the thread's pool when it fits */
+    if (rq->body != NULL)
+        memset(rq->body + rq->len, 0, YYJSON_PADDING_SIZE);
     diag_clear(&d);
-    r = review_decode(rq->body ? rq->body : "", rq->len, &d);
-    if (r == NULL) {
+    if (review_decode_in(r, rq->body ? rq->body : empty, rq->len, JSON_READ_INSITU,
+                         review_arena_reader(arena, rq->len), &d) < 0) {
         snprintf(msg, sizeof(msg), "not a valid AdmissionReview: %s", d.msg);
         return respond_error(s, c, rq, MHD_HTTP_BAD_REQUEST, url, msg, NULL);
     }
     rq->kind = metrics_kind_index(r->kind.kind);
     rq->op = metrics_op_index(review_op_name(r->op));
-    decision_init(&dec);
+    decision_init_alc(&dec, arena ? arena->dyn : NULL);
     policy = policy_holder_get(s->cfg.policies);
     rc = eval_review(policy, r, mutating, s->cfg.audit_only, s->cfg.view, &dec);
     /* the notes borrow the policy's rules: counted before the reference is dropped */
@@ -274,20 +280,19 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
     policy_unref(policy);
     if (rc < 0 || review_encode(r, &dec, mutating, &out, &len) < 0) {
         decision_release(&dec);
-        review_free(r);
+        review_release(r);
         return respond_error(s, c, rq, MHD_HTTP_INTERNAL_SERVER_ERROR, url,
                              "could not evaluate the review (out of memory)", NULL);
     }
     rq->outcome = !dec.allowed                                 ? METRICS_DENIED
-                  : mutating && json_array_size(dec.patch) > 0 ? METRICS_PATCHED
-                                                               : METRICS_ALLOWED;
+                  : mutating && yyjson_mut_arr_size(dec.patch) > 0 ? METRICS_PATCHED
+                                                                   : METRICS_ALLOWED;
     if (log_enabled(LOG_DEBUG))
-        log_event(LOG_DEBUG, "review",
-                  json_pack("{s:s, s:s, s:s, s:s, s:s, s:b}", "uid", r->uid, "kind", r->kind.kind,
-                            "namespace", r->ns, "name", r->name, "operation", review_op_name(r->op),
-                            "allowed", dec.allowed));
+        log_event(LOG_DEBUG, "review", "{s:s, s:s, s:s, s:s, s:s, s:b}", "uid", r->uid, "kind",
+                  r->kind.kind, "namespace", r->ns, "name", r->name, "operation",
+                  review_op_name(r->op), "allowed", dec.allowed);
     decision_release(&dec);
-    review_free(r);
+    review_release(r);
     return respond(s, c, rq, MHD_HTTP_OK, "application/json", out, len, NULL);
 }
 
@@ -336,8 +341,9 @@ static enum MHD_Result route_metrics(struct server *s, struct MHD_Connection *c,
 static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
                                         struct request *rq)
 {
-    json_t *dump;
+    yyjson_mut_doc *dump;
     char *text;
+    size_t len = 0;
 
     if (!s->cfg.debug_endpoints || s->cfg.view == NULL)
         return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/view",
@@ -345,11 +351,11 @@ static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection 
                                                  : "debug endpoints are off (--debug-endpoints)",
                              NULL);
     dump = cluster_dump(s->cfg.view);
-    text = dump ? json_dumps(dump, JSON_COMPACT) : NULL;
-    json_decref(dump);
+    text = dump ? yyjson_mut_write(dump, YYJSON_WRITE_NOFLAG, &len) : NULL;
+    yyjson_mut_doc_free(dump);
     if (text == NULL)
         return MHD_NO;
-    return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, strlen(text), NULL);
+    return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, len, NULL);
 }
 
 /* ---- request intake ---- */
@@ -560,7 +566,8 @@ static bool take_body(struct server *s, struct request *rq, const char *data, si
             defer_error(rq, MHD_HTTP_SERVICE_UNAVAILABLE, BUSY_MESSAGE, NULL);
             return true;
         }
-        grown = realloc(rq->body, cap);
+        /* YYJSON_PADDING_SIZE more for the in-situ read (admit) */
+        grown = realloc(rq->body, cap + YYJSON_PADDING_SIZE);
         if (grown == NULL)
             return false;
         rq->body = grown;
@@ -603,8 +610,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (*upload_data_size > 0) {
         if (!take_body(s, rq, upload_data, *upload_data_size)) {
-            log_event(LOG_WARN, "connection dropped: body far over the limit",
-                      json_pack("{s:s, s:I}", "path", url, "bytes", (json_int_t)rq->seen));
+            log_event(LOG_WARN, "connection dropped: body far over the limit", "{s:s, s:I}",
+                      "path", url, "bytes", (int64_t)rq->seen);
             return MHD_NO;
         }
         *upload_data_size = 0;
@@ -790,7 +797,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
         buf[--n] = '\0';
     text_utf8_fix(buf);
     /* libmicrohttpd reports problems only: failed handshakes, limits, bind errors */
-    log_event(LOG_WARN, "libmicrohttpd", json_pack("{s:s}", "detail", buf));
+    log_event(LOG_WARN, "libmicrohttpd", "{s:s}", "detail", buf);
 }
 
 static int on_certificate(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
@@ -1028,20 +1035,19 @@ static void log_summaries(struct server *s)
 
     pthread_mutex_lock(&s->refused_lock);
     if (s->unauthenticated > 0)
-        log_event(LOG_WARN, "requests refused: no valid client certificate",
-                  json_pack("{s:I, s:s}", "requests", (json_int_t)s->unauthenticated, "last_error",
-                            s->unauthenticated_last));
+        log_event(LOG_WARN, "requests refused: no valid client certificate", "{s:I, s:s}",
+                  "requests", (int64_t)s->unauthenticated, "last_error", s->unauthenticated_last);
     s->unauthenticated = 0;
     pthread_mutex_unlock(&s->refused_lock);
     shed = atomic_exchange(&s->shed, 0);
     /* the failed handshakes of shed connections are logged within milliseconds, if at all */
     atomic_store(&s->mute_handshake_logs, 0);
     if (shed > 0)
-        log_event(LOG_WARN, "overloaded: connections closed unserved",
-                  json_pack("{s:I, s:s, s:i}", "connections", (json_int_t)shed, "reason",
-                            "the TLS handshake would begin more than --max-queue-ms after the "
-                            "connection arrived",
-                            "max_queue_ms", (int)s->cfg.max_queue_ms));
+        log_event(LOG_WARN, "overloaded: connections closed unserved", "{s:I, s:s, s:i}",
+                  "connections", (int64_t)shed, "reason",
+                  "the TLS handshake would begin more than --max-queue-ms after the "
+                  "connection arrived",
+                  "max_queue_ms", (int)s->cfg.max_queue_ms);
 }
 
 void server_sweep(struct server *s)
@@ -1063,9 +1069,8 @@ void server_sweep(struct server *s)
     pthread_mutex_unlock(&s->conns_lock);
     log_summaries(s);
     if (cut > 0)
-        log_event(LOG_WARN, "closed slow connections",
-                  json_pack("{s:i, s:s}", "connections", cut, "reason",
-                            "no complete request within --idle-timeout + --request-timeout"));
+        log_event(LOG_WARN, "closed slow connections", "{s:i, s:s}", "connections", cut, "reason",
+                  "no complete request within --idle-timeout + --request-timeout");
 }
 
 int server_stop(struct server *s, int abort_fd)
@@ -1083,9 +1088,9 @@ int server_stop(struct server *s, int abort_fd)
     fd = MHD_quiesce_daemon(s->mhd);
     if (fd != MHD_INVALID_SOCKET)
         shutdown(fd, SHUT_RDWR);
-    log_event(LOG_INFO, "stopped accepting; draining",
-              json_pack("{s:I, s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight),
-                        "connections", (json_int_t)atomic_load(&s->connections)));
+    log_event(LOG_INFO, "stopped accepting; draining", "{s:I, s:I}", "in_flight",
+              (int64_t)atomic_load(&s->in_flight), "connections",
+              (int64_t)atomic_load(&s->connections));
     for (;;) {
         now = now_ms();
         if (atomic_load(&s->connections) == 0)
@@ -1101,14 +1106,14 @@ int server_stop(struct server *s, int abort_fd)
                 break;
         }
         if (abort_fd >= 0 && poll(&pfd, 1, 0) > 0) {
-            log_event(LOG_WARN, "second signal; closing the remaining requests",
-                      json_pack("{s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight)));
+            log_event(LOG_WARN, "second signal; closing the remaining requests", "{s:I}",
+                      "in_flight", (int64_t)atomic_load(&s->in_flight));
             rc = -1;
             break;
         }
         if (now - start >= (long long)s->cfg.shutdown_grace_s * 1000) {
-            log_event(LOG_WARN, "grace period over; closing the remaining requests",
-                      json_pack("{s:I}", "in_flight", (json_int_t)atomic_load(&s->in_flight)));
+            log_event(LOG_WARN, "grace period over; closing the remaining requests", "{s:I}",
+                      "in_flight", (int64_t)atomic_load(&s->in_flight));
             rc = -1;
             break;
         }

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "cluster.h"
+#include "json.h"
 #include "log.h"
 #include "offline.h"
 #include "patch.h"
@@ -114,137 +115,165 @@ static bool one_of(const char *s, const char *const *words)
     return false;
 }
 
+/* Whether v is a string that is one of words (byte for byte: a NUL in it is none of them). */
+static bool is_one_of(yyjson_val *v, const char *const *words)
+{
+    return yyjson_is_str(v) && strlen(yyjson_get_str(v)) == yyjson_get_len(v) &&
+           one_of(yyjson_get_str(v), words);
+}
+
 /* Refuses keys of obj (at ptr) not in allowed. */
-static void known_keys(struct sfile *s, const char *ptr, const json_t *obj,
+static void known_keys(struct sfile *s, const char *ptr, yyjson_val *obj,
                        const char *const *allowed, const char *what)
 {
-    const char *key;
-    json_t *v;
+    yyjson_val *k, *v;
+    size_t i, max;
     char p[1024];
 
-    json_object_foreach ((json_t *)obj, key, v) {
-        if (one_of(key, allowed))
+    yyjson_obj_foreach(obj, i, max, k, v)
+    {
+        (void)v;
+        if (is_one_of(k, allowed))
             continue;
         snprintf(p, sizeof(p), "%s", ptr);
-        patch_ptr_append(p, sizeof(p), key);
-        serr(s, p, "unknown key \"%.64s\" in %s", key, what);
+        patch_ptr_append(p, sizeof(p), yyjson_get_str(k));
+        serr(s, p, "unknown key \"%.64s\" in %s", yyjson_get_str(k), what);
     }
 }
 
 /* A string, or an array of strings, at key of obj: 0 when absent, -1 on a wrong type. */
-static int strings(struct sfile *s, const char *ptr, const json_t *v, const char *what)
+static int strings(struct sfile *s, const char *ptr, yyjson_val *v, const char *what)
 {
-    size_t i;
-    json_t *x;
+    size_t i, max;
+    yyjson_val *x;
+    bool all = true;
 
-    if (v == NULL || json_is_string(v))
+    if (v == NULL || yyjson_is_str(v))
         return 0;
-    if (json_is_array(v)) {
-        json_array_foreach (v, i, x) {
-            if (!json_is_string(x))
-                break;
+    if (yyjson_is_arr(v)) {
+        yyjson_arr_foreach(v, i, max, x)
+        {
+            all = all && yyjson_is_str(x);
         }
-        if (i == json_array_size(v))
+        if (all)
             return 0;
     }
     serr(s, ptr, "%s must be a string or a list of strings", what);
     return -1;
 }
 
-static bool rule_known(const struct policy *p, const char *name)
+/* Whether the policy has a rule named by the string k (byte for byte). */
+static bool rule_known(const struct policy *p, yyjson_val *k)
 {
     for (size_t i = 0; i < p->n_docs; i++)
-        for (size_t k = 0; k < p->docs[i].n_rules; k++)
-            if (strcmp(p->docs[i].rules[k].name, name) == 0)
+        for (size_t r = 0; r < p->docs[i].n_rules; r++)
+            if (json_str_is(k, p->docs[i].rules[r].name))
                 return true;
     return false;
 }
 
-static void check_expect(struct sfile *s, const struct policy *p, const char *ptr, const json_t *e)
+static void check_expect(struct sfile *s, const struct policy *p, const char *ptr, yyjson_val *e)
 {
     static const char *const keys[] = {"decision", "rules",  "patched", "messages",
                                        "warnings", "denial", NULL};
     static const char *const decisions[] = {"allowed", "denied", "patched", "not judged", NULL};
     static const char *const outcomes[] = {"pass", "patch", "deny", "warn", "audit", "skip", NULL};
-    const json_t *v, *x;
-    const char *key;
+    yyjson_val *v, *x, *key;
+    size_t i, max;
     char p2[1024];
 
-    if (!json_is_object(e)) {
+    if (!yyjson_is_obj(e)) {
         serr(s, ptr, "expect must be a mapping");
         return;
     }
     known_keys(s, ptr, e, keys, "expect");
-    v = json_object_get(e, "decision");
+    v = yyjson_obj_get(e, "decision");
     snprintf(p2, sizeof(p2), "%s/decision", ptr);
-    if (v != NULL && (!json_is_string(v) || !one_of(json_string_value(v), decisions)))
+    if (v != NULL && !is_one_of(v, decisions))
         serr(s, p2, "expect.decision: expected one of allowed, denied, patched, not judged");
     for (int k = 0; k < 2; k++) {
         const char *name = k == 0 ? "rules" : "messages";
 
-        v = json_object_get(e, name);
+        v = yyjson_obj_get(e, name);
         snprintf(p2, sizeof(p2), "%s/%s", ptr, name);
-        if (v != NULL && !json_is_object(v)) {
+        if (v != NULL && !yyjson_is_obj(v)) {
             serr(s, p2, "expect.%s must be a mapping of rule names", name);
             continue;
         }
-        json_object_foreach ((json_t *)v, key, x) {
+        yyjson_obj_foreach(v, i, max, key, x)
+        {
             char p3[1024];
 
             snprintf(p3, sizeof(p3), "%s", p2);
-            patch_ptr_append(p3, sizeof(p3), key);
+            patch_ptr_append(p3, sizeof(p3), yyjson_get_str(key));
             if (!rule_known(p, key))
-                serr(s, p3, "expect.%s: the policy has no rule \"%.64s\"", name, key);
-            else if (k == 0 && (!json_is_string(x) || !one_of(json_string_value(x), outcomes)))
+                serr(s, p3, "expect.%s: the policy has no rule \"%.64s\"", name,
+                     yyjson_get_str(key));
+            else if (k == 0 && !is_one_of(x, outcomes))
                 serr(s, p3, "expect.rules.%s: expected one of pass, patch, deny, warn, audit, skip",
-                     key);
+                     yyjson_get_str(key));
             else if (k == 1)
                 strings(s, p3, x, "expect.messages");
         }
     }
-    v = json_object_get(e, "patched");
+    v = yyjson_obj_get(e, "patched");
     snprintf(p2, sizeof(p2), "%s/patched", ptr);
-    if (v != NULL && !json_is_object(v))
+    if (v != NULL && !yyjson_is_obj(v))
         serr(s, p2, "expect.patched must be a mapping of JSON Pointer to value");
-    json_object_foreach ((json_t *)v, key, x) {
-        if (key[0] != '/' && key[0] != '\0')
-            serr(s, p2, "expect.patched: \"%.64s\" is not a JSON Pointer (starts with /)", key);
+    yyjson_obj_foreach(v, i, max, key, x)
+    {
+        const char *k = yyjson_get_str(key);
+
+        (void)x;
+        if (k[0] != '/' && yyjson_get_len(key) != 0)
+            serr(s, p2, "expect.patched: \"%.64s\" is not a JSON Pointer (starts with /)", k);
     }
     snprintf(p2, sizeof(p2), "%s/warnings", ptr);
-    strings(s, p2, json_object_get(e, "warnings"), "expect.warnings");
+    strings(s, p2, yyjson_obj_get(e, "warnings"), "expect.warnings");
     snprintf(p2, sizeof(p2), "%s/denial", ptr);
-    strings(s, p2, json_object_get(e, "denial"), "expect.denial");
+    strings(s, p2, yyjson_obj_get(e, "denial"), "expect.denial");
 }
 
-/* The resource of case c (new reference), from "resource" or "file" + "document". */
-static json_t *case_resource(struct sfile *s, const char *ptr, const json_t *c)
+/* A case's resource: v, borrowed from own when that is set (a copy of a file's document, owned),
+ * else from the suite's document. */
+struct resource {
+    yyjson_doc *own;
+    yyjson_val *v;
+};
+
+/* The resource of case c, from "resource" or "file" + "document"; r->v NULL on an error
+ * (reported). */
+static void case_resource(struct sfile *s, const char *ptr, yyjson_val *c, struct resource *r)
 {
-    const json_t *inline_obj = json_object_get(c, "resource"),
-                 *docn = json_object_get(c, "document");
-    const char *file = json_string_value(json_object_get(c, "file"));
-    json_int_t want = docn ? json_integer_value(docn) : 0;
+    yyjson_val *inline_obj = yyjson_obj_get(c, "resource"), *docn = yyjson_obj_get(c, "document");
+    const char *file = json_get_str(c, "file");
+    int64_t want = 0;
     struct yamljson y;
     struct diag d;
     char p2[1024], text[DIAG_MSG_MAX + 300], *path;
-    json_t *out = NULL;
+    bool found = false;
+    size_t i;
 
+    r->own = NULL;
+    r->v = NULL;
     if ((inline_obj != NULL) == (file != NULL) ||
-        (json_object_get(c, "file") != NULL && file == NULL)) {
+        (yyjson_obj_get(c, "file") != NULL && file == NULL)) {
         serr(s, ptr, "a case needs resource (an object) or file (a path), and not both");
-        return NULL;
+        return;
     }
     if (inline_obj != NULL) {
         snprintf(p2, sizeof(p2), "%s/resource", ptr);
-        if (!json_is_object(inline_obj)) {
+        if (!yyjson_is_obj(inline_obj)) {
             serr(s, p2, "resource must be a mapping (a Kubernetes object)");
-            return NULL;
+            return;
         }
-        return json_incref((json_t *)inline_obj);
+        r->v = inline_obj;
+        return;
     }
     snprintf(p2, sizeof(p2), "%s/document", ptr);
-    if (docn != NULL && (!json_is_integer(docn) || want < 1)) {
+    if (docn != NULL && (!json_int64(docn, &want) || want < 1)) {
         serr(s, p2, "document must be a whole number from 1");
-        return NULL;
+        return;
     }
     path = relative(s, file);
     diag_clear(&d);
@@ -252,121 +281,150 @@ static json_t *case_resource(struct sfile *s, const char *ptr, const json_t *c)
         fprintf(stderr, "gpuadmit test: %s\n", diag_format(&d, text, sizeof(text)));
         s->bad = true;
         free(path);
-        return NULL;
+        return;
     }
-    for (size_t i = 0; i < y.n && out == NULL; i++)
-        if (want == 0 || y.docs[i].index == (unsigned)want)
-            out = json_incref(y.docs[i].value);
-    if (out == NULL)
+    for (i = 0; i < y.n && !found; i++)
+        found = want == 0 || y.docs[i].index == (uint64_t)want;
+    if (!found) {
         serr(s, ptr, "%s has no document %lld", path, (long long)(want ? want : 1));
+    } else {
+        /* the file's documents go with y: keep a copy of this one */
+        r->own = json_keep(y.docs[i - 1].value);
+        r->v = yyjson_doc_get_root(r->own);
+        if (r->v == NULL)
+            serr(s, ptr, "out of memory");
+    }
     yamljson_free(&y);
     free(path);
-    return out;
 }
 
 /* ---- comparing ---- */
 
-static char *show(const json_t *v)
+static char *show(yyjson_val *v)
 {
-    return v ? json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT) : strdup("(absent)");
+    return v ? json_write(v, NULL) : strdup("(absent)");
 }
 
-static bool contains_any(const json_t *list, const char *want)
+static bool contains_any(yyjson_val *list, const char *want)
 {
-    size_t i;
-    const json_t *v;
+    size_t i, max;
+    yyjson_val *v;
 
-    json_array_foreach (list, i, v) {
-        if (strstr(json_string_value(v), want) != NULL)
+    yyjson_arr_foreach(list, i, max, v)
+    {
+        if (yyjson_is_str(v) && strstr(yyjson_get_str(v), want) != NULL)
             return true;
     }
     return false;
 }
 
-/* Loops over the strings of v (a string or an array of strings): x the value, s its text. */
-#define EACH_STRING(v, i, x, s)                                                                    \
-    for (i = 0; (json_is_string(v) ? i < 1 : i < json_array_size(v)) &&                            \
-                ((x = json_is_string(v) ? v : json_array_get(v, i)), s = json_string_value(x), 1); \
-         i++)
+/* The strings of v, a string or an array of strings (check_expect made sure), one by one. */
+struct each {
+    yyjson_val *one; /* v itself while it is a string not yet visited */
+    yyjson_arr_iter it;
+};
 
-static const json_t *find_rule(const json_t *rules, const char *name)
+static const char *each_next(struct each *e)
 {
-    size_t i;
-    const json_t *ru;
+    yyjson_val *x = e->one ? e->one : yyjson_arr_iter_next(&e->it);
 
-    json_array_foreach (rules, i, ru) {
-        if (strcmp(json_string_value(json_object_get(ru, "rule")), name) == 0)
+    e->one = NULL;
+    return yyjson_get_str(x);
+}
+
+static const char *each_first(struct each *e, yyjson_val *v)
+{
+    e->one = yyjson_is_str(v) ? v : NULL;
+    yyjson_arr_iter_init(v, &e->it); /* emptied when v is not an array */
+    return each_next(e);
+}
+
+static yyjson_val *find_rule(yyjson_val *rules, yyjson_val *name)
+{
+    size_t i, max;
+    yyjson_val *ru, *n;
+
+    yyjson_arr_foreach(rules, i, max, ru)
+    {
+        n = yyjson_obj_get(ru, "rule");
+        if (yyjson_get_len(n) == yyjson_get_len(name) &&
+            memcmp(yyjson_get_str(n), yyjson_get_str(name), yyjson_get_len(name)) == 0)
             return ru;
     }
     return NULL;
 }
 
-/* Prints every difference to out; returns how many there were. */
-static int compare(FILE *out, const json_t *e, const json_t *got)
+/* Prints every difference between the expectations e and the result got to out; returns how
+ * many there were. */
+static int compare(FILE *out, yyjson_val *e, yyjson_val *got)
 {
-    const json_t *v, *x, *want, *rules = json_object_get(got, "rules"), *ru, *m;
-    const char *key, *str, *gd = json_string_value(json_object_get(got, "decision"));
+    yyjson_val *v, *want, *rules = yyjson_obj_get(got, "rules"), *ru, *m, *key;
+    const char *str, *gd = json_get_str(got, "decision");
+    struct each it;
     char *a, *b;
     int diffs = 0;
-    size_t k;
+    size_t i, max, k, kmax;
 
-    if ((v = json_object_get(e, "decision")) && strcmp(json_string_value(v), gd) != 0) {
-        fprintf(out, "       decision: expected %s, got %s\n", json_string_value(v), gd);
-        if (json_object_get(got, "message"))
-            fprintf(out, "         (%s)\n", json_string_value(json_object_get(got, "message")));
+    if ((v = yyjson_obj_get(e, "decision")) && strcmp(yyjson_get_str(v), gd) != 0) {
+        fprintf(out, "       decision: expected %s, got %s\n", yyjson_get_str(v), gd);
+        if (yyjson_obj_get(got, "message"))
+            fprintf(out, "         (%s)\n", json_get_str(got, "message"));
         diffs++;
     }
-    json_object_foreach ((json_t *)json_object_get(e, "rules"), key, want) {
+    yyjson_obj_foreach(yyjson_obj_get(e, "rules"), i, max, key, want)
+    {
         ru = find_rule(rules, key);
-        str = json_string_value(json_object_get(ru, "outcome"));
-        if (ru != NULL && strcmp(str, json_string_value(want)) != 0) {
-            fprintf(out, "       rule %s: expected %s, got %s\n", key, json_string_value(want),
-                    str);
-            json_array_foreach (json_object_get(ru, "messages"), k, m) {
-                fprintf(out, "         (%s)\n", json_string_value(m));
+        str = json_get_str(ru, "outcome");
+        if (ru != NULL && strcmp(str, yyjson_get_str(want)) != 0) {
+            fprintf(out, "       rule %s: expected %s, got %s\n", yyjson_get_str(key),
+                    yyjson_get_str(want), str);
+            yyjson_arr_foreach(yyjson_obj_get(ru, "messages"), k, kmax, m)
+            {
+                fprintf(out, "         (%s)\n", yyjson_get_str(m));
             }
             diffs++;
         }
     }
-    json_object_foreach ((json_t *)json_object_get(e, "messages"), key, want) {
+    yyjson_obj_foreach(yyjson_obj_get(e, "messages"), i, max, key, want)
+    {
         ru = find_rule(rules, key);
-        EACH_STRING(want, k, x, str)
-        {
-            if (ru != NULL && contains_any(json_object_get(ru, "messages"), str))
+        for (str = each_first(&it, want); str != NULL; str = each_next(&it)) {
+            if (ru != NULL && contains_any(yyjson_obj_get(ru, "messages"), str))
                 continue;
-            a = show(json_object_get(ru, "messages"));
-            fprintf(out, "       rule %s message: expected one containing \"%s\", got %s\n", key,
-                    str, a);
+            a = show(yyjson_obj_get(ru, "messages"));
+            fprintf(out, "       rule %s message: expected one containing \"%s\", got %s\n",
+                    yyjson_get_str(key), str, a);
             free(a);
             diffs++;
         }
     }
-    json_object_foreach ((json_t *)json_object_get(e, "patched"), key, want) {
-        v = patch_get(json_object_get(got, "object"), key);
-        /* null expects the field absent: Kubernetes drops null fields anyway */
-        if (json_equal(v, want) || (json_is_null(want) && (v == NULL || json_is_null(v))))
+    yyjson_obj_foreach(yyjson_obj_get(e, "patched"), i, max, key, want)
+    {
+        v = yyjson_ptr_getn(yyjson_obj_get(got, "object"), yyjson_get_str(key),
+                            yyjson_get_len(key));
+        /* null expects the field absent: Kubernetes drops null fields anyway. yyjson_equals
+         * recurses: both sides are capped (the suite by yamljson, the object by its reader) */
+        if (yyjson_equals(v, want) || (yyjson_is_null(want) && (v == NULL || yyjson_is_null(v))))
             continue;
         a = show(want);
         b = show(v);
-        fprintf(out, "       patched %s: expected %s, got %s\n", key, a, b);
+        fprintf(out, "       patched %s: expected %s, got %s\n", yyjson_get_str(key), a, b);
         free(a);
         free(b);
         diffs++;
     }
-    v = json_object_get(e, "warnings");
-    EACH_STRING(v, k, x, str)
-    {
-        if (contains_any(json_object_get(got, "warnings"), str))
+    v = yyjson_obj_get(e, "warnings");
+    for (str = each_first(&it, v); str != NULL; str = each_next(&it)) {
+        if (contains_any(yyjson_obj_get(got, "warnings"), str))
             continue;
-        a = show(json_object_get(got, "warnings"));
+        a = show(yyjson_obj_get(got, "warnings"));
         fprintf(out, "       warnings: expected one containing \"%s\", got %s\n", str, a);
         free(a);
         diffs++;
     }
-    v = json_object_get(e, "denial");
-    EACH_STRING(v, k, x, str)
-    {
-        const char *msg = json_string_value(json_object_get(got, "message"));
+    v = yyjson_obj_get(e, "denial");
+    for (str = each_first(&it, v); str != NULL; str = each_next(&it)) {
+        const char *msg = json_get_str(got, "message");
 
         if (msg != NULL && strstr(msg, str) != NULL)
             continue;
@@ -386,44 +444,42 @@ struct loaded {
 };
 
 /* Reads spec; NULL policy on an input error (reported). */
-static void load_spec(struct sfile *s, const json_t *root, struct loaded *L)
+static void load_spec(struct sfile *s, yyjson_val *root, struct loaded *L)
 {
     static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", NULL};
     static const char *const keys[] = {"policy", "clusterSnapshot", "auditOnly", "cases", NULL};
-    const json_t *spec = json_object_get(root, "spec"), *v;
-    const char *api = json_string_value(json_object_get(root, "apiVersion"));
-    const char *kind = json_string_value(json_object_get(root, "kind"));
+    yyjson_val *spec = yyjson_obj_get(root, "spec"), *v;
     char *path;
     struct diag d;
     char text[DIAG_MSG_MAX + 300];
 
     known_keys(s, "", root, top, "a PolicyTest");
-    if (api == NULL || strcmp(api, "gpuadmit.io/v1alpha1") != 0)
+    if (!json_str_is(yyjson_obj_get(root, "apiVersion"), "gpuadmit.io/v1alpha1"))
         serr(s, "/apiVersion", "apiVersion must be gpuadmit.io/v1alpha1");
-    if (kind == NULL || strcmp(kind, "PolicyTest") != 0)
+    if (!json_str_is(yyjson_obj_get(root, "kind"), "PolicyTest"))
         serr(s, "/kind", "kind must be PolicyTest");
-    if (!json_is_object(spec)) {
+    if (!yyjson_is_obj(spec)) {
         serr(s, "", "spec must be a mapping");
         return;
     }
     known_keys(s, "/spec", spec, keys, "spec");
-    v = json_object_get(spec, "auditOnly");
-    if (v != NULL && !json_is_boolean(v))
+    v = yyjson_obj_get(spec, "auditOnly");
+    if (v != NULL && !yyjson_is_bool(v))
         serr(s, "/spec/auditOnly", "spec.auditOnly must be true or false");
-    L->audit_only = json_is_true(v);
-    if (!json_is_array(json_object_get(spec, "cases")) ||
-        json_array_size(json_object_get(spec, "cases")) == 0)
+    L->audit_only = yyjson_is_true(v);
+    if (!yyjson_is_arr(yyjson_obj_get(spec, "cases")) ||
+        yyjson_arr_size(yyjson_obj_get(spec, "cases")) == 0)
         serr(s, "/spec", "spec.cases must be a list of at least one case");
-    v = json_object_get(spec, "clusterSnapshot");
-    if (v != NULL && !json_is_string(v))
+    v = yyjson_obj_get(spec, "clusterSnapshot");
+    if (v != NULL && !yyjson_is_str(v))
         serr(s, "/spec/clusterSnapshot", "spec.clusterSnapshot must be a path");
-    if (!json_is_string(json_object_get(spec, "policy"))) {
+    if (!yyjson_is_str(yyjson_obj_get(spec, "policy"))) {
         serr(s, "/spec", "spec.policy (a policy directory or file) is required");
         return;
     }
     if (s->bad)
         return;
-    path = relative(s, json_string_value(json_object_get(spec, "policy")));
+    path = relative(s, json_get_str(spec, "policy"));
     if (path == NULL || (L->policy = offline_load_policy("gpuadmit test", path)) == NULL) {
         serr(s, "/spec/policy", "the policy does not load");
         free(path);
@@ -432,12 +488,69 @@ static void load_spec(struct sfile *s, const json_t *root, struct loaded *L)
     free(path);
     if (v == NULL)
         return;
-    path = relative(s, json_string_value(v));
+    path = relative(s, yyjson_get_str(v));
     diag_clear(&d);
     if (path == NULL || regular_file(path, &d) < 0 ||
         (L->view = offline_load_snapshot(path, &d)) == NULL)
         serr(s, "/spec/clusterSnapshot", "%s", diag_format(&d, text, sizeof(text)));
     free(path);
+}
+
+/* Runs case c (checked) on its resource; counts the verdict into R. */
+static void run_case(struct sfile *s, struct offline_opts *oo, yyjson_val *c, size_t i,
+                     yyjson_val *obj, struct run *R)
+{
+    const char *name = json_get_str(c, "name");
+    yyjson_val *expect = yyjson_obj_get(c, "expect"), *g;
+    yyjson_mut_doc *got;
+    yyjson_doc *frozen;
+    struct diag d;
+    char ptr[64];
+    unsigned line = 0, column = 0;
+    FILE *mem;
+    char *buf = NULL;
+    size_t len = 0;
+    int diffs;
+
+    snprintf(ptr, sizeof(ptr), "/spec/cases/%zu", i);
+    yamljson_mark(s->doc, ptr, &line, &column);
+    diag_clear(&d);
+    oo->old_object = yyjson_obj_get(c, "oldResource"); /* an UPDATE from it, if given */
+    got = offline_admit(oo, obj, &d);
+    if (got == NULL) {
+        serr(s, ptr, "case \"%.64s\": %s", name, d.msg);
+        return;
+    }
+    if (yyjson_obj_get(expect, "decision") == NULL && yyjson_obj_size(expect) == 0) {
+        printf("  ok   %s (nothing expected)\n", name);
+        R->passed++;
+        yyjson_mut_doc_free(got);
+        return;
+    }
+    /* read as an immutable document, to compare with the suite's values; the copy recurses,
+     * but the object in it is as deep as yamljson let it be, and the rest is shallow */
+    frozen = yyjson_mut_doc_imut_copy(got, NULL);
+    yyjson_mut_doc_free(got);
+    g = yyjson_doc_get_root(frozen);
+    /* the differences are collected, so that the verdict line comes first */
+    mem = g ? open_memstream(&buf, &len) : NULL;
+    if (mem == NULL) {
+        yyjson_doc_free(frozen);
+        R->errors++;
+        return;
+    }
+    diffs = compare(mem, expect, g);
+    fclose(mem);
+    if (diffs == 0) {
+        printf("  ok   %s\n", name);
+        R->passed++;
+    } else {
+        printf("  FAIL %s (%s:%u, %s %s/%s)\n%s", name, s->path, line, json_get_str(g, "kind"),
+               json_get_str(g, "namespace"), json_get_str(g, "name"), buf);
+        R->failed++;
+    }
+    free(buf);
+    yyjson_doc_free(frozen);
 }
 
 static void run_suite(const char *path, struct run *R)
@@ -449,10 +562,10 @@ static void run_suite(const char *path, struct run *R)
     struct offline_opts oo = {0};
     struct yamljson y = {0};
     struct diag d;
-    json_t *cases, *c, **objs = NULL, *got;
+    struct resource *objs = NULL;
+    yyjson_val *cases, *c;
     char text[DIAG_MSG_MAX + 300], ptr[64], tmp[4096];
-    size_t i, n = 0;
-    unsigned line, column;
+    size_t i, max, n = 0;
     const char *name;
 
     snprintf(tmp, sizeof(tmp), "%s", path);
@@ -463,36 +576,37 @@ static void run_suite(const char *path, struct run *R)
         R->errors++;
         return;
     }
-    if (y.n != 1 || !json_is_object(y.docs[0].value)) {
+    if (y.n != 1 || !yyjson_is_obj(y.docs[0].value)) {
         serr(&s, "", "a suite file holds one PolicyTest document (a mapping)");
         goto out;
     }
     s.doc = &y.docs[0];
     load_spec(&s, s.doc->value, &L);
-    cases = json_object_get(json_object_get(s.doc->value, "spec"), "cases");
-    n = json_array_size(cases);
+    cases = yyjson_obj_get(yyjson_obj_get(s.doc->value, "spec"), "cases");
+    n = yyjson_arr_size(cases);
     objs = calloc(n ? n : 1, sizeof(*objs));
     /* check every case before running any */
-    json_array_foreach (cases, i, c) {
+    yyjson_arr_foreach(cases, i, max, c)
+    {
         snprintf(ptr, sizeof(ptr), "/spec/cases/%zu", i);
-        if (!json_is_object(c) || !json_is_string(json_object_get(c, "name"))) {
+        if (!yyjson_is_obj(c) || !yyjson_is_str(yyjson_obj_get(c, "name"))) {
             serr(&s, ptr, "a case is a mapping with a name");
             continue;
         }
         known_keys(&s, ptr, c, case_keys, "a case");
-        if (!json_is_object(json_object_get(c, "expect")))
+        if (!yyjson_is_obj(yyjson_obj_get(c, "expect")))
             serr(&s, ptr, "case \"%.64s\": expect (a mapping) is required",
-                 json_string_value(json_object_get(c, "name")));
+                 json_get_str(c, "name"));
         else if (L.policy != NULL) {
             char p2[80];
 
             snprintf(p2, sizeof(p2), "%s/expect", ptr);
-            check_expect(&s, L.policy, p2, json_object_get(c, "expect"));
+            check_expect(&s, L.policy, p2, yyjson_obj_get(c, "expect"));
         }
         if (objs != NULL)
-            objs[i] = case_resource(&s, ptr, c);
-        if (json_object_get(c, "oldResource") != NULL &&
-            !json_is_object(json_object_get(c, "oldResource"))) {
+            case_resource(&s, ptr, c, &objs[i]);
+        if (yyjson_obj_get(c, "oldResource") != NULL &&
+            !yyjson_is_obj(yyjson_obj_get(c, "oldResource"))) {
             char p2[80];
 
             snprintf(p2, sizeof(p2), "%s/oldResource", ptr);
@@ -501,61 +615,20 @@ static void run_suite(const char *path, struct run *R)
     }
     if (s.bad || L.policy == NULL || objs == NULL)
         goto out;
-    name = json_string_value(json_object_get(json_object_get(s.doc->value, "metadata"), "name"));
+    name = json_get_str(yyjson_obj_get(s.doc->value, "metadata"), "name");
     printf("%s: %s\n", path, name ? name : "(unnamed)");
     oo.policy = L.policy;
     oo.view = L.view;
     oo.audit_only = L.audit_only;
-    json_array_foreach (cases, i, c) {
-        name = json_string_value(json_object_get(c, "name"));
-        snprintf(ptr, sizeof(ptr), "/spec/cases/%zu", i);
-        line = column = 0;
-        yamljson_mark(s.doc, ptr, &line, &column);
-        diag_clear(&d);
-        oo.old_object = json_object_get(c, "oldResource"); /* an UPDATE from it, if given */
-        got = offline_admit(&oo, objs[i], &d);
-        if (got == NULL) {
-            serr(&s, ptr, "case \"%.64s\": %s", name, d.msg);
-            continue;
-        }
-        if (json_object_get(json_object_get(c, "expect"), "decision") == NULL &&
-            json_object_size(json_object_get(c, "expect")) == 0) {
-            printf("  ok   %s (nothing expected)\n", name);
-            R->passed++;
-        } else {
-            FILE *mem;
-            char *buf = NULL;
-            size_t len = 0;
-            int diffs;
-
-            /* the differences are collected, so that the verdict line comes first */
-            mem = open_memstream(&buf, &len);
-            if (mem == NULL) {
-                json_decref(got);
-                R->errors++;
-                continue;
-            }
-            diffs = compare(mem, json_object_get(c, "expect"), got);
-            fclose(mem);
-            if (diffs == 0) {
-                printf("  ok   %s\n", name);
-                R->passed++;
-            } else {
-                printf("  FAIL %s (%s:%u, %s %s/%s)\n%s", name, path, line,
-                       json_string_value(json_object_get(got, "kind")),
-                       json_string_value(json_object_get(got, "namespace")),
-                       json_string_value(json_object_get(got, "name")), buf);
-                R->failed++;
-            }
-            free(buf);
-        }
-        json_decref(got);
+    yyjson_arr_foreach(cases, i, max, c)
+    {
+        run_case(&s, &oo, c, i, objs[i].v, R);
     }
 out:
     if (s.bad)
         R->errors++;
     for (i = 0; objs != NULL && i < n; i++)
-        json_decref(objs[i]);
+        yyjson_doc_free(objs[i].own);
     free(objs);
     yamljson_free(&y);
     cluster_free(L.view);
@@ -586,8 +659,7 @@ static bool is_suite_file(const char *path)
     diag_clear(&d);
     if (yamljson_read_file(path, 0, &y, &d) < 0)
         return true; /* let the suite reader report what is wrong with it */
-    yes = y.n > 0 && json_is_string(json_object_get(y.docs[0].value, "kind")) &&
-          strcmp(json_string_value(json_object_get(y.docs[0].value, "kind")), "PolicyTest") == 0;
+    yes = y.n > 0 && json_str_is(yyjson_obj_get(y.docs[0].value, "kind"), "PolicyTest");
     yamljson_free(&y);
     return yes;
 }

@@ -1,7 +1,8 @@
 /*
  * text.c: UTF-8 hygiene for strings that leave the process (JSON responses, log lines, warnings).
- * jansson refuses invalid UTF-8, so a message cut mid-sequence by a printf precision would
- * otherwise vanish instead of reaching the operator.
+ * yyjson's writer refuses invalid UTF-8 (it fails the whole document, as jansson refused the
+ * string), so a message cut mid-sequence by a printf precision would otherwise cost the response
+ * or the log line instead of reaching the operator.
  */
 #include "text.h"
 
@@ -69,6 +70,20 @@ char *text_utf8_clean(const char *text, size_t max_runes, bool controls_to_space
     }
     out[o] = '\0';
     return out;
+}
+
+bool text_utf8_valid(const char *text, size_t n)
+{
+    const unsigned char *s = (const unsigned char *)text;
+    unsigned cp;
+    size_t len;
+
+    for (size_t i = 0; i < n; i += len) {
+        len = utf8_seq(s + i, n - i, &cp);
+        if (len == 0)
+            return false;
+    }
+    return true;
 }
 
 void text_utf8_fix(char *s)

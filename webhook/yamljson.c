@@ -1,11 +1,14 @@
 /*
- * yamljson.c: YAML and JSON documents into jansson values (see yamljson.h).
+ * yamljson.c: YAML and JSON documents into yyjson documents (see yamljson.h).
  *
- * One pass over libyaml's events builds each document's tree; a stack of open containers holds
- * the mapping key waiting for its value and, with YAMLJSON_MARKS, the length of the node's JSON
- * Pointer in a shared buffer. Invariants: the stack never exceeds YAMLJSON_DEPTH_MAX (checked
- * before a push); every json_t made here is owned by exactly one of: the tree being built, a
- * stack frame's pending key, or the result.
+ * One pass over libyaml's events builds each document's tree in a mutable document, which is
+ * frozen into an immutable one at the document's end (the copy recurses, but no deeper than
+ * YAMLJSON_DEPTH_MAX). A stack of open containers holds the mapping key waiting for its value
+ * and, with YAMLJSON_MARKS, the length of the node's JSON Pointer in a shared buffer. Invariants:
+ * the stack never exceeds YAMLJSON_DEPTH_MAX (checked before a push); every value made here
+ * belongs to the document being built (a pending key too, until its value comes), and that
+ * document to the builder until it is frozen into the result. Repeated keys are found with one
+ * hash set per document of (mapping, key), as yyjson's own lookups are linear.
  */
 #include "yamljson.h"
 
@@ -16,16 +19,27 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "json.h"
 #include "limits.h"
 #include "patch.h"
 
 #define CORE_TAG "tag:yaml.org,2002:"
+/* Slots of a document's key set when it is first needed (a power of two). */
+#define YAMLJSON_KEYSET_MIN 64u
 
 struct frame {
-    json_t *node;   /* borrowed from the tree */
-    json_t *key;    /* owned: a mapping's key waiting for its value (a string), or NULL */
-    size_t ptr_len; /* length of this node's pointer in ybuild.ptr */
-    bool ptr_ok;    /* the pointer fitted; marks are kept below it */
+    yyjson_mut_val *node; /* in ybuild.doc */
+    yyjson_mut_val *key;  /* in ybuild.doc: a mapping's key waiting for its value, or NULL */
+    uint64_t map;         /* a mapping's number in the document, for the key set */
+    size_t ptr_len;       /* length of this node's pointer in ybuild.ptr */
+    bool ptr_ok;          /* the pointer fitted; marks are kept below it */
+};
+
+/* One key of one mapping; s is NULL in a free slot. s points into ybuild.doc. */
+struct kslot {
+    const char *s;
+    size_t len;
+    uint64_t map;
 };
 
 struct ybuild {
@@ -33,8 +47,13 @@ struct ybuild {
     unsigned flags;
     struct diag *d;
     struct yamljson *out;
-    json_t *root;  /* owned: the document being built */
-    json_t *marks; /* owned: its marks */
+    yyjson_mut_doc *doc;   /* owned: the document being built, or NULL */
+    yyjson_mut_val *root;  /* in doc */
+    yyjson_mut_doc *marks; /* owned: its marks (root {pointer: [line, column]}), or NULL */
+    uint64_t maps;         /* mappings started in the document */
+    uint64_t seed;         /* of the key hash */
+    struct kslot *keys;    /* owned: the key set, keys_cap slots (a power of two) */
+    size_t keys_cap, keys_n;
     unsigned doc_index, doc_line, doc_column;
     size_t nodes;
     struct frame stack[YAMLJSON_DEPTH_MAX];
@@ -60,12 +79,74 @@ static int yerr(struct ybuild *b, const yaml_mark_t *m, const char *fmt, ...)
 void yamljson_free(struct yamljson *y)
 {
     for (size_t i = 0; i < y->n; i++) {
-        json_decref(y->docs[i].value);
-        json_decref(y->docs[i].marks);
+        yyjson_doc_free(y->docs[i].doc);
+        yyjson_doc_free(y->docs[i].marks);
+        free(y->docs[i].mark_keys);
     }
     free(y->docs);
     y->docs = NULL;
     y->n = 0;
+}
+
+/* ---- the key set ---- */
+
+static uint64_t key_hash(uint64_t seed, uint64_t map, const char *s, size_t len)
+{
+    uint64_t h = 14695981039346656037ull ^ seed ^ (map * 0x9E3779B97F4A7C15ull);
+
+    for (size_t i = 0; i < len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+/* Adds (map, s) to the set: 1 when added, 0 when it was there already, -1 when out of memory.
+ * s must live as long as the set (it is in the document being built). */
+static int key_add(struct ybuild *b, uint64_t map, const char *s, size_t len)
+{
+    size_t mask, i;
+
+    if ((b->keys_n + 1) * 2 > b->keys_cap) {
+        size_t cap = b->keys_cap ? b->keys_cap * 2 : YAMLJSON_KEYSET_MIN;
+        struct kslot *grown = calloc(cap, sizeof(*grown));
+
+        if (grown == NULL)
+            return -1;
+        for (size_t k = 0; k < b->keys_cap; k++) {
+            const struct kslot *o = &b->keys[k];
+
+            if (o->s == NULL)
+                continue;
+            for (i = key_hash(b->seed, o->map, o->s, o->len) & (cap - 1); grown[i].s != NULL;
+                 i = (i + 1) & (cap - 1))
+                ;
+            grown[i] = *o;
+        }
+        free(b->keys);
+        b->keys = grown;
+        b->keys_cap = cap;
+    }
+    mask = b->keys_cap - 1;
+    for (i = key_hash(b->seed, map, s, len) & mask; b->keys[i].s != NULL; i = (i + 1) & mask)
+        if (b->keys[i].map == map && b->keys[i].len == len && memcmp(b->keys[i].s, s, len) == 0)
+            return 0;
+    b->keys[i] = (struct kslot){s, len, map};
+    b->keys_n++;
+    return 1;
+}
+
+/* Drops the document being built, its marks and its key set. */
+static void drop_doc(struct ybuild *b)
+{
+    yyjson_mut_doc_free(b->doc);
+    yyjson_mut_doc_free(b->marks);
+    free(b->keys);
+    b->doc = b->marks = NULL;
+    b->root = NULL;
+    b->keys = NULL;
+    b->keys_cap = b->keys_n = 0;
+    b->maps = 0;
 }
 
 /* ---- scalars ---- */
@@ -114,7 +195,8 @@ static bool is_float(const char *s)
     return *s == '\0';
 }
 
-int yamljson_resolve_plain(const char *s, size_t len, json_t **out, const char **why)
+int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjson_mut_val **out,
+                           const char **why)
 {
     static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
     static const char *const trues[] = {"true", "True", "TRUE", NULL};
@@ -130,11 +212,11 @@ int yamljson_resolve_plain(const char *s, size_t len, json_t **out, const char *
 
     *out = NULL;
     if (memchr(s, '\0', len) != NULL) /* "\0" can only come from a quoted scalar, but be sure */
-        return (*out = json_stringn(s, len)) ? 0 : -1;
+        return (*out = yyjson_mut_strncpy(doc, s, len)) ? 0 : -1;
     if (one_of(s, nulls))
-        return (*out = json_null()) ? 0 : -1;
+        return (*out = yyjson_mut_null(doc)) ? 0 : -1;
     if (one_of(s, trues) || one_of(s, falses))
-        return (*out = json_boolean(one_of(s, trues))) ? 0 : -1;
+        return (*out = yyjson_mut_bool(doc, one_of(s, trues))) ? 0 : -1;
     if (one_of(s, specials)) {
         *why = "infinity and NaN have no JSON form; quote the value for a string";
         return -1;
@@ -150,7 +232,9 @@ int yamljson_resolve_plain(const char *s, size_t len, json_t **out, const char *
             *why = "integer out of range (64 bits); quote it for a string";
             return -1;
         }
-        return (*out = json_integer(v)) ? 0 : -1;
+        /* as json_read() makes them: unsigned when not negative */
+        *out = v >= 0 ? yyjson_mut_uint(doc, (uint64_t)v) : yyjson_mut_sint(doc, (int64_t)v);
+        return *out ? 0 : -1;
     }
     if (is_float(s)) {
         errno = 0;
@@ -159,40 +243,38 @@ int yamljson_resolve_plain(const char *s, size_t len, json_t **out, const char *
             *why = "number out of range; quote it for a string";
             return -1;
         }
-        return (*out = json_real(f)) ? 0 : -1;
+        return (*out = yyjson_mut_real(doc, f)) ? 0 : -1;
     }
-    return (*out = json_stringn(s, len)) ? 0 : -1;
+    return (*out = yyjson_mut_strncpy(doc, s, len)) ? 0 : -1;
 }
 
-/* The value of a scalar event, or NULL with the error recorded. */
-static json_t *scalar_value(struct ybuild *b, const yaml_event_t *ev)
+/* The value of a scalar event, in b->doc, or NULL with the error recorded. */
+static yyjson_mut_val *scalar_value(struct ybuild *b, const yaml_event_t *ev)
 {
     const char *s = (const char *)ev->data.scalar.value, *tag = (const char *)ev->data.scalar.tag;
     const char *why = "out of memory", *t;
     size_t len = ev->data.scalar.length;
-    json_t *v = NULL;
+    yyjson_mut_val *v = NULL;
     bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
 
     if (tag == NULL) {
         if (!plain)
-            v = json_stringn(s, len);
-        else if (yamljson_resolve_plain(s, len, &v, &why) < 0)
+            v = yyjson_mut_strncpy(b->doc, s, len);
+        else if (yamljson_resolve_plain(b->doc, s, len, &v, &why) < 0)
             v = NULL;
     } else if (strcmp(tag, "!") == 0 || strcmp(tag, CORE_TAG "str") == 0 ||
                strcmp(tag, CORE_TAG "timestamp") == 0 || strcmp(tag, CORE_TAG "binary") == 0) {
-        v = json_stringn(s, len);
+        v = yyjson_mut_strncpy(b->doc, s, len);
     } else if (strncmp(tag, CORE_TAG, strlen(CORE_TAG)) == 0 &&
                one_of(t = tag + strlen(CORE_TAG),
                       (const char *const[]){"int", "float", "bool", "null", NULL})) {
-        if (yamljson_resolve_plain(s, len, &v, &why) == 0 &&
-            !(strcmp(t, "int") == 0     ? json_is_integer(v)
-              : strcmp(t, "float") == 0 ? json_is_number(v)
-              : strcmp(t, "bool") == 0  ? json_is_boolean(v)
-                                        : json_is_null(v))) {
-            json_decref(v);
-            v = NULL;
+        if (yamljson_resolve_plain(b->doc, s, len, &v, &why) == 0 &&
+            !(strcmp(t, "int") == 0     ? yyjson_mut_is_int(v)
+              : strcmp(t, "float") == 0 ? yyjson_mut_is_num(v)
+              : strcmp(t, "bool") == 0  ? yyjson_mut_is_bool(v)
+                                        : yyjson_mut_is_null(v))) {
             yerr(b, &ev->start_mark, "\"%.64s\" is not a valid !!%s", s, t);
-            return NULL;
+            return NULL; /* v stays in b->doc, unattached, until the document is dropped */
         }
     } else {
         yerr(b, &ev->start_mark, "unsupported YAML tag %.64s", tag);
@@ -207,46 +289,53 @@ static json_t *scalar_value(struct ybuild *b, const yaml_event_t *ev)
 
 static void mark(struct ybuild *b, const yaml_mark_t *m)
 {
-    if (b->marks != NULL)
-        json_object_set_new(
-            b->marks, b->ptr,
-            json_pack("[I, I]", (json_int_t)m->line + 1, (json_int_t)m->column + 1));
+    yyjson_mut_val *k, *at;
+
+    if (b->marks == NULL)
+        return;
+    /* every pointer is marked once (keys are unique, and keys whose pointer would be ambiguous
+     * are not marked), so adding never makes a duplicate; out of memory only loses marks */
+    k = yyjson_mut_strcpy(b->marks, b->ptr);
+    at = json_pack(b->marks, "[I, I]", (int64_t)m->line + 1, (int64_t)m->column + 1);
+    if (k != NULL && at != NULL)
+        yyjson_mut_obj_add(yyjson_mut_doc_get_root(b->marks), k, at);
 }
 
-/* Attaches v (stolen) to the open container, or makes it the root; leaves b->ptr at v's
+/* Attaches v (in b->doc) to the open container, or makes it the root; leaves b->ptr at v's
  * pointer. *ptr_ok is false when that pointer did not fit (v's marks are not kept). */
-static int attach(struct ybuild *b, json_t *v, const yaml_mark_t *m, bool *ptr_ok)
+static int attach(struct ybuild *b, yyjson_mut_val *v, const yaml_mark_t *m, bool *ptr_ok)
 {
     struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
     char idx[32];
-    int rc;
+    bool ok;
 
     *ptr_ok = f == NULL || f->ptr_ok;
-    if (++b->nodes > YAMLJSON_NODES_MAX) {
-        json_decref(v);
+    if (++b->nodes > YAMLJSON_NODES_MAX)
         return yerr(b, m, "more than %u YAML nodes", YAMLJSON_NODES_MAX);
-    }
     if (f == NULL) {
         b->root = v;
+        yyjson_mut_doc_set_root(b->doc, v);
         b->ptr[0] = '\0';
         mark(b, m);
         return 0;
     }
     b->ptr[f->ptr_len] = '\0';
-    if (json_is_array(f->node)) {
-        snprintf(idx, sizeof(idx), "%zu", json_array_size(f->node));
-        rc = json_array_append_new(f->node, v);
+    if (yyjson_mut_is_arr(f->node)) {
+        snprintf(idx, sizeof(idx), "%zu", yyjson_mut_arr_size(f->node));
+        ok = yyjson_mut_arr_append(f->node, v);
         if (*ptr_ok && patch_ptr_append(b->ptr, sizeof(b->ptr), idx) < 0)
             *ptr_ok = false;
     } else {
-        if (*ptr_ok && patch_ptr_append(b->ptr, sizeof(b->ptr), json_string_value(f->key)) < 0)
+        const char *k = yyjson_mut_get_str(f->key);
+
+        /* a key with a NUL byte has no pointer of its own: "a\0b" would mark "/a" */
+        if (*ptr_ok && (strlen(k) != yyjson_mut_get_len(f->key) ||
+                        patch_ptr_append(b->ptr, sizeof(b->ptr), k) < 0))
             *ptr_ok = false;
-        rc =
-            json_object_setn_new(f->node, json_string_value(f->key), json_string_length(f->key), v);
-        json_decref(f->key);
+        ok = yyjson_mut_obj_add(f->node, f->key, v); /* on_scalar refused a repeated key */
         f->key = NULL;
     }
-    if (rc < 0)
+    if (!ok)
         return yerr(b, m, "out of memory");
     if (*ptr_ok)
         mark(b, m);
@@ -257,7 +346,7 @@ static bool awaiting_key(const struct ybuild *b)
 {
     const struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
 
-    return f != NULL && json_is_object(f->node) && f->key == NULL;
+    return f != NULL && yyjson_mut_is_obj(f->node) && f->key == NULL;
 }
 
 static int on_scalar(struct ybuild *b, const yaml_event_t *ev)
@@ -265,8 +354,9 @@ static int on_scalar(struct ybuild *b, const yaml_event_t *ev)
     struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
     const char *s = (const char *)ev->data.scalar.value;
     size_t len = ev->data.scalar.length;
-    json_t *v;
+    yyjson_mut_val *v;
     bool ok;
+    int added;
 
     if (ev->data.scalar.anchor != NULL)
         return yerr(b, &ev->start_mark, "YAML anchors are not supported");
@@ -274,10 +364,15 @@ static int on_scalar(struct ybuild *b, const yaml_event_t *ev)
         if (++b->nodes > YAMLJSON_NODES_MAX)
             return yerr(b, &ev->start_mark, "more than %u YAML nodes", YAMLJSON_NODES_MAX);
         /* a key is its text, as sigs.k8s.io/yaml makes it: "1: x" has the key "1" */
-        if (json_object_getn(f->node, s, len) != NULL)
+        f->key = yyjson_mut_strncpy(b->doc, s, len);
+        if (f->key == NULL)
+            return yerr(b, &ev->start_mark, "out of memory");
+        added = key_add(b, f->map, yyjson_mut_get_str(f->key), len);
+        if (added < 0)
+            return yerr(b, &ev->start_mark, "out of memory");
+        if (added == 0)
             return yerr(b, &ev->start_mark, "duplicate key \"%.64s\"", s);
-        f->key = json_stringn(s, len);
-        return f->key ? 0 : yerr(b, &ev->start_mark, "out of memory");
+        return 0;
     }
     v = scalar_value(b, ev);
     return v == NULL ? -1 : attach(b, v, &ev->start_mark, &ok);
@@ -290,7 +385,7 @@ static int on_start(struct ybuild *b, const yaml_event_t *ev)
         (const char *)(map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor);
     const char *tag =
         (const char *)(map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag);
-    json_t *v;
+    yyjson_mut_val *v;
     bool ok;
 
     if (anchor != NULL)
@@ -302,37 +397,102 @@ static int on_start(struct ybuild *b, const yaml_event_t *ev)
                     map ? "mapping" : "sequence");
     if (b->depth >= YAMLJSON_DEPTH_MAX)
         return yerr(b, &ev->start_mark, "nested deeper than %u", YAMLJSON_DEPTH_MAX);
-    v = map ? json_object() : json_array();
+    v = map ? yyjson_mut_obj(b->doc) : yyjson_mut_arr(b->doc);
     if (v == NULL)
         return yerr(b, &ev->start_mark, "out of memory");
     if (attach(b, v, &ev->start_mark, &ok) < 0)
         return -1;
     b->stack[b->depth].node = v;
     b->stack[b->depth].key = NULL;
+    b->stack[b->depth].map = map ? ++b->maps : 0;
     b->stack[b->depth].ptr_len = strlen(b->ptr);
     b->stack[b->depth].ptr_ok = ok;
     b->depth++;
     return 0;
 }
 
+static int key_cmp(const void *a, const void *b)
+{
+    return strcmp(yyjson_get_str(*(yyjson_val *const *)a), yyjson_get_str(*(yyjson_val *const *)b));
+}
+
+/* The sorted keys of a document's marks, for yamljson_mark(). 0, or -1 when out of memory. */
+static int index_marks(struct yamljson_doc *doc)
+{
+    yyjson_val *root = yyjson_doc_get_root(doc->marks), *k, *v;
+    size_t i, max, n = 0;
+
+    doc->n_marks = yyjson_obj_size(root);
+    doc->mark_keys = calloc(doc->n_marks ? doc->n_marks : 1, sizeof(*doc->mark_keys));
+    if (doc->mark_keys == NULL)
+        return -1;
+    yyjson_obj_foreach(root, i, max, k, v)
+    {
+        (void)v;
+        doc->mark_keys[n++] = k;
+    }
+    qsort(doc->mark_keys, n, sizeof(*doc->mark_keys), key_cmp);
+    return 0;
+}
+
+/* Appends the document (taking over doc and marks) to the result. */
+static int add_doc(struct ybuild *b, yyjson_doc *doc, yyjson_doc *marks)
+{
+    struct yamljson_doc *docs = reallocarray(b->out->docs, b->out->n + 1, sizeof(*docs));
+    struct yamljson_doc *nd;
+
+    if (docs == NULL) {
+        yyjson_doc_free(doc);
+        yyjson_doc_free(marks);
+        diag_set(b->d, b->name, 0, 0, "out of memory");
+        return -1;
+    }
+    b->out->docs = docs;
+    nd = &docs[b->out->n++];
+    *nd = (struct yamljson_doc){doc,          yyjson_doc_get_root(doc), b->doc_index, b->doc_line,
+                                b->doc_column, marks,                   NULL,         0};
+    if (marks != NULL && index_marks(nd) < 0) {
+        diag_set(b->d, b->name, 0, 0, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
 static int on_doc_end(struct ybuild *b)
 {
-    struct yamljson_doc *docs;
+    yyjson_doc *doc = NULL, *marks = NULL;
+    int rc = 0;
 
-    if (b->root != NULL && !json_is_null(b->root)) {
-        docs = reallocarray(b->out->docs, b->out->n + 1, sizeof(*docs));
-        if (docs == NULL) {
+    if (b->root != NULL && !yyjson_mut_is_null(b->root)) {
+        /* recursive copies, bounded by YAMLJSON_DEPTH_MAX (and 2 for the marks) */
+        doc = json_freeze(b->root);
+        marks = b->marks ? json_freeze(yyjson_mut_doc_get_root(b->marks)) : NULL;
+        if (doc == NULL || (b->marks != NULL && marks == NULL)) {
+            yyjson_doc_free(doc);
+            yyjson_doc_free(marks);
             diag_set(b->d, b->name, 0, 0, "out of memory");
-            return -1;
+            rc = -1;
+        } else {
+            rc = add_doc(b, doc, marks);
         }
-        b->out->docs = docs;
-        docs[b->out->n++] =
-            (struct yamljson_doc){b->root, b->doc_index, b->doc_line, b->doc_column, b->marks};
-        b->root = b->marks = NULL;
     }
-    json_decref(b->root);
-    json_decref(b->marks);
-    b->root = b->marks = NULL;
+    drop_doc(b);
+    return rc;
+}
+
+/* A new document to build into (and its marks). */
+static int on_doc_start(struct ybuild *b, const yaml_event_t *ev)
+{
+    drop_doc(b);
+    b->doc = yyjson_mut_doc_new(NULL);
+    if (b->doc != NULL && (b->flags & YAMLJSON_MARKS)) {
+        b->marks = yyjson_mut_doc_new(NULL);
+        if (b->marks != NULL)
+            yyjson_mut_doc_set_root(b->marks, yyjson_mut_obj(b->marks));
+    }
+    if (b->doc == NULL ||
+        ((b->flags & YAMLJSON_MARKS) && yyjson_mut_doc_get_root(b->marks) == NULL))
+        return yerr(b, &ev->start_mark, "out of memory");
     return 0;
 }
 
@@ -344,8 +504,7 @@ static int on_event(struct ybuild *b, const yaml_event_t *ev)
             return yerr(b, &ev->start_mark, "more than %u documents", YAMLJSON_DOCS_MAX);
         b->doc_line = (unsigned)ev->start_mark.line + 1;
         b->doc_column = (unsigned)ev->start_mark.column + 1;
-        b->marks = (b->flags & YAMLJSON_MARKS) ? json_object() : NULL;
-        return 0;
+        return on_doc_start(b, ev);
     case YAML_DOCUMENT_END_EVENT: return on_doc_end(b);
     case YAML_ALIAS_EVENT: return yerr(b, &ev->start_mark, "YAML aliases are not supported");
     case YAML_SCALAR_EVENT:
@@ -404,11 +563,8 @@ static int parse_yaml(struct ybuild *b, const char *text, size_t len)
     }
     rc = 0;
 out:
-    while (b->depth > 0)
-        json_decref(b->stack[--b->depth].key);
-    json_decref(b->root);
-    json_decref(b->marks);
-    b->root = b->marks = NULL;
+    b->depth = 0;
+    drop_doc(b);
     yaml_parser_delete(&parser);
     return rc;
 }
@@ -429,39 +585,33 @@ static void position(const char *text, size_t off, unsigned *line, unsigned *col
         *column = (unsigned)off + 1;
 }
 
-/* Whether v nests at most limit containers deep; counts its nodes into *nodes. The recursion is
- * bounded by jansson's own parse depth limit (2048). */
-static bool within(const json_t *v, unsigned limit, size_t *nodes)
+/* One JSON value of the text, starting at byte off: its error in b->d, positioned in the whole
+ * text. json_read() positions a syntax error within the bytes it was given (from off on), and
+ * reports the others (a repeated key, a number out of range, nesting) without a position: those
+ * point at the value's start. */
+static void json_error(struct ybuild *b, const char *text, size_t off, const struct diag *jd)
 {
-    const char *key;
-    json_t *x;
-    size_t i;
+    static const char prefix[] = "invalid JSON at ";
+    unsigned line, column;
+    const char *msg = jd->msg, *colon;
 
-    (*nodes)++;
-    if (!json_is_object(v) && !json_is_array(v))
-        return true;
-    if (limit == 0)
-        return false;
-    if (json_is_array(v)) {
-        json_array_foreach (v, i, x) {
-            if (!within(x, limit - 1, nodes))
-                return false;
-        }
-    } else {
-        json_object_foreach ((json_t *)v, key, x) {
-            if (!within(x, limit - 1, nodes))
-                return false;
-        }
+    position(text, off, &line, &column);
+    if (jd->line > 0) {
+        column = jd->line == 1 ? column + jd->column - 1 : jd->column;
+        line += jd->line - 1;
     }
-    return true;
+    /* the position is the message's own: drop json_read()'s relative one */
+    if (strncmp(msg, prefix, sizeof(prefix) - 1) == 0 &&
+        (colon = strstr(msg + sizeof(prefix) - 1, ": ")) != NULL)
+        msg = colon + 2;
+    diag_set(b->d, b->name, line, column, "document %u: JSON: %s", b->doc_index, msg);
 }
 
 /* JSON text: one or more values one after another, as kubectl prints them. */
-static int parse_json(struct ybuild *b, const char *text, size_t len)
+static int parse_json(struct ybuild *b, const char *text, size_t len, size_t off)
 {
-    size_t off = 0;
-    json_error_t jerr;
-    json_t *v;
+    yyjson_doc *doc;
+    struct diag jd;
     unsigned line, column;
 
     for (;;) {
@@ -474,28 +624,32 @@ static int parse_json(struct ybuild *b, const char *text, size_t len)
             diag_set(b->d, b->name, line, column, "more than %u documents", YAMLJSON_DOCS_MAX);
             return -1;
         }
-        v = json_loadb(text + off, len - off,
-                       JSON_DISABLE_EOF_CHECK | JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
-        if (v == NULL) {
-            position(text, off + (size_t)(jerr.position > 0 ? jerr.position - 1 : 0), &line,
-                     &column);
-            diag_set(b->d, b->name, line, column, "document %u: JSON: %s", b->doc_index, jerr.text);
+        /* any root, to say "an object or an array" here; duplicate keys, integers beyond 64
+         * bits and nesting past YAMLJSON_DEPTH_MAX are refused by json_read() */
+        diag_clear(&jd);
+        doc = json_read(text + off, len - off, JSON_READ_PREFIX | JSON_READ_ANY_ROOT,
+                        YAMLJSON_DEPTH_MAX, NULL, &jd);
+        if (doc == NULL) {
+            json_error(b, text, off, &jd);
             return -1;
         }
         position(text, off, &b->doc_line, &b->doc_column);
-        off += (size_t)jerr.position;
-        b->root = v;
-        if (!within(v, YAMLJSON_DEPTH_MAX, &b->nodes) || b->nodes > YAMLJSON_NODES_MAX) {
+        off += yyjson_doc_get_read_size(doc);
+        if (!yyjson_is_ctn(yyjson_doc_get_root(doc))) {
+            yyjson_doc_free(doc);
             diag_set(b->d, b->name, b->doc_line, b->doc_column,
-                     b->nodes > YAMLJSON_NODES_MAX ? "document %u: more than %u nodes"
-                                                   : "document %u: nested deeper than %u",
-                     b->doc_index,
-                     b->nodes > YAMLJSON_NODES_MAX ? YAMLJSON_NODES_MAX : YAMLJSON_DEPTH_MAX);
-            json_decref(b->root);
-            b->root = NULL;
+                     "document %u: JSON: expected an object or an array", b->doc_index);
             return -1;
         }
-        if (on_doc_end(b) < 0)
+        /* the values and the keys, as the YAML reader counts them */
+        b->nodes += yyjson_doc_get_val_count(doc);
+        if (b->nodes > YAMLJSON_NODES_MAX) {
+            yyjson_doc_free(doc);
+            diag_set(b->d, b->name, b->doc_line, b->doc_column, "document %u: more than %u nodes",
+                     b->doc_index, YAMLJSON_NODES_MAX);
+            return -1;
+        }
+        if (add_doc(b, doc, NULL) < 0)
             return -1;
     }
 }
@@ -519,6 +673,8 @@ int yamljson_parse(const char *name, const char *text, size_t len, unsigned flag
     b->flags = flags;
     b->d = d;
     b->out = out;
+    b->seed = (uint64_t)(uintptr_t)b; /* varies from run to run (ASLR): keys cannot be chosen to
+                                         collide */
     if (nul != NULL) {
         position(text, (size_t)(nul - text), &line, &column);
         diag_set(d, name, line, column, "a NUL byte: not a text file");
@@ -529,10 +685,11 @@ int yamljson_parse(const char *name, const char *text, size_t len, unsigned flag
     while (i < len && strchr(" \t\r\n", text[i]) != NULL)
         i++;
     if (i < len && (text[i] == '{' || text[i] == '['))
-        rc = parse_json(b, text, len);
+        rc = parse_json(b, text, len, i); /* from past the mark: JSON has none */
     else
         rc = parse_yaml(b, text, len);
 out:
+    drop_doc(b);
     free(b);
     if (rc < 0)
         yamljson_free(out);
@@ -600,11 +757,26 @@ int yamljson_read_file(const char *path, unsigned flags, struct yamljson *out, s
 bool yamljson_mark(const struct yamljson_doc *doc, const char *ptr, unsigned *line,
                    unsigned *column)
 {
-    json_t *m = doc->marks ? json_object_get(doc->marks, ptr) : NULL;
+    size_t lo = 0, hi = doc->mark_keys ? doc->n_marks : 0, mid;
+    int64_t l, c;
+    int cmp;
 
-    if (m == NULL)
-        return false;
-    *line = (unsigned)json_integer_value(json_array_get(m, 0));
-    *column = (unsigned)json_integer_value(json_array_get(m, 1));
-    return true;
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        cmp = strcmp(ptr, yyjson_get_str(doc->mark_keys[mid]));
+        if (cmp == 0) {
+            yyjson_val *at = yyjson_obj_iter_get_val(doc->mark_keys[mid]);
+
+            if (!json_int64(yyjson_arr_get(at, 0), &l) || !json_int64(yyjson_arr_get(at, 1), &c))
+                return false;
+            *line = (unsigned)l;
+            *column = (unsigned)c;
+            return true;
+        }
+        if (cmp < 0)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return false;
 }

@@ -1,5 +1,5 @@
 /*
- * yamljson.h: multi-document YAML (or JSON) into jansson values, with positions.
+ * yamljson.h: multi-document YAML (or JSON) into yyjson documents, with positions.
  *
  * For Kubernetes manifests and the CLI's own files (test suites). Reads with libyaml's event
  * API and caps what a file may cost (limits.h: size, nesting, nodes, documents). Scalars
@@ -21,9 +21,9 @@
 #ifndef GPUADMIT_YAMLJSON_H
 #define GPUADMIT_YAMLJSON_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <yyjson.h>
 
 #include "diag.h"
 
@@ -31,10 +31,14 @@
 #define YAMLJSON_MARKS 1u
 
 struct yamljson_doc {
-    json_t *value;         /* owned; never JSON null: empty documents are left out */
-    unsigned index;        /* 1-based number of the document in the file */
-    unsigned line, column; /* where its content starts */
-    json_t *marks;         /* owned: JSON Pointer -> [line, column], or NULL */
+    yyjson_doc *doc;        /* owned */
+    yyjson_val *value;      /* its root; never JSON null: empty documents are left out */
+    unsigned index;         /* 1-based number of the document in the file */
+    unsigned line, column;  /* where its content starts */
+    yyjson_doc *marks;      /* owned: {JSON Pointer: [line, column]}, or NULL */
+    yyjson_val **mark_keys; /* owned: the keys of marks, sorted, for yamljson_mark()'s binary
+                               search (yyjson's lookups are linear); NULL without marks */
+    size_t n_marks;
 };
 
 struct yamljson {
@@ -50,9 +54,10 @@ int yamljson_parse(const char *name, const char *text, size_t len, unsigned flag
 int yamljson_read_file(const char *path, unsigned flags, struct yamljson *out, struct diag *d);
 void yamljson_free(struct yamljson *y);
 
-/* What the plain scalar s (len bytes) resolves to: *out is new; -1 with *why set (static text)
- * for an integer out of range or a float JSON cannot hold. */
-int yamljson_resolve_plain(const char *s, size_t len, json_t **out, const char **why);
+/* What the plain scalar s (len bytes) resolves to: *out is new, in doc; -1 with *why set (static
+ * text) for an integer out of range or a float JSON cannot hold. */
+int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjson_mut_val **out,
+                           const char **why);
 
 /* Where the node at ptr (a JSON Pointer, "" for the root) starts; false when unknown. */
 bool yamljson_mark(const struct yamljson_doc *doc, const char *ptr, unsigned *line,

@@ -5,10 +5,10 @@
  *
  * For each fixture, times review_decode + eval_review + review_encode + the frees (what the
  * server does between reading a body and queueing the answer, without the cluster view, as
- * --no-cluster serves) against json_loadb + json_dumps + json_decref of the same bytes with
- * the same flags (jansson's bare parse and dump), and against the parse alone. Batches of each
- * alternate, in an order that rotates every rep; each rep gives a ratio, and the figures
- * printed are medians over the reps. Times are the thread's CPU time (the machine is shared).
+ * --no-cluster serves) against yyjson_read_opts + yyjson_write + the frees of the same bytes
+ * (yyjson's bare read and write, with the default allocator), and against the read alone.
+ * Batches of each alternate, in an order that rotates every rep; each rep gives a ratio, and the
+ * figures printed are medians over the reps. Times are the thread's CPU time (the machine is shared).
  * Decision log lines go to /dev/null. Prints one JSON line per fixture for tests/bench/run.py.
  *
  * Fixtures: REVIEW_POD (a small GPU pod the default policy patches at /mutate), the bench's
@@ -17,14 +17,16 @@
  * Scale (UPDATE of deployments/scale).
  */
 #include <fcntl.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <yyjson.h>
+
 #include "eval.h"
+#include "json.h"
 #include "log.h"
 #include "review.h"
 #include "rules.h"
@@ -67,30 +69,39 @@ static char *read_file(const char *path, size_t *len)
 static char *wrap(const char *path, const char *group, const char *kind, const char *rgroup,
                   const char *resource, const char *sub, const char *op, bool with_old, size_t *len)
 {
-    json_error_t err;
-    json_t *obj = json_load_file(path, 0, &err);
-    json_t *req, *root;
+    size_t n;
+    char *text = read_file(path, &n);
+    yyjson_doc *obj;
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *req, *root;
     char *out;
+    struct diag d;
 
+    diag_clear(&d);
+    obj = json_read(text, n, 0, 128, NULL, &d);
+    free(text);
     if (obj == NULL) {
-        fprintf(stderr, "bench_codec: %s: %s\n", path, err.text);
+        fprintf(stderr, "bench_codec: %s: %s\n", path, d.msg);
         exit(2);
     }
-    req = json_pack("{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:s,"
-                    " s:{s:s, s:[s]}, s:O, s:b}",
+    req = json_pack(m,
+                    "{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:s,"
+                    " s:{s:s, s:[s]}, s:V, s:V*, s:b}",
                     "uid", "2f6c8a1e-4b3d-4e5f-8a7b-9c0d1e2f3a4b", "kind", "group", group,
                     "version", "v1", "kind", kind, "resource", "group", rgroup, "version", "v1",
                     "resource", resource, "subResource", sub, "name", "nameValue", "namespace",
                     "ml-research", "operation", op, "userInfo", "username", "alice", "groups",
-                    "system:authenticated", "object", obj, "dryRun", 0);
-    if (with_old)
-        json_object_set(req, "oldObject", obj);
-    root = json_pack("{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
+                    "system:authenticated", "object", yyjson_doc_get_root(obj), "oldObject",
+                    with_old ? yyjson_doc_get_root(obj) : NULL, "dryRun", 0);
+    root = json_pack(m, "{s:s, s:s, s:o}", "apiVersion", "admission.k8s.io/v1", "kind",
                      "AdmissionReview", "request", req);
-    out = json_dumps(root, JSON_COMPACT);
-    *len = strlen(out);
-    json_decref(root);
-    json_decref(obj);
+    out = root ? json_mut_write(root, len) : NULL;
+    if (out == NULL) {
+        fprintf(stderr, "bench_codec: %s: cannot wrap it\n", path);
+        exit(2);
+    }
+    yyjson_mut_doc_free(m);
+    yyjson_doc_free(obj);
     return out;
 }
 
@@ -119,16 +130,15 @@ static int review_once(const struct policy *p, const struct fixture *f)
     return rc;
 }
 
-/* jansson's parse and dump of the same bytes; with dump false, the parse alone (the floor of
- * any review path that parses with jansson) */
+/* yyjson's read and write of the same bytes; with dump false, the read alone (the floor of
+ * any review path that parses with yyjson) */
 static void bare_once(const struct fixture *f, bool dump)
 {
-    json_error_t err;
-    json_t *root = json_loadb(f->body, f->len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
+    yyjson_doc *doc = yyjson_read_opts(f->body, f->len, YYJSON_READ_NOFLAG, NULL, NULL);
 
     if (dump)
-        free(json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER));
-    json_decref(root);
+        free(yyjson_write(doc, YYJSON_WRITE_NOFLAG, NULL));
+    yyjson_doc_free(doc);
 }
 
 static int cmp(const void *a, const void *b)
@@ -217,7 +227,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_codec: bad --reps or --ms\n");
         return 2;
     }
-    json_object_seed(1);
     devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
     log_set_fd(devnull);
     memset(&errs, 0, sizeof(errs));

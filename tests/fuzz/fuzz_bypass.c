@@ -51,14 +51,16 @@ static struct policy *no_taints_policy(void)
     return p;
 }
 
+static void quantity_table(void);
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    json_object_seed(1);
     fuzz_quiet_logs();
     policies[0] = fuzz_policy("rules/default.yaml");
     policies[1] = no_taints_policy();
+    quantity_table();
     return 0;
 }
 
@@ -79,13 +81,27 @@ static unsigned pick(struct bytes *b, unsigned n)
 
 #define PICK(b, table) (table)[pick((b), sizeof(table) / sizeof((table)[0]))]
 
-static json_t *js(const char *text)
+/* A table's text, read as the request reader would (duplicate keys, depth, big numbers refused). */
+static yyjson_doc *read_any(const char *text)
 {
-    json_error_t err;
-    json_t *v = json_loads(text, JSON_DECODE_ANY, &err);
+    struct diag d;
+    yyjson_doc *doc;
 
-    if (v == NULL)
-        FUZZ_FAIL("generator table: %s: %s", text, err.text);
+    diag_clear(&d);
+    doc = json_read(text, strlen(text), JSON_READ_ANY_ROOT, FUZZ_DEPTH_MAX, NULL, &d);
+    if (doc == NULL)
+        FUZZ_FAIL("generator table: %s: %s", text, d.msg);
+    return doc;
+}
+
+/* A table's text as a new value of the generator's document. */
+static yyjson_mut_val *js(yyjson_mut_doc *doc, const char *text)
+{
+    yyjson_doc *d = read_any(text);
+    yyjson_mut_val *v = yyjson_val_mut_copy(doc, yyjson_doc_get_root(d));
+
+    FUZZ_ASSERT(v != NULL, "out of memory");
+    yyjson_doc_free(d);
     return v;
 }
 
@@ -253,110 +269,134 @@ static const char *const namespaces[] = {
 
 /* ---- the generator ------------------------------------------------------------------------- */
 
+/* The quantities as values, for the oracle: it looks a GPU amount up here by value. */
+static struct oracle_qty qty_table[sizeof(quantities) / sizeof(quantities[0])];
+
+static void quantity_table(void)
+{
+    const size_t n = sizeof(quantities) / sizeof(quantities[0]);
+
+    for (size_t i = 0; i < n; i++) {
+        qty_table[i].value = yyjson_doc_get_root(read_any(quantities[i].json)); /* kept */
+        qty_table[i].units = quantities[i].units;
+    }
+    /* the oracle compares by value: two entries that are the same JSON value must mean the
+     * same ("2.0" and "2" are not: yyjson_equals tells 2 from 2.0, as does the engine's type
+     * check) */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < i; j++)
+            FUZZ_ASSERT(!yyjson_equals(qty_table[i].value, qty_table[j].value) ||
+                            qty_table[i].units == qty_table[j].units,
+                        "quantities %s and %s are one value with two meanings", quantities[i].json,
+                        quantities[j].json);
+}
+
 struct gen {
     struct bytes b;
-    struct oracle_qty qty[64];
-    size_t n_qty;
+    yyjson_mut_doc *doc; /* every generated value */
 };
 
-static json_t *quantity(struct gen *g, const char *resource)
+/* obj[key] = v, replacing any member of that name (the key is copied) */
+static void put(struct gen *g, yyjson_mut_val *obj, const char *key, yyjson_mut_val *v)
+{
+    FUZZ_ASSERT(v != NULL && json_mut_set(g->doc, obj, key, v) == 0, "generator: %s", key);
+}
+
+static yyjson_mut_val *quantity(struct gen *g, const char *resource)
 {
     unsigned i = pick(&g->b, sizeof(quantities) / sizeof(quantities[0]));
-    json_t *v;
 
     /* other resources get valid amounts: the reference says nothing of theirs */
     if (strncmp(resource, "nvidia.com/", 11) != 0 && quantities[i].units < 0)
         i = 0;
-    v = js(quantities[i].json);
-    FUZZ_ASSERT(g->n_qty < sizeof(g->qty) / sizeof(g->qty[0]), "quantity table full");
-    g->qty[g->n_qty].value = v;
-    g->qty[g->n_qty].units = quantities[i].units;
-    g->n_qty++;
-    return v;
+    return js(g->doc, quantities[i].json);
 }
 
-static json_t *container(struct gen *g, const char *name, bool init)
+static yyjson_mut_val *container(struct gen *g, const char *name, bool init)
 {
-    json_t *c = json_pack("{s:s, s:s}", "name", name, "image", "cuda:12");
-    json_t *requests = json_object(), *limits = json_object(), *res = json_object();
+    yyjson_mut_val *c = json_pack(g->doc, "{s:s, s:s}", "name", name, "image", "cuda:12");
+    yyjson_mut_val *requests = yyjson_mut_obj(g->doc), *limits = yyjson_mut_obj(g->doc),
+                   *res = yyjson_mut_obj(g->doc);
     unsigned n = pick(&g->b, 3);
 
+    FUZZ_ASSERT(c && requests && limits && res, "out of memory");
     for (unsigned i = 0; i < n; i++) {
         const char *r = PICK(&g->b, resources);
-        json_t *q;
+        yyjson_mut_val *q;
 
-        if (json_object_get(requests, r) || json_object_get(limits, r))
+        if (yyjson_mut_obj_get(requests, r) || yyjson_mut_obj_get(limits, r))
             continue;
         q = quantity(g, r);
         switch (pick(&g->b, 3)) {
-        case 0: json_object_set(limits, r, q); break;
-        case 1: json_object_set(requests, r, q); break;
-        default: json_object_set(limits, r, q); json_object_set(requests, r, q);
+        case 0: put(g, limits, r, q); break;
+        case 1: put(g, requests, r, q); break;
+        default:
+            put(g, limits, r, q);
+            /* a value sits in one container: the same amount again */
+            put(g, requests, r, yyjson_mut_val_mut_copy(g->doc, q));
         }
-        json_decref(q);
     }
-    if (json_object_size(requests))
-        json_object_set(res, "requests", requests);
-    if (json_object_size(limits))
-        json_object_set(res, "limits", limits);
-    json_decref(requests);
-    json_decref(limits);
-    json_object_set_new(c, "resources", res);
+    if (yyjson_mut_obj_size(requests))
+        put(g, res, "requests", requests);
+    if (yyjson_mut_obj_size(limits))
+        put(g, res, "limits", limits);
+    put(g, c, "resources", res);
     if (pick(&g->b, 4) == 0)
-        json_object_set_new(c, "env", json_pack("[o]", js(PICK(&g->b, env_values))));
+        put(g, c, "env", json_pack(g->doc, "[o]", js(g->doc, PICK(&g->b, env_values))));
     switch (pick(&g->b, 5)) {
-    case 0: json_object_set_new(c, "securityContext", json_pack("{s:b}", "privileged", 1)); break;
-    case 1: json_object_set_new(c, "securityContext", json_pack("{s:b}", "privileged", 0)); break;
+    case 0: put(g, c, "securityContext", json_pack(g->doc, "{s:b}", "privileged", 1)); break;
+    case 1: put(g, c, "securityContext", json_pack(g->doc, "{s:b}", "privileged", 0)); break;
     default: break;
     }
     if (init && pick(&g->b, 2) == 0)
-        json_object_set_new(c, "restartPolicy", json_string("Always")); /* a sidecar */
+        put(g, c, "restartPolicy", yyjson_mut_strcpy(g->doc, "Always")); /* a sidecar */
     return c;
 }
 
-static json_t *pod_spec(struct gen *g)
+static yyjson_mut_val *pod_spec(struct gen *g)
 {
-    json_t *spec = json_object(), *list;
+    yyjson_mut_val *spec = yyjson_mut_obj(g->doc), *list;
     const char *s;
     unsigned n;
     char name[16];
 
-    list = json_array();
+    FUZZ_ASSERT(spec != NULL, "out of memory");
+    list = yyjson_mut_arr(g->doc);
     n = 1 + pick(&g->b, 3);
     for (unsigned i = 0; i < n; i++) {
         snprintf(name, sizeof(name), "c%u", i);
-        json_array_append_new(list, container(g, name, false));
+        yyjson_mut_arr_append(list, container(g, name, false));
     }
-    json_object_set_new(spec, "containers", list);
+    put(g, spec, "containers", list);
     if ((n = pick(&g->b, 4)) > 1) {
-        list = json_array();
+        list = yyjson_mut_arr(g->doc);
         for (unsigned i = 0; i < n - 1; i++) {
             snprintf(name, sizeof(name), "i%u", i);
-            json_array_append_new(list, container(g, name, true));
+            yyjson_mut_arr_append(list, container(g, name, true));
         }
-        json_object_set_new(spec, "initContainers", list);
+        put(g, spec, "initContainers", list);
     }
     if ((n = pick(&g->b, 4)) > 1) {
-        list = json_array();
+        list = yyjson_mut_arr(g->doc);
         for (unsigned i = 0; i < n - 1; i++)
-            json_array_append_new(list, js(PICK(&g->b, tolerations)));
-        json_object_set_new(spec, "tolerations", list);
+            yyjson_mut_arr_append(list, js(g->doc, PICK(&g->b, tolerations)));
+        put(g, spec, "tolerations", list);
     }
     if (pick(&g->b, 2) == 0)
-        json_object_set_new(spec, "nodeSelector", js(PICK(&g->b, node_selectors)));
+        put(g, spec, "nodeSelector", js(g->doc, PICK(&g->b, node_selectors)));
     if (pick(&g->b, 3) == 0)
-        json_object_set_new(spec, "affinity",
-                            json_pack("{s:{s:{s:o}}}", "nodeAffinity",
-                                      "requiredDuringSchedulingIgnoredDuringExecution",
-                                      "nodeSelectorTerms", js(PICK(&g->b, affinities))));
+        put(g, spec, "affinity",
+            json_pack(g->doc, "{s:{s:{s:o}}}", "nodeAffinity",
+                      "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                      js(g->doc, PICK(&g->b, affinities))));
     if ((s = PICK(&g->b, runtime_classes)) != NULL)
-        json_object_set_new(spec, "runtimeClassName", json_string(s));
+        put(g, spec, "runtimeClassName", yyjson_mut_strcpy(g->doc, s));
     if ((s = PICK(&g->b, classes)) != NULL)
-        json_object_set_new(spec, "priorityClassName", json_string(s));
+        put(g, spec, "priorityClassName", yyjson_mut_strcpy(g->doc, s));
     if (pick(&g->b, 4) == 0)
-        json_object_set_new(spec, "volumes",
-                            json_pack("[{s:s, s:{s:s}}]", "name", "dev", "hostPath", "path",
-                                      PICK(&g->b, host_paths)));
+        put(g, spec, "volumes",
+            json_pack(g->doc, "[{s:s, s:{s:s}}]", "name", "dev", "hostPath", "path",
+                      PICK(&g->b, host_paths)));
     return spec;
 }
 
@@ -373,106 +413,141 @@ static const struct {
     {"CronJob", "batch", "cronjobs"},
 };
 
-static json_t *object(struct gen *g, unsigned k, const char *ns)
+static yyjson_mut_val *object(struct gen *g, unsigned k, const char *ns)
 {
-    json_t *meta = json_pack("{s:s, s:s, s:{s:s}}", "generateName", "w-", "namespace", ns, "labels",
-                             "app", "train");
-    json_t *spec = pod_spec(g), *obj;
+    yyjson_mut_val *meta = json_pack(g->doc, "{s:s, s:s, s:{s:s}}", "generateName", "w-",
+                                     "namespace", ns, "labels", "app", "train");
+    yyjson_mut_val *spec = pod_spec(g), *obj;
     const char *owner = PICK(&g->b, owners);
 
+    FUZZ_ASSERT(meta != NULL, "out of memory");
     if (strcmp(kinds[k].kind, "Pod") == 0) {
         if (owner != NULL)
-            json_object_set_new(meta, "ownerReferences",
-                                json_pack("[{s:s, s:s, s:s, s:b}]", "apiVersion", "apps/v1", "kind",
-                                          owner, "name", "o", "controller", pick(&g->b, 4) != 0));
+            put(g, meta, "ownerReferences",
+                json_pack(g->doc, "[{s:s, s:s, s:s, s:b}]", "apiVersion", "apps/v1", "kind", owner,
+                          "name", "o", "controller", pick(&g->b, 4) != 0));
         if (pick(&g->b, 16) == 0)
-            json_object_set_new(meta, "annotations",
-                                json_pack("{s:s}", "kubernetes.io/config.mirror", "abc"));
-        return json_pack("{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod", "metadata",
-                         meta, "spec", spec);
+            put(g, meta, "annotations",
+                json_pack(g->doc, "{s:s}", "kubernetes.io/config.mirror", "abc"));
+        obj = json_pack(g->doc, "{s:s, s:s, s:o, s:o}", "apiVersion", "v1", "kind", "Pod",
+                        "metadata", meta, "spec", spec);
+        FUZZ_ASSERT(obj != NULL, "out of memory");
+        return obj;
     }
-    spec = json_pack("{s:i, s:{s:{s:{s:s}}, s:o}}", "replicas", 1 + (int)pick(&g->b, 3), "template",
-                     "metadata", "labels", "app", "train", "spec", spec);
+    spec = json_pack(g->doc, "{s:i, s:{s:{s:{s:s}}, s:o}}", "replicas", 1 + (int)pick(&g->b, 3),
+                     "template", "metadata", "labels", "app", "train", "spec", spec);
     if (strcmp(kinds[k].kind, "CronJob") == 0)
-        spec = json_pack("{s:s, s:{s:o}}", "schedule", "* * * * *", "jobTemplate", "spec", spec);
-    obj = json_pack("{s:s, s:s, s:o, s:o}", "apiVersion",
+        spec = json_pack(g->doc, "{s:s, s:{s:o}}", "schedule", "* * * * *", "jobTemplate", "spec",
+                         spec);
+    obj = json_pack(g->doc, "{s:s, s:s, s:o, s:o}", "apiVersion",
                     strcmp(kinds[k].group, "apps") == 0 ? "apps/v1" : "batch/v1", "kind",
                     kinds[k].kind, "metadata", meta, "spec", spec);
+    FUZZ_ASSERT(obj != NULL, "out of memory");
     return obj;
 }
 
-static struct review *review_of(unsigned k, const char *ns, const char *user, json_t *obj,
-                                const char *op, json_t *old)
+static struct review *review_of(unsigned k, const char *ns, const char *user, yyjson_mut_val *obj,
+                                const char *op, yyjson_mut_val *old)
 {
-    json_t *root = json_pack(
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *root = json_pack(
+        doc,
         "{s:s, s:s, s:{s:s, s:{s:s, s:s, s:s}, s:{s:s, s:s, s:s}, s:s, s:s, s:s, s:{s:s, s:[s]}, "
-        "s:O, s:b}}",
+        "s:O, s:O*, s:b}}",
         "apiVersion", "admission.k8s.io/v1", "kind", "AdmissionReview", "request", "uid",
         "bypass-uid", "kind", "group", kinds[k].group, "version", "v1", "kind", kinds[k].kind,
         "resource", "group", kinds[k].group, "version", "v1", "resource", kinds[k].resource, "name",
         "", "namespace", ns, "operation", op, "userInfo", "username", user, "groups",
-        "system:authenticated", "object", obj, "dryRun", 0);
+        "system:authenticated", "object", obj, "oldObject", old, "dryRun", 0);
     char *text;
+    size_t len = 0;
     struct diag d;
     struct review *r;
 
-    if (old != NULL)
-        json_object_set(json_object_get(root, "request"), "oldObject", old);
-    text = json_dumps(root, JSON_COMPACT);
+    FUZZ_ASSERT(root != NULL, "out of memory");
+    text = json_mut_write(root, &len);
+    FUZZ_ASSERT(text != NULL, "the generated review does not encode");
     diag_clear(&d);
-    r = review_decode(text, strlen(text), &d);
+    r = review_decode(text, len, &d);
     FUZZ_ASSERT(r != NULL, "generated review does not decode: %s", d.msg);
     free(text);
-    json_decref(root);
+    yyjson_mut_doc_free(doc);
     return r;
 }
 
-static void add_host_path(json_t *obj, const char *kind, const char *name, const char *path)
+/* The generator's own walk to a pod's spec and metadata (mutable; the oracle has its own). */
+static yyjson_mut_val *gen_template(yyjson_mut_val *obj, const char *kind)
 {
-    json_t *spec = (json_t *)oracle_pod_spec(obj, kind);
+    yyjson_mut_val *spec = yyjson_mut_obj_get(obj, "spec");
+
+    if (strcmp(kind, "CronJob") == 0)
+        spec = yyjson_mut_obj_get(yyjson_mut_obj_get(spec, "jobTemplate"), "spec");
+    return yyjson_mut_obj_get(spec, "template");
+}
+
+static yyjson_mut_val *gen_pod_spec(yyjson_mut_val *obj, const char *kind)
+{
+    return yyjson_mut_obj_get(strcmp(kind, "Pod") == 0 ? obj : gen_template(obj, kind), "spec");
+}
+
+static yyjson_mut_val *gen_pod_meta(yyjson_mut_val *obj, const char *kind)
+{
+    return yyjson_mut_obj_get(strcmp(kind, "Pod") == 0 ? obj : gen_template(obj, kind), "metadata");
+}
+
+/* spec[key], made an empty array when absent */
+static yyjson_mut_val *list_of(struct gen *g, yyjson_mut_val *spec, const char *key)
+{
+    if (yyjson_mut_obj_get(spec, key) == NULL)
+        put(g, spec, key, yyjson_mut_arr(g->doc));
+    return yyjson_mut_obj_get(spec, key);
+}
+
+static void add_host_path(struct gen *g, yyjson_mut_val *obj, const char *kind, const char *name,
+                          const char *path)
+{
+    yyjson_mut_val *spec = gen_pod_spec(obj, kind);
 
     if (path == NULL || spec == NULL)
         return;
-    if (json_object_get(spec, "volumes") == NULL)
-        json_object_set_new(spec, "volumes", json_array());
-    json_array_append_new(json_object_get(spec, "volumes"),
-                          json_pack("{s:s, s:{s:s}}", "name", name, "hostPath", "path", path));
+    yyjson_mut_arr_append(list_of(g, spec, "volumes"), json_pack(g->doc, "{s:s, s:{s:s}}", "name",
+                                                                 name, "hostPath", "path", path));
 }
 
 /* The choices made last: more host paths, a node named, CDI annotations, envFrom, and a GPU
  * container beside the others (or a GPU only in an init container). */
-static void mix(struct gen *g, json_t *obj, const char *kind)
+static void mix(struct gen *g, yyjson_mut_val *obj, const char *kind)
 {
-    json_t *spec = (json_t *)oracle_pod_spec(obj, kind);
-    json_t *meta = (json_t *)oracle_pod_meta(obj, kind), *list, *c;
+    yyjson_mut_val *spec = gen_pod_spec(obj, kind);
+    yyjson_mut_val *meta = gen_pod_meta(obj, kind), *list, *c;
     const char *s;
     size_t n;
 
     if (spec == NULL || meta == NULL)
         return;
-    add_host_path(obj, kind, "more", PICK(&g->b, more_host_paths));
+    add_host_path(g, obj, kind, "more", PICK(&g->b, more_host_paths));
     if ((s = PICK(&g->b, node_names)) != NULL)
-        json_object_set_new(spec, "nodeName", json_string(s));
-    if ((s = PICK(&g->b, match_fields)) != NULL && json_object_get(spec, "affinity") == NULL)
-        json_object_set_new(spec, "affinity",
-                            json_pack("{s:{s:{s:o}}}", "nodeAffinity",
-                                      "requiredDuringSchedulingIgnoredDuringExecution",
-                                      "nodeSelectorTerms", js(s)));
+        put(g, spec, "nodeName", yyjson_mut_strcpy(g->doc, s));
+    if ((s = PICK(&g->b, match_fields)) != NULL && yyjson_mut_obj_get(spec, "affinity") == NULL)
+        put(g, spec, "affinity",
+            json_pack(g->doc, "{s:{s:{s:o}}}", "nodeAffinity",
+                      "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                      js(g->doc, s)));
     if ((s = PICK(&g->b, annotations)) != NULL)
-        json_object_set_new(meta, "annotations", js(s));
-    list = json_object_get(spec, pick(&g->b, 3) == 0 ? "initContainers" : "containers");
-    n = json_array_size(list);
+        put(g, meta, "annotations", js(g->doc, s));
+    list = yyjson_mut_obj_get(spec, pick(&g->b, 3) == 0 ? "initContainers" : "containers");
+    n = yyjson_mut_arr_size(list);
     if (n > 0 && (s = PICK(&g->b, env_froms)) != NULL)
-        json_object_set_new(json_array_get(list, pick(&g->b, (unsigned)n)), "envFrom", js(s));
+        put(g, yyjson_mut_arr_get(list, pick(&g->b, (unsigned)n)), "envFrom", js(g->doc, s));
     /* a DRA claim of the pod, and a container that uses it (or, at times, none) */
     if (pick(&g->b, 6) == 0) {
-        json_object_set_new(spec, "resourceClaims",
-                            js("[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one\"}]"));
-        list = json_object_get(spec, "containers");
-        n = json_array_size(list);
+        put(g, spec, "resourceClaims",
+            js(g->doc, "[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"one\"}]"));
+        list = yyjson_mut_obj_get(spec, "containers");
+        n = yyjson_mut_arr_size(list);
         if (n > 0 && pick(&g->b, 4) != 0)
-            json_object_set_new(json_array_get(list, pick(&g->b, (unsigned)n)), "resources",
-                                js("{\"claims\":[{\"name\":\"gpu\"}]}"));
+            put(g, yyjson_mut_arr_get(list, pick(&g->b, (unsigned)n)), "resources",
+                js(g->doc, "{\"claims\":[{\"name\":\"gpu\"}]}"));
     }
     /* one more container that asks for a GPU resource, beside whatever the others do */
     if (pick(&g->b, 3) == 0) {
@@ -481,21 +556,20 @@ static void mix(struct gen *g, json_t *obj, const char *kind)
 
         if (strncmp(r, "nvidia.com/", 11) != 0)
             r = "nvidia.com/gpu";
-        c = json_pack("{s:s, s:s}", "name", init ? "gpu-init" : "gpu", "image", "cuda:12");
-        json_object_set_new(c, "resources", json_pack("{s:{s:o}}", "limits", r, quantity(g, "x")));
-        if (json_object_get(spec, init ? "initContainers" : "containers") == NULL)
-            json_object_set_new(spec, init ? "initContainers" : "containers", json_array());
-        json_array_append_new(json_object_get(spec, init ? "initContainers" : "containers"), c);
+        c = json_pack(g->doc, "{s:s, s:s}", "name", init ? "gpu-init" : "gpu", "image", "cuda:12");
+        FUZZ_ASSERT(c != NULL, "out of memory");
+        put(g, c, "resources", json_pack(g->doc, "{s:{s:o}}", "limits", r, quantity(g, "x")));
+        yyjson_mut_arr_append(list_of(g, spec, init ? "initContainers" : "containers"), c);
     }
 }
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
-static json_t *judge(const struct review *r, bool mutating, struct decision *dec)
+static yyjson_doc *judge(const struct review *r, bool mutating, struct decision *dec)
 {
     char *body = NULL;
     size_t len = 0;
-    json_t *patched;
+    yyjson_doc *patched;
 
     decision_init(dec);
     FUZZ_ASSERT(eval_review(policy, r, mutating, false, NULL, dec) == 0, "eval failed");
@@ -505,10 +579,10 @@ static json_t *judge(const struct review *r, bool mutating, struct decision *dec
     return patched;
 }
 
-static void disagree(const char *what, const json_t *obj, const struct decision *dec,
+static void disagree(const char *what, yyjson_val *obj, const struct decision *dec,
                      const struct oracle_verdict *v)
 {
-    char *text = json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS);
+    char *text = yyjson_val_write(obj, 0, NULL);
 
     fprintf(stderr, "%s object: %s\nengine: %s\noracle: %s%s\n", v->op, text ? text : "?",
             dec->message ? dec->message : "(allowed)", v->admit ? "admit" : "refuse: ", v->why);
@@ -516,88 +590,93 @@ static void disagree(const char *what, const json_t *obj, const struct decision 
     FUZZ_FAIL("%s", what);
 }
 
+/* UPDATE: the object before had other template labels (1), or only other replicas (2) */
+static yyjson_mut_val *old_object(struct gen *g, yyjson_mut_val *obj, unsigned k, unsigned update)
+{
+    const char *kind = kinds[k].kind;
+    yyjson_mut_val *old = yyjson_mut_val_mut_copy(g->doc, obj), *spec;
+
+    FUZZ_ASSERT(old != NULL, "out of memory");
+    spec = yyjson_mut_obj_get(old, "spec");
+    if (strcmp(kind, "Pod") == 0 || update == 1)
+        put(g, yyjson_mut_obj_get(old, "metadata"), "labels",
+            json_pack(g->doc, "{s:s}", "app", "old"));
+    if (strcmp(kind, "Pod") != 0 && update == 1 && gen_pod_spec(old, kind) != NULL)
+        put(g, gen_pod_meta(old, kind), "labels", json_pack(g->doc, "{s:s}", "app", "old"));
+    /* a pod UPDATE that adds tolerations, a selector or affinity, or lifts gates */
+    if (strcmp(kind, "Pod") == 0 && update == 2) {
+        yyjson_mut_obj_remove_key(spec, "tolerations");
+        yyjson_mut_obj_remove_key(spec, "nodeSelector");
+        if (pick(&g->b, 2) == 0)
+            yyjson_mut_obj_remove_key(spec, "affinity");
+        put(g, spec, "schedulingGates", json_pack(g->doc, "[{s:s}]", "name", "wait"));
+    }
+    if (strcmp(kind, "Pod") != 0 && update == 2) {
+        if (strcmp(kind, "CronJob") == 0)
+            put(g, spec, "schedule", yyjson_mut_strcpy(g->doc, "0 * * * *"));
+        else
+            put(g, spec, "replicas", yyjson_mut_sint(g->doc, 7));
+    }
+    return old;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct gen g = {.b = {data, size}};
+    struct gen g = {.b = {data, size}, .doc = yyjson_mut_doc_new(NULL)};
     unsigned k = pick(&g.b, sizeof(kinds) / sizeof(kinds[0]));
     const char *ns = PICK(&g.b, namespaces), *user = PICK(&g.b, users);
-    json_t *obj = object(&g, k, ns), *patched, *again;
-    json_t *old = NULL;
-    /* chosen last, so that inputs written before these choices existed still mean a CREATE
-     * under the default policy */
-    unsigned update = pick(&g.b, 3);
-    const char *extra_path = PICK(&g.b, extra_host_paths);
-    bool no_taints = pick(&g.b, 2) == 1;
+    yyjson_mut_val *obj, *old = NULL;
+    unsigned update;
+    const char *extra_path;
+    bool no_taints;
+    yyjson_doc *sent, *sent_old = NULL, *patched, *again;
     struct review *r, *r2;
     struct decision mut, val, raw, dec2;
-    struct oracle_input in = {.object = obj,
-                              .kind = kinds[k].kind,
+    struct oracle_input in = {.kind = kinds[k].kind,
                               .ns = ns,
                               .user = user,
-                              .op = update ? "UPDATE" : "CREATE",
-                              .no_taints = no_taints,
-                              .qty = g.qty,
-                              .n_qty = g.n_qty};
+                              .qty = qty_table,
+                              .n_qty = sizeof(qty_table) / sizeof(qty_table[0])};
     struct oracle_verdict v;
     char why[256];
 
+    FUZZ_ASSERT(g.doc != NULL, "out of memory");
+    obj = object(&g, k, ns);
+    /* chosen last, so that inputs written before these choices existed still mean a CREATE
+     * under the default policy */
+    update = pick(&g.b, 3);
+    extra_path = PICK(&g.b, extra_host_paths);
+    no_taints = pick(&g.b, 2) == 1;
+    in.op = update ? "UPDATE" : "CREATE";
+    in.no_taints = no_taints;
     policy = policies[no_taints];
-    add_host_path(obj, kinds[k].kind, "extra", extra_path);
+    add_host_path(&g, obj, kinds[k].kind, "extra", extra_path);
     mix(&g, obj, kinds[k].kind);
-    in.n_qty = g.n_qty; /* mix() may add a GPU amount */
-    /* UPDATE: the object before had other template labels (1), or only other replicas (2) */
-    if (update) {
-        json_t *tpl;
-
-        old = json_deep_copy(obj);
-        tpl = (json_t *)oracle_pod_spec(old, kinds[k].kind);
-        if (strcmp(kinds[k].kind, "Pod") == 0 || update == 1)
-            json_object_set_new(json_object_get(old, "metadata"), "labels",
-                                json_pack("{s:s}", "app", "old"));
-        if (strcmp(kinds[k].kind, "Pod") != 0 && update == 1 && tpl != NULL) {
-            const char *kind = kinds[k].kind;
-            json_t *spec = json_object_get(old, "spec");
-
-            if (strcmp(kind, "CronJob") == 0)
-                spec = json_object_get(json_object_get(spec, "jobTemplate"), "spec");
-            json_object_set_new(json_object_get(json_object_get(spec, "template"), "metadata"),
-                                "labels", json_pack("{s:s}", "app", "old"));
-        }
-        /* a pod UPDATE that adds tolerations, a selector or affinity, or lifts gates */
-        if (strcmp(kinds[k].kind, "Pod") == 0 && update == 2) {
-            json_t *spec = json_object_get(old, "spec");
-
-            json_object_del(spec, "tolerations");
-            json_object_del(spec, "nodeSelector");
-            if (pick(&g.b, 2) == 0)
-                json_object_del(spec, "affinity");
-            json_object_set_new(spec, "schedulingGates", json_pack("[{s:s}]", "name", "wait"));
-        }
-        if (strcmp(kinds[k].kind, "Pod") != 0 && update == 2) {
-            json_t *spec = json_object_get(old, "spec");
-
-            if (strcmp(kinds[k].kind, "CronJob") == 0)
-                json_object_set_new(spec, "schedule", json_string("0 * * * *"));
-            else
-                json_object_set_new(spec, "replicas", json_integer(7));
-        }
-        in.old_object = old;
-    }
+    if (update)
+        old = old_object(&g, obj, k, update);
     r = review_of(k, ns, user, obj, in.op, old);
 
-    /* the oracle reads the object as generated: the side table points into it */
+    /* the oracle reads the object as generated (a copy of its own), not the engine's decoding */
+    sent = yyjson_mut_val_imut_copy(obj, NULL);
+    FUZZ_ASSERT(sent != NULL, "out of memory");
+    in.object = yyjson_doc_get_root(sent);
+    if (old != NULL) {
+        sent_old = yyjson_mut_val_imut_copy(old, NULL);
+        FUZZ_ASSERT(sent_old != NULL, "out of memory");
+        in.old_object = yyjson_doc_get_root(sent_old);
+    }
     oracle_judge(&in, &v);
 
     patched = judge(r, true, &mut);
     if (!mut.allowed)
-        disagree("/mutate denied", obj, &mut, &v);
-    r2 = fuzz_review_with_object(r, patched ? patched : r->object);
+        disagree("/mutate denied", in.object, &mut, &v);
+    r2 = fuzz_review_with_object(r, patched ? yyjson_doc_get_root(patched) : r->object);
     FUZZ_ASSERT(r2 != NULL, "the patched review does not decode");
-    json_decref(judge(r2, false, &val));
+    yyjson_doc_free(judge(r2, false, &val));
     if (val.allowed && !v.admit)
-        disagree("admitted, but the reference refuses it", obj, &val, &v);
+        disagree("admitted, but the reference refuses it", in.object, &val, &v);
     if (!val.allowed && v.admit)
-        disagree("refused, but the reference admits it", obj, &val, &v);
+        disagree("refused, but the reference admits it", in.object, &val, &v);
     /* a pod UPDATE is never patched: what the Mutate rules find there is only warned about */
     if (val.allowed && v.judged && v.gpu &&
         !(strcmp(kinds[k].kind, "Pod") == 0 && strcmp(in.op, "CREATE") != 0) &&
@@ -609,18 +688,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (again != NULL)
         disagree("the patched object gets another patch", r2->object, &dec2, &v);
 
-    json_decref(judge(r, false, &raw));
+    yyjson_doc_free(judge(r, false, &raw));
     if (raw.allowed && patched != NULL)
-        disagree("/validate admits the unpatched object that /mutate patches", obj, &raw, &v);
+        disagree("/validate admits the unpatched object that /mutate patches", in.object, &raw, &v);
 
     decision_release(&mut);
     decision_release(&val);
     decision_release(&raw);
     decision_release(&dec2);
-    json_decref(patched);
+    yyjson_doc_free(patched);
     review_free(r2);
     review_free(r);
-    json_decref(obj);
-    json_decref(old);
+    yyjson_doc_free(sent);
+    yyjson_doc_free(sent_old);
+    yyjson_mut_doc_free(g.doc);
     return 0;
 }

@@ -53,7 +53,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    json_object_seed(1);
     fuzz_quiet_logs();
     for (size_t i = 0; i < 3; i++)
         decoded[i] = fuzz_fixed_review(reviews[i]);
@@ -62,15 +61,15 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 /* The patched object sent again gets no patch (rules/README.md, "Patches"), whatever the
  * policy. */
-static void again(const struct policy *p, const struct review *r, const json_t *patched)
+static void again(const struct policy *p, const struct review *r, yyjson_doc *patched)
 {
-    struct review *r2 = fuzz_review_with_object(r, patched);
+    struct review *r2 = fuzz_review_with_object(r, yyjson_doc_get_root(patched));
     struct decision dec;
 
     FUZZ_ASSERT(r2 != NULL, "the review with the patched object does not decode");
     decision_init(&dec);
-    if (eval_review(p, r2, true, false, NULL, &dec) == 0 && json_array_size(dec.patch) > 0) {
-        char *ops = json_dumps(dec.patch, JSON_COMPACT);
+    if (eval_review(p, r2, true, false, NULL, &dec) == 0 && yyjson_mut_arr_size(dec.patch) > 0) {
+        char *ops = json_mut_write(dec.patch, NULL);
 
         FUZZ_FAIL("the patched object gets another patch: %s", ops ? ops : "?");
     }
@@ -85,7 +84,7 @@ static void use(const struct policy *p)
             struct decision dec;
             char *body = NULL;
             size_t len = 0;
-            json_t *patched;
+            yyjson_doc *patched;
 
             decision_init(&dec);
             if (eval_review(p, decoded[i], mutating, false, NULL, &dec) == 0) {
@@ -94,7 +93,7 @@ static void use(const struct policy *p)
                 patched = fuzz_check_response(decoded[i], &dec, mutating, body, len);
                 if (patched != NULL)
                     again(p, decoded[i], patched);
-                json_decref(patched);
+                yyjson_doc_free(patched);
                 free(body);
             }
             decision_release(&dec);

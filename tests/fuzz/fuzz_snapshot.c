@@ -46,7 +46,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    json_object_seed(1);
     fuzz_quiet_logs();
     capacity_policy = fuzz_policy("tests/data/policies/capacity.yaml");
     for (size_t i = 0; i < 2; i++)
@@ -64,7 +63,7 @@ static void decide(struct cluster *c)
         decision_init(&dec);
         if (eval_review(capacity_policy, decoded[i], false, false, c, &dec) == 0) {
             FUZZ_ASSERT(review_encode(decoded[i], &dec, false, &body, &len) == 0, "encode");
-            json_decref(fuzz_check_response(decoded[i], &dec, false, body, len));
+            yyjson_doc_free(fuzz_check_response(decoded[i], &dec, false, body, len));
             free(body);
         }
         decision_release(&dec);
@@ -77,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct cluster *c = cluster_new(&cfg);
     char path[64];
     struct diag d;
-    json_t *dump;
+    yyjson_mut_doc *dump;
     char *text;
     int fd = memfd_create("snapshot", MFD_CLOEXEC);
 
@@ -90,11 +89,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     } else {
         fuzz_view_check(c);
         dump = cluster_dump(c);
-        FUZZ_ASSERT(json_is_object(dump), "the dump is not an object");
-        text = json_dumps(dump, JSON_COMPACT);
+        FUZZ_ASSERT(yyjson_mut_is_obj(yyjson_mut_doc_get_root(dump)), "the dump is not an object");
+        text = json_mut_write(yyjson_mut_doc_get_root(dump), NULL);
         FUZZ_ASSERT(text != NULL, "the dump does not encode");
         free(text);
-        json_decref(dump);
+        yyjson_mut_doc_free(dump);
         decide(c);
         fuzz_view_check(c);
     }

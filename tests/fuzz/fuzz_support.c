@@ -100,40 +100,39 @@ struct cluster *fuzz_view(const char *rel)
 
 /* ---- RFC 6902 "add", RFC 6901 pointers ------------------------------------------------------ */
 
-/* The next reference token of a pointer, unescaped into tok. -1 on a bad escape or a token too
- * long. */
-static int next_token(const char **p, char *tok, size_t len)
+/* The next reference token of a pointer (*p up to end), unescaped into tok, *n its length (a
+ * token may hold a NUL: keys may). -1 on a bad escape or a token too long. */
+static int next_token(const char **p, const char *end, char *tok, size_t len, size_t *n)
 {
-    size_t n = 0;
-
-    for (; **p != '\0' && **p != '/'; (*p)++) {
+    *n = 0;
+    for (; *p < end && **p != '/'; (*p)++) {
         char c = **p;
 
         if (c == '~') {
             (*p)++;
-            if (**p != '0' && **p != '1')
+            if (*p == end || (**p != '0' && **p != '1'))
                 return -1; /* RFC 6901: "~" is followed by 0 or 1 */
             c = **p == '0' ? '~' : '/';
         }
-        if (n + 1 >= len)
+        if (*n + 1 >= len)
             return -1;
-        tok[n++] = c;
+        tok[(*n)++] = c;
     }
-    tok[n] = '\0';
+    tok[*n] = '\0';
     return 0;
 }
 
 /* An array index of RFC 6901: "0" or digits without a leading zero, at most max. */
-static int array_index(const char *tok, size_t max, size_t *out)
+static int array_index(const char *tok, size_t n, size_t max, size_t *out)
 {
     size_t v = 0;
 
-    if (tok[0] == '\0' || (tok[0] == '0' && tok[1] != '\0'))
+    if (n == 0 || (tok[0] == '0' && n != 1))
         return -1;
-    for (const char *s = tok; *s; s++) {
-        if (*s < '0' || *s > '9' || v > max)
+    for (size_t i = 0; i < n; i++) {
+        if (tok[i] < '0' || tok[i] > '9' || v > max)
             return -1;
-        v = v * 10 + (size_t)(*s - '0');
+        v = v * 10 + (size_t)(tok[i] - '0');
     }
     if (v > max)
         return -1;
@@ -141,29 +140,42 @@ static int array_index(const char *tok, size_t max, size_t *out)
     return 0;
 }
 
-static int apply_add(json_t *doc, const char *path, json_t *value, char *why, size_t len)
+/* The member of a mutable object by (key, length): the first; the applier never makes two. */
+static yyjson_mut_val *member(yyjson_mut_val *obj, const char *key, size_t n)
+{
+    size_t i, max;
+    yyjson_mut_val *k, *v;
+
+    yyjson_mut_obj_foreach (obj, i, max, k, v)
+        if (yyjson_mut_get_len(k) == n && memcmp(yyjson_mut_get_str(k), key, n) == 0)
+            return v;
+    return NULL;
+}
+
+static int apply_add(yyjson_mut_doc *doc, yyjson_val *path_v, yyjson_mut_val *value, char *why,
+                     size_t len)
 {
     static char tok[65536];
-    json_t *node = doc;
-    const char *p = path;
-    size_t idx;
+    const char *path = yyjson_get_str(path_v), *p = path, *end = path + yyjson_get_len(path_v);
+    yyjson_mut_val *node = yyjson_mut_doc_get_root(doc);
+    size_t idx, n;
 
-    if (path[0] == '\0') {
+    if (p == end) {
         snprintf(why, len, "add at the root replaces the whole object");
         return -1;
     }
     for (;;) {
-        if (*p != '/' || (p++, next_token(&p, tok, sizeof(tok)) < 0)) {
+        if (p == end || *p != '/' || (p++, next_token(&p, end, tok, sizeof(tok), &n) < 0)) {
             snprintf(why, len, "bad pointer %.200s", path);
             return -1;
         }
-        if (*p == '\0')
+        if (p == end)
             break;
-        if (json_is_object(node))
-            node = json_object_get(node, tok);
-        else if (json_is_array(node) && json_array_size(node) > 0 &&
-                 array_index(tok, json_array_size(node) - 1, &idx) == 0)
-            node = json_array_get(node, idx);
+        if (yyjson_mut_is_obj(node))
+            node = member(node, tok, n);
+        else if (yyjson_mut_is_arr(node) && yyjson_mut_arr_size(node) > 0 &&
+                 array_index(tok, n, yyjson_mut_arr_size(node) - 1, &idx) == 0)
+            node = yyjson_mut_arr_get(node, idx);
         else
             node = NULL;
         if (node == NULL) {
@@ -171,47 +183,48 @@ static int apply_add(json_t *doc, const char *path, json_t *value, char *why, si
             return -1;
         }
     }
-    if (json_is_object(node))
-        return json_object_set(node, tok, value);
-    if (json_is_array(node)) {
-        if (strcmp(tok, "-") == 0)
-            return json_array_append(node, value);
-        if (array_index(tok, json_array_size(node), &idx) == 0)
-            return json_array_insert(node, idx, value);
+    if (yyjson_mut_is_obj(node)) {
+        /* RFC 6902 4.1: an existing member is replaced */
+        yyjson_mut_val *key = yyjson_mut_strncpy(doc, tok, n);
+
+        return key != NULL && yyjson_mut_obj_put(node, key, value) ? 0 : -1;
+    }
+    if (yyjson_mut_is_arr(node)) {
+        if (n == 1 && tok[0] == '-')
+            return yyjson_mut_arr_append(node, value) ? 0 : -1;
+        if (array_index(tok, n, yyjson_mut_arr_size(node), &idx) == 0)
+            return yyjson_mut_arr_insert(node, value, idx) ? 0 : -1;
     }
     snprintf(why, len, "no place to add %.200s", path);
     return -1;
 }
 
-int fuzz_apply_patch(json_t *doc, const json_t *ops, char *why, size_t len)
+int fuzz_apply_patch(yyjson_mut_doc *doc, yyjson_val *ops, char *why, size_t len)
 {
-    size_t i;
-    const json_t *op;
+    size_t i, max;
+    yyjson_val *op;
 
-    if (!json_is_array(ops)) {
+    if (!yyjson_is_arr(ops)) {
         snprintf(why, len, "the patch is not an array");
         return -1;
     }
-    json_array_foreach (ops, i, op) {
-        const char *o = json_string_value(json_object_get(op, "op"));
-        const char *path = json_string_value(json_object_get(op, "path"));
-        json_t *value = json_object_get(op, "value");
+    yyjson_arr_foreach (ops, i, max, op) {
+        yyjson_val *o = yyjson_obj_get(op, "op"), *path = yyjson_obj_get(op, "path");
+        yyjson_val *value = yyjson_obj_get(op, "value");
+        yyjson_mut_val *copy;
 
-        if (!json_is_object(op) || o == NULL || path == NULL || value == NULL) {
+        if (!yyjson_is_obj(op) || !yyjson_is_str(o) || !yyjson_is_str(path) || value == NULL) {
             snprintf(why, len, "operation %zu is malformed", i);
             return -1;
         }
-        if (strcmp(o, "add") != 0) {
-            snprintf(why, len, "operation %zu is %.32s, not add", i, o);
+        if (!json_str_is(o, "add")) {
+            snprintf(why, len, "operation %zu is %.32s, not add", i, yyjson_get_str(o));
             return -1;
         }
         /* a copy, as the apiserver's decoder makes one value per operation */
-        value = json_deep_copy(value);
-        if (value == NULL || apply_add(doc, path, value, why, len) < 0) {
-            json_decref(value);
+        copy = yyjson_val_mut_copy(doc, value);
+        if (copy == NULL || apply_add(doc, path, copy, why, len) < 0)
             return -1;
-        }
-        json_decref(value);
     }
     return 0;
 }
@@ -229,9 +242,9 @@ static int b64_value(char c)
     return c == '+' ? 62 : c == '/' ? 63 : -1;
 }
 
-unsigned char *fuzz_base64_decode(const char *in, size_t *out_len)
+unsigned char *fuzz_base64_decode(const char *in, size_t n, size_t *out_len)
 {
-    size_t n = strlen(in), o = 0;
+    size_t o = 0;
     unsigned char *out;
 
     if (n % 4 != 0)
@@ -268,56 +281,63 @@ bad:
 
 /* ---- the response -------------------------------------------------------------------------- */
 
-static size_t utf8_runes(const char *s)
+static size_t utf8_runes(const char *s, size_t len)
 {
     size_t n = 0;
 
-    for (; *s; s++)
-        n += ((unsigned char)*s & 0xC0) != 0x80;
+    for (size_t i = 0; i < len; i++)
+        n += ((unsigned char)s[i] & 0xC0) != 0x80;
     return n;
 }
 
-static void check_warnings(const json_t *w)
+static void check_warnings(yyjson_val *w)
 {
-    size_t i;
-    const json_t *s;
+    size_t i, max;
+    yyjson_val *s;
 
     if (w == NULL)
         return;
-    FUZZ_ASSERT(json_is_array(w) && json_array_size(w) > 0, "warnings: not a non-empty array");
-    json_array_foreach (w, i, s) {
-        const char *t = json_string_value(s);
+    FUZZ_ASSERT(yyjson_is_arr(w) && yyjson_arr_size(w) > 0, "warnings: not a non-empty array");
+    yyjson_arr_foreach (w, i, max, s) {
+        const char *t = yyjson_get_str(s);
+        size_t n = yyjson_get_len(s);
 
-        FUZZ_ASSERT(t != NULL && t[0] != '\0', "warning %zu: not a non-empty string", i);
-        FUZZ_ASSERT(strlen(t) == json_string_length(s), "warning %zu holds a NUL", i);
-        FUZZ_ASSERT(utf8_runes(t) <= WARNING_MAX_RUNES, "warning %zu: %zu runes", i, utf8_runes(t));
-        for (const unsigned char *c = (const unsigned char *)t; *c; c++)
-            FUZZ_ASSERT(*c >= 0x20 && *c != 0x7f, "warning %zu holds a control character", i);
+        FUZZ_ASSERT(t != NULL && n > 0, "warning %zu: not a non-empty string", i);
+        FUZZ_ASSERT(strlen(t) == n, "warning %zu holds a NUL", i);
+        FUZZ_ASSERT(utf8_runes(t, n) <= WARNING_MAX_RUNES, "warning %zu: %zu runes", i,
+                    utf8_runes(t, n));
+        for (size_t c = 0; c < n; c++)
+            FUZZ_ASSERT((unsigned char)t[c] >= 0x20 && t[c] != 0x7f,
+                        "warning %zu holds a control character", i);
     }
 }
 
-static void check_annotations(const json_t *a)
+static void check_annotations(yyjson_val *a)
 {
-    const char *k;
-    const json_t *v;
+    size_t i, max;
+    yyjson_val *k, *v;
 
     if (a == NULL)
         return;
-    FUZZ_ASSERT(json_is_object(a), "auditAnnotations: not an object");
-    json_object_foreach ((json_t *)a, k, v) {
-        FUZZ_ASSERT(json_is_string(v), "auditAnnotations.%.64s: not a string", k);
-        FUZZ_ASSERT(review_audit_key_valid(k), "auditAnnotations: bad key %.64s", k);
+    FUZZ_ASSERT(yyjson_is_obj(a), "auditAnnotations: not an object");
+    yyjson_obj_foreach (a, i, max, k, v) {
+        const char *key = yyjson_get_str(k);
+
+        FUZZ_ASSERT(yyjson_is_str(v), "auditAnnotations.%.64s: not a string", key);
+        FUZZ_ASSERT(strlen(key) == yyjson_get_len(k), "auditAnnotations: a key holds a NUL");
+        FUZZ_ASSERT(review_audit_key_valid(key), "auditAnnotations: bad key %.64s", key);
     }
 }
 
-static json_t *check_patch(const struct review *r, const json_t *resp, bool mutating)
+static yyjson_doc *check_patch(const struct review *r, yyjson_val *resp, bool mutating)
 {
-    const json_t *patch = json_object_get(resp, "patch"),
-                 *type = json_object_get(resp, "patchType");
+    yyjson_val *patch = yyjson_obj_get(resp, "patch"), *type = yyjson_obj_get(resp, "patchType");
     unsigned char *raw = NULL;
     size_t raw_len = 0;
-    json_t *ops, *doc;
-    json_error_t err;
+    yyjson_doc *ops, *out;
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *obj;
+    struct diag d;
     char why[300];
 
     if (patch == NULL) {
@@ -325,83 +345,90 @@ static json_t *check_patch(const struct review *r, const json_t *resp, bool muta
         return NULL;
     }
     FUZZ_ASSERT(mutating, "a patch on the validating route");
-    FUZZ_ASSERT(type != NULL && json_is_string(type) &&
-                    strcmp(json_string_value(type), "JSONPatch") == 0,
-                "a patch without patchType JSONPatch");
-    FUZZ_ASSERT(json_is_string(patch), "patch is not a string");
-    raw = fuzz_base64_decode(json_string_value(patch), &raw_len);
+    FUZZ_ASSERT(json_str_is(type, "JSONPatch"), "a patch without patchType JSONPatch");
+    FUZZ_ASSERT(yyjson_is_str(patch), "patch is not a string");
+    raw = fuzz_base64_decode(yyjson_get_str(patch), yyjson_get_len(patch), &raw_len);
     FUZZ_ASSERT(raw != NULL, "patch is not standard padded base64");
-    ops = json_loadb((const char *)raw, raw_len, JSON_REJECT_DUPLICATES, &err);
+    diag_clear(&d);
+    ops = json_read((const char *)raw, raw_len, JSON_READ_ANY_ROOT, FUZZ_DEPTH_MAX, NULL, &d);
     free(raw);
-    FUZZ_ASSERT(json_is_array(ops) && json_array_size(ops) > 0,
-                "patch is not a non-empty JSON array: %s", ops ? "" : err.text);
-    FUZZ_ASSERT(r->object != NULL && json_is_object(r->object), "a patch for no object");
-    doc = json_deep_copy(r->object);
-    FUZZ_ASSERT(doc != NULL, "out of memory");
-    if (fuzz_apply_patch(doc, ops, why, sizeof(why)) < 0)
+    FUZZ_ASSERT(ops != NULL, "patch is not JSON: %s", d.msg);
+    FUZZ_ASSERT(yyjson_is_arr(yyjson_doc_get_root(ops)) &&
+                    yyjson_arr_size(yyjson_doc_get_root(ops)) > 0,
+                "patch is not a non-empty JSON array");
+    FUZZ_ASSERT(r->object != NULL && yyjson_is_obj(r->object), "a patch for no object");
+    doc = yyjson_mut_doc_new(NULL);
+    obj = yyjson_val_mut_copy(doc, r->object);
+    FUZZ_ASSERT(doc != NULL && obj != NULL, "out of memory");
+    yyjson_mut_doc_set_root(doc, obj);
+    if (fuzz_apply_patch(doc, yyjson_doc_get_root(ops), why, sizeof(why)) < 0)
         FUZZ_FAIL("the patch does not apply: %s", why);
-    FUZZ_ASSERT(json_is_object(doc), "the patched object is not an object");
-    json_decref(ops);
-    return doc;
+    FUZZ_ASSERT(yyjson_mut_is_obj(yyjson_mut_doc_get_root(doc)),
+                "the patched object is not an object");
+    yyjson_doc_free(ops);
+    out = yyjson_mut_doc_imut_copy(doc, NULL);
+    FUZZ_ASSERT(out != NULL, "out of memory");
+    yyjson_mut_doc_free(doc);
+    return out;
 }
 
-json_t *fuzz_check_response(const struct review *r, const struct decision *dec, bool mutating,
-                            const char *body, size_t len)
+yyjson_doc *fuzz_check_response(const struct review *r, const struct decision *dec, bool mutating,
+                                const char *body, size_t len)
 {
-    json_t *root, *resp, *allowed, *status;
-    json_error_t err;
+    yyjson_doc *doc, *patched;
+    yyjson_val *root, *resp, *allowed, *status;
     const char *api = r->version == REVIEW_V1 ? "admission.k8s.io/v1" : "admission.k8s.io/v1beta1";
-    json_t *patched;
+    struct diag d;
+    int64_t code = 0;
 
-    root = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &err);
-    FUZZ_ASSERT(root != NULL, "response is not JSON: %s", err.text);
-    FUZZ_ASSERT(json_is_object(root), "response is not an object");
-    FUZZ_ASSERT(json_is_string(json_object_get(root, "apiVersion")) &&
-                    strcmp(json_string_value(json_object_get(root, "apiVersion")), api) == 0,
-                "apiVersion is not %s", api);
-    FUZZ_ASSERT(json_is_string(json_object_get(root, "kind")) &&
-                    strcmp(json_string_value(json_object_get(root, "kind")), "AdmissionReview") ==
-                        0,
+    /* json_read refuses repeated keys and a root that is not an object */
+    diag_clear(&d);
+    doc = json_read(body, len, 0, FUZZ_DEPTH_MAX, NULL, &d);
+    FUZZ_ASSERT(doc != NULL, "response is not a JSON object: %s", d.msg);
+    root = yyjson_doc_get_root(doc);
+    FUZZ_ASSERT(json_str_is(yyjson_obj_get(root, "apiVersion"), api), "apiVersion is not %s", api);
+    FUZZ_ASSERT(json_str_is(yyjson_obj_get(root, "kind"), "AdmissionReview"),
                 "kind is not AdmissionReview");
-    resp = json_object_get(root, "response");
-    FUZZ_ASSERT(json_is_object(resp), "no response object");
-    FUZZ_ASSERT(json_equal(json_object_get(resp, "uid"), r->uid_json), "uid not echoed");
-    allowed = json_object_get(resp, "allowed");
-    FUZZ_ASSERT(json_is_boolean(allowed), "allowed missing or not a boolean");
-    FUZZ_ASSERT(json_is_true(allowed) == dec->allowed, "allowed differs from the decision");
-    status = json_object_get(resp, "status");
+    resp = yyjson_obj_get(root, "response");
+    FUZZ_ASSERT(yyjson_is_obj(resp), "no response object");
+    FUZZ_ASSERT(yyjson_equals(yyjson_obj_get(resp, "uid"), r->uid_json), "uid not echoed");
+    allowed = yyjson_obj_get(resp, "allowed");
+    FUZZ_ASSERT(yyjson_is_bool(allowed), "allowed missing or not a boolean");
+    FUZZ_ASSERT(yyjson_is_true(allowed) == dec->allowed, "allowed differs from the decision");
+    status = yyjson_obj_get(resp, "status");
     if (!dec->allowed) {
-        FUZZ_ASSERT(json_is_object(status), "a denial without status");
-        FUZZ_ASSERT(json_integer_value(json_object_get(status, "code")) >= 400,
+        FUZZ_ASSERT(yyjson_is_obj(status), "a denial without status");
+        FUZZ_ASSERT(json_int64(yyjson_obj_get(status, "code"), &code) && code >= 400,
                     "a denial without an error code");
-        FUZZ_ASSERT(json_is_string(json_object_get(status, "message")),
-                    "a denial without a message");
+        FUZZ_ASSERT(yyjson_is_str(yyjson_obj_get(status, "message")), "a denial without a message");
     }
-    check_warnings(json_object_get(resp, "warnings"));
-    check_annotations(json_object_get(resp, "auditAnnotations"));
+    check_warnings(yyjson_obj_get(resp, "warnings"));
+    check_annotations(yyjson_obj_get(resp, "auditAnnotations"));
     patched = check_patch(r, resp, mutating);
-    json_decref(root);
+    yyjson_doc_free(doc);
     return patched;
 }
 
-struct review *fuzz_review_with_object(const struct review *r, const json_t *obj)
+struct review *fuzz_review_with_object(const struct review *r, yyjson_val *obj)
 {
-    json_t *root = json_deep_copy(r->root);
-    json_t *req = json_object_get(root, "request");
+    yyjson_mut_doc *doc = yyjson_doc_mut_copy(r->doc, NULL);
+    yyjson_mut_val *req = yyjson_mut_obj_get(yyjson_mut_doc_get_root(doc), "request");
+    yyjson_mut_val *copy = yyjson_val_mut_copy(doc, obj);
     char *text = NULL;
+    size_t len = 0;
     struct review *out = NULL;
     struct diag d;
 
-    if (req == NULL || json_object_set(req, "object", (json_t *)obj) < 0)
+    if (req == NULL || copy == NULL || json_mut_set(doc, req, "object", copy) < 0)
         goto done;
-    text = json_dumps(root, JSON_COMPACT | JSON_ALLOW_NUL);
+    text = json_mut_write(yyjson_mut_doc_get_root(doc), &len);
     if (text == NULL)
         goto done;
     diag_clear(&d);
-    out = review_decode(text, strlen(text), &d);
+    out = review_decode(text, len, &d);
 done:
     free(text);
-    json_decref(root);
+    yyjson_mut_doc_free(doc);
     return out;
 }
 

@@ -9,11 +9,13 @@
 #ifndef GPUADMIT_FUZZ_SUPPORT_H
 #define GPUADMIT_FUZZ_SUPPORT_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <yyjson.h>
 
 #include "cluster.h"
+#include "json.h"
+#include "limits.h"
 #include "policy.h"
 #include "review.h"
 
@@ -42,12 +44,16 @@ struct review *fuzz_fixed_review(const char *json);
 /* Loads a snapshot of the source tree into a new view; exits when it does not load. */
 struct cluster *fuzz_view(const char *rel);
 
-/* Applies a JSON Patch of "add" operations to doc in place, as the apiserver's json-patch
- * would: -1 (doc then undefined) when an operation is malformed or does not apply. */
-int fuzz_apply_patch(json_t *doc, const json_t *ops, char *why, size_t len);
+/* How deep a response, a patch or a generated object may nest when the checks read it again:
+ * a patch's values come from the request (REVIEW_DEPTH_MAX), under an operation in an array. */
+#define FUZZ_DEPTH_MAX (2u * REVIEW_DEPTH_MAX)
 
-/* Decodes strict standard padded base64; new buffer (free()) or NULL. */
-unsigned char *fuzz_base64_decode(const char *in, size_t *out_len);
+/* Applies a JSON Patch of "add" operations to the root of doc in place, as the apiserver's
+ * json-patch would: -1 (doc then undefined) when an operation is malformed or does not apply. */
+int fuzz_apply_patch(yyjson_mut_doc *doc, yyjson_val *ops, char *why, size_t len);
+
+/* Decodes strict standard padded base64 of len bytes; new buffer (free()) or NULL. */
+unsigned char *fuzz_base64_decode(const char *in, size_t len, size_t *out_len);
 
 /*
  * Checks an encoded response against the request it answers (PROTOCOL.md §3): same
@@ -55,15 +61,15 @@ unsigned char *fuzz_base64_decode(const char *in, size_t *out_len);
  * decision, a status for a denial, patch and patchType together and only when mutating, the
  * patch standard base64 of a non-empty JSON array of operations that apply cleanly to the
  * object and leave an object, warnings strings without control characters and within
- * WARNING_MAX_RUNES runes, audit annotations strings. Returns the patched object (new
- * reference) when there was a patch, else NULL.
+ * WARNING_MAX_RUNES runes, audit annotations strings. Returns the patched object when there was
+ * a patch, as the root of a new document (yyjson_doc_free()), else NULL.
  */
-json_t *fuzz_check_response(const struct review *r, const struct decision *dec, bool mutating,
-                            const char *body, size_t len);
+yyjson_doc *fuzz_check_response(const struct review *r, const struct decision *dec, bool mutating,
+                                const char *body, size_t len);
 
-/* The request root of r with its object replaced by obj, decoded again; NULL when it does not
- * decode. New review. */
-struct review *fuzz_review_with_object(const struct review *r, const json_t *obj);
+/* The request root of r with its object replaced by (a copy of) obj, decoded again; NULL when
+ * it does not decode. New review. */
+struct review *fuzz_review_with_object(const struct review *r, yyjson_val *obj);
 
 /* Walks the view's records and aborts on any inconsistency: every bound pod in its node's
  * binding once, every binding pod a live record, per-resource totals equal to the sum of the

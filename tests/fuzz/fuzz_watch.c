@@ -24,7 +24,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    json_object_seed(1);
     fuzz_quiet_logs();
     return 0;
 }
@@ -81,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         p = ff + 1;
         kind = (kind + 1) % CLUSTER_KINDS;
     }
-    json_decref(cluster_dump(k.view));
+    yyjson_mut_doc_free(cluster_dump(k.view));
     for (int i = 0; i < CLUSTER_KINDS; i++) {
         cluster_list_begin(k.view, (enum cluster_kind)i);
         cluster_list_end(k.view, (enum cluster_kind)i);

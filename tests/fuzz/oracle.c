@@ -89,9 +89,9 @@ static bool is_gpu_resource(const char *name)
     return false;
 }
 
-static const char *str(const json_t *obj, const char *key)
+static const char *str(yyjson_val *obj, const char *key)
 {
-    return json_string_value(json_object_get(obj, key));
+    return yyjson_get_str(yyjson_obj_get(obj, key));
 }
 
 static void refuse(struct oracle_verdict *v, const char *fmt, ...)
@@ -109,35 +109,36 @@ static void refuse(struct oracle_verdict *v, const char *fmt, ...)
 }
 
 /* A workload's pod template (metadata and spec). */
-static const json_t *pod_template(const json_t *object, const char *kind)
+static yyjson_val *pod_template(yyjson_val *object, const char *kind)
 {
-    const json_t *spec = json_object_get(object, "spec");
+    yyjson_val *spec = yyjson_obj_get(object, "spec");
 
     if (strcmp(kind, "CronJob") == 0)
-        spec = json_object_get(json_object_get(spec, "jobTemplate"), "spec");
-    return json_object_get(spec, "template");
+        spec = yyjson_obj_get(yyjson_obj_get(spec, "jobTemplate"), "spec");
+    return yyjson_obj_get(spec, "template");
 }
 
-const json_t *oracle_pod_meta(const json_t *object, const char *kind)
+yyjson_val *oracle_pod_meta(yyjson_val *object, const char *kind)
 {
     if (strcmp(kind, "Pod") == 0)
-        return json_object_get(object, "metadata");
-    return json_object_get(pod_template(object, kind), "metadata");
+        return yyjson_obj_get(object, "metadata");
+    return yyjson_obj_get(pod_template(object, kind), "metadata");
 }
 
-const json_t *oracle_pod_spec(const json_t *object, const char *kind)
+yyjson_val *oracle_pod_spec(yyjson_val *object, const char *kind)
 {
     if (strcmp(kind, "Pod") == 0)
-        return json_object_get(object, "spec");
-    return json_object_get(pod_template(object, kind), "spec");
+        return yyjson_obj_get(object, "spec");
+    return yyjson_obj_get(pod_template(object, kind), "spec");
 }
 
 /* ---- what a GPU pod is ------------------------------------------------------------------- */
 
-static int64_t qty_units(const struct oracle_input *in, const json_t *value)
+static int64_t qty_units(const struct oracle_input *in, yyjson_val *value)
 {
+    /* by value: the generator's table gives equal values one meaning (fuzz_bypass checks it) */
     for (size_t i = 0; i < in->n_qty; i++)
-        if (in->qty[i].value == value)
+        if (yyjson_equals(in->qty[i].value, value))
             return in->qty[i].units;
     abort(); /* the generator wrote a GPU amount it did not record */
 }
@@ -169,20 +170,23 @@ static size_t demand_slot(struct demand *d, const char *name)
  * it. Sets *gpu when any request or limit of a GPU resource is above 0, *error when a GPU
  * amount is not a whole, non-negative quantity. Calls add(slot, units) per resource.
  */
-static void container_gpus(const struct oracle_input *in, const json_t *c, struct demand *d,
+static void container_gpus(const struct oracle_input *in, yyjson_val *c, struct demand *d,
                            int64_t *req, bool *gpu, bool *error)
 {
-    const json_t *res = json_object_get(c, "resources");
-    const json_t *requests = json_object_get(res, "requests"),
-                 *limits = json_object_get(res, "limits");
-    const char *key;
-    const json_t *val;
-    const json_t *maps[2] = {requests, limits};
+    yyjson_val *res = yyjson_obj_get(c, "resources");
+    yyjson_val *requests = yyjson_obj_get(res, "requests"), *limits = yyjson_obj_get(res, "limits");
+    yyjson_val *k, *val;
+    yyjson_val *maps[2] = {requests, limits};
+    size_t i, max;
 
-    for (size_t i = 0; i < N_RES; i++)
+    for (i = 0; i < N_RES; i++)
         req[i] = 0;
     for (int m = 0; m < 2; m++) {
-        json_object_foreach ((json_t *)maps[m], key, val) {
+        /* yyjson_obj_foreach computes NULL + 1 on a NULL object: undefined, and UBSan says so */
+        if (!yyjson_is_obj(maps[m]))
+            continue;
+        yyjson_obj_foreach (maps[m], i, max, k, val) {
+            const char *key = yyjson_get_str(k);
             int64_t u;
             size_t slot;
 
@@ -197,13 +201,13 @@ static void container_gpus(const struct oracle_input *in, const json_t *c, struc
                 *gpu = true;
             slot = demand_slot(d, key);
             /* requests first; limits only where requests lack the resource */
-            if (m == 0 || json_object_get(requests, key) == NULL)
+            if (m == 0 || yyjson_obj_get(requests, key) == NULL)
                 req[slot] = u;
         }
     }
 }
 
-static bool is_sidecar(const json_t *c)
+static bool is_sidecar(yyjson_val *c)
 {
     const char *rp = str(c, "restartPolicy");
 
@@ -211,15 +215,15 @@ static bool is_sidecar(const json_t *c)
 }
 
 /* The pod's GPU demand and whether it requests GPUs. */
-static void pod_gpus(const struct oracle_input *in, const json_t *spec, struct demand *d, bool *gpu,
+static void pod_gpus(const struct oracle_input *in, yyjson_val *spec, struct demand *d, bool *gpu,
                      bool *error)
 {
     int64_t req[N_RES];
-    size_t i, s;
-    const json_t *c;
+    size_t i, s, max;
+    yyjson_val *c;
 
     memset(d, 0, sizeof(*d));
-    json_array_foreach (json_object_get(spec, "initContainers"), i, c) {
+    yyjson_arr_foreach (yyjson_obj_get(spec, "initContainers"), i, max, c) {
         container_gpus(in, c, d, req, gpu, error);
         for (s = 0; s < d->n; s++) {
             int64_t need;
@@ -236,7 +240,7 @@ static void pod_gpus(const struct oracle_input *in, const json_t *spec, struct d
     }
     for (s = 0; s < d->n; s++)
         d->v_app[s] = d->v_sidecars[s];
-    json_array_foreach (json_object_get(spec, "containers"), i, c) {
+    yyjson_arr_foreach (yyjson_obj_get(spec, "containers"), i, max, c) {
         container_gpus(in, c, d, req, gpu, error);
         for (s = 0; s < d->n; s++)
             d->v_app[s] += req[s];
@@ -248,7 +252,7 @@ static void pod_gpus(const struct oracle_input *in, const json_t *spec, struct d
 
 /* Does this toleration tolerate the GPU taint (nvidia.com/gpu, any value, NoSchedule)?
  * strict: only a toleration good for every value of the taint counts (operator Exists). */
-static bool tolerates_gpu_taint(const json_t *t, bool strict)
+static bool tolerates_gpu_taint(yyjson_val *t, bool strict)
 {
     const char *key = str(t, "key"), *op = str(t, "operator"), *effect = str(t, "effect");
     bool exists = op != NULL && strcmp(op, "Exists") == 0;
@@ -266,24 +270,24 @@ static bool tolerates_gpu_taint(const json_t *t, bool strict)
     return exists || (!strict && equal);
 }
 
-static bool tolerates(const json_t *spec, bool strict)
+static bool tolerates(yyjson_val *spec, bool strict)
 {
-    size_t i;
-    const json_t *t;
+    size_t i, max;
+    yyjson_val *t;
 
-    json_array_foreach (json_object_get(spec, "tolerations"), i, t)
+    yyjson_arr_foreach (yyjson_obj_get(spec, "tolerations"), i, max, t)
         if (tolerates_gpu_taint(t, strict))
             return true;
     return false;
 }
 
 /* "it tolerates a taint of gpu.taints by its key": the toleration names the key */
-static bool names_gpu_taint(const json_t *spec)
+static bool names_gpu_taint(yyjson_val *spec)
 {
-    size_t i;
-    const json_t *t;
+    size_t i, max;
+    yyjson_val *t;
 
-    json_array_foreach (json_object_get(spec, "tolerations"), i, t) {
+    yyjson_arr_foreach (yyjson_obj_get(spec, "tolerations"), i, max, t) {
         const char *key = str(t, "key");
 
         if (key != NULL && key[0] != '\0' && tolerates_gpu_taint(t, false))
@@ -292,40 +296,40 @@ static bool names_gpu_taint(const json_t *spec)
     return false;
 }
 
-static bool values_have(const json_t *values, const char *want)
+static bool values_have(yyjson_val *values, const char *want)
 {
-    size_t i;
-    const json_t *v;
+    size_t i, max;
+    yyjson_val *v;
 
-    json_array_foreach (values, i, v)
-        if (json_is_string(v) && strcmp(json_string_value(v), want) == 0)
+    yyjson_arr_foreach (values, i, max, v)
+        if (yyjson_is_str(v) && strcmp(yyjson_get_str(v), want) == 0)
             return true;
     return false;
 }
 
-static bool values_all(const json_t *values, const char *want)
+static bool values_all(yyjson_val *values, const char *want)
 {
-    size_t i;
-    const json_t *v;
+    size_t i, max;
+    yyjson_val *v;
 
-    if (json_array_size(values) == 0)
+    if (yyjson_arr_size(values) == 0)
         return false;
-    json_array_foreach (values, i, v)
-        if (!json_is_string(v) || strcmp(json_string_value(v), want) != 0)
+    yyjson_arr_foreach (values, i, max, v)
+        if (!yyjson_is_str(v) || strcmp(yyjson_get_str(v), want) != 0)
             return false;
     return true;
 }
 
-static const json_t *required_terms(const json_t *spec)
+static yyjson_val *required_terms(yyjson_val *spec)
 {
-    const json_t *a = json_object_get(json_object_get(spec, "affinity"), "nodeAffinity");
+    yyjson_val *a = yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity");
 
-    return json_object_get(json_object_get(a, "requiredDuringSchedulingIgnoredDuringExecution"),
-                           "nodeSelectorTerms");
+    return yyjson_obj_get(yyjson_obj_get(a, "requiredDuringSchedulingIgnoredDuringExecution"),
+                          "nodeSelectorTerms");
 }
 
 /* An expression that lets the pod onto GPU nodes (any), or keeps it on them (all). */
-static bool expr_on_gpu_label(const json_t *e, bool all)
+static bool expr_on_gpu_label(yyjson_val *e, bool all)
 {
     const char *key = str(e, "key"), *op = str(e, "operator");
 
@@ -334,25 +338,25 @@ static bool expr_on_gpu_label(const json_t *e, bool all)
     if (strcmp(op, "Exists") == 0)
         return true;
     if (strcmp(op, "In") == 0)
-        return all ? values_all(json_object_get(e, "values"), GPU_VALUE)
-                   : values_have(json_object_get(e, "values"), GPU_VALUE);
+        return all ? values_all(yyjson_obj_get(e, "values"), GPU_VALUE)
+                   : values_have(yyjson_obj_get(e, "values"), GPU_VALUE);
     return false;
 }
 
-static bool term_has(const json_t *term, bool all)
+static bool term_has(yyjson_val *term, bool all)
 {
-    size_t i;
-    const json_t *e;
+    size_t i, max;
+    yyjson_val *e;
 
-    json_array_foreach (json_object_get(term, "matchExpressions"), i, e)
+    yyjson_arr_foreach (yyjson_obj_get(term, "matchExpressions"), i, max, e)
         if (expr_on_gpu_label(e, all))
             return true;
     return false;
 }
 
-static bool selector_names_gpu_label(const json_t *spec)
+static bool selector_names_gpu_label(yyjson_val *spec)
 {
-    const char *v = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
+    const char *v = str(yyjson_obj_get(spec, "nodeSelector"), GPU_LABEL);
 
     /* Reading: "names a label of gpu.nodeLabels" means the label with its value (a label is
      * key=value; the policy gives the value "true"): nodeSelector gpu.present=false aims away
@@ -363,17 +367,17 @@ static bool selector_names_gpu_label(const json_t *spec)
 /* A user-set NVIDIA_VISIBLE_DEVICES that can name GPUs: anything but "void", "none" and "".
  * The runtime reads an empty value as no device (unset, empty or void), so "" can only narrow
  * what the plugin allocated; a value from valueFrom is not known here. */
-static bool visible_devices(const json_t *c)
+static bool visible_devices(yyjson_val *c)
 {
-    size_t i;
-    const json_t *e;
+    size_t i, max;
+    yyjson_val *e;
 
-    json_array_foreach (json_object_get(c, "env"), i, e) {
+    yyjson_arr_foreach (yyjson_obj_get(c, "env"), i, max, e) {
         const char *name = str(e, "name"), *value = str(e, "value");
 
         if (name == NULL || strcmp(name, "NVIDIA_VISIBLE_DEVICES") != 0)
             continue;
-        if (json_object_get(e, "valueFrom") != NULL)
+        if (yyjson_obj_get(e, "valueFrom") != NULL)
             return true;
         /* Reading: an entry with neither value nor valueFrom is the empty string */
         if (value != NULL && value[0] != '\0' && strcmp(value, "void") != 0 &&
@@ -385,15 +389,15 @@ static bool visible_devices(const json_t *c)
 
 /* Whether an envFrom entry can produce the name NVIDIA_VISIBLE_DEVICES: PREFIX+KEY is it for
  * some key exactly when the prefix is a prefix of it ("" included). */
-static bool env_from_may_set(const json_t *c)
+static bool env_from_may_set(yyjson_val *c)
 {
     /* and the two names that make a legacy CUDA image (legacy_cuda) */
     static const char *const vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VERSION",
                                        "NVIDIA_REQUIRE_CUDA"};
-    size_t i;
-    const json_t *e;
+    size_t i, max;
+    yyjson_val *e;
 
-    json_array_foreach (json_object_get(c, "envFrom"), i, e) {
+    yyjson_arr_foreach (yyjson_obj_get(c, "envFrom"), i, max, e) {
         const char *prefix = str(e, "prefix");
         size_t n = prefix ? strlen(prefix) : 0;
 
@@ -406,20 +410,20 @@ static bool env_from_may_set(const json_t *c)
 
 /* What the container's env makes of a variable, the last entry winning: 0 unset, 1 empty, 2 a
  * value that is not empty, 3 unknown (valueFrom: empty or not). */
-static int env_state(const json_t *c, const char *name)
+static int env_state(yyjson_val *c, const char *name)
 {
-    size_t i;
-    const json_t *e;
+    size_t i, max;
+    yyjson_val *e;
     int state = 0;
 
-    json_array_foreach (json_object_get(c, "env"), i, e) {
+    yyjson_arr_foreach (yyjson_obj_get(c, "env"), i, max, e) {
         const char *n = str(e, "name"), *value = str(e, "value");
 
         if (n == NULL || strcmp(n, name) != 0)
             continue;
-        state = json_object_get(e, "valueFrom") != NULL ? 3
-                : value == NULL || value[0] == '\0'     ? 1
-                                                        : 2;
+        state = yyjson_obj_get(e, "valueFrom") != NULL ? 3
+                : value == NULL || value[0] == '\0'    ? 1
+                                                       : 2;
     }
     return state;
 }
@@ -429,7 +433,7 @@ static int env_state(const json_t *c, const char *name)
  * unset, where what the pod leaves unset may come from the image. Reading: only what the pod
  * sets is judged: CUDA_VERSION that may be set, or NVIDIA_REQUIRE_CUDA that may be empty (the
  * image's CUDA_VERSION then counts); a CUDA image's own legacy env is no pod's doing. */
-static bool legacy_cuda(const json_t *c)
+static bool legacy_cuda(yyjson_val *c)
 {
     int ver = env_state(c, "CUDA_VERSION"), req = env_state(c, "NVIDIA_REQUIRE_CUDA");
 
@@ -440,24 +444,24 @@ static bool legacy_cuda(const json_t *c)
     return ver >= 2 || req == 1 || req == 3;
 }
 
-static bool any_container(const json_t *spec, bool (*f)(const json_t *))
+static bool any_container(yyjson_val *spec, bool (*f)(yyjson_val *))
 {
     static const char *const lists[] = {"initContainers", "containers"};
-    size_t i;
-    const json_t *c;
+    size_t i, max;
+    yyjson_val *c;
 
     for (int l = 0; l < 2; l++)
-        json_array_foreach (json_object_get(spec, lists[l]), i, c)
+        yyjson_arr_foreach (yyjson_obj_get(spec, lists[l]), i, max, c)
             if (f(c))
                 return true;
     return false;
 }
 
-static bool targets_gpu_nodes(const json_t *spec, bool no_taints)
+static bool targets_gpu_nodes(yyjson_val *spec, bool no_taints)
 {
     const char *rc = str(spec, "runtimeClassName");
-    size_t i;
-    const json_t *term;
+    size_t i, max;
+    yyjson_val *term;
 
     /* NVIDIA_VISIBLE_DEVICES reaches GPUs around the device plugin; it is judged by itself
      * (oracle_judge), not as a way of aiming at GPU nodes */
@@ -466,15 +470,15 @@ static bool targets_gpu_nodes(const json_t *spec, bool no_taints)
     /* the default policy's runtimeClasses: ["nvidia*"] */
     if (rc != NULL && fnmatch("nvidia*", rc, 0) == 0)
         return true;
-    json_array_foreach (required_terms(spec), i, term)
+    yyjson_arr_foreach (required_terms(spec), i, max, term)
         if (term_has(term, false))
             return true;
     return false;
 }
 
-static bool privileged(const json_t *c)
+static bool privileged(yyjson_val *c)
 {
-    return json_is_true(json_object_get(json_object_get(c, "securityContext"), "privileged"));
+    return yyjson_is_true(yyjson_obj_get(yyjson_obj_get(c, "securityContext"), "privileged"));
 }
 
 /* path as the host resolves it: repeated '/' and "." dropped, ".." applied. */
@@ -554,14 +558,14 @@ static bool holds(const char *norm, const char *path)
 }
 
 /* A hostPath volume through which a container of the pod can open a GPU. */
-static bool device_host_path(const json_t *spec)
+static bool device_host_path(yyjson_val *spec)
 {
-    size_t i;
-    const json_t *vol;
+    size_t i, max;
+    yyjson_val *vol;
     char norm[512];
 
-    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
-        const char *p = str(json_object_get(vol, "hostPath"), "path");
+    yyjson_arr_foreach (yyjson_obj_get(spec, "volumes"), i, max, vol) {
+        const char *p = str(yyjson_obj_get(vol, "hostPath"), "path");
 
         if (p == NULL)
             continue;
@@ -586,13 +590,13 @@ static bool device_host_path(const json_t *spec)
 /* Whether a volumeMount of the container lands under the hook's device list folder (or is it),
  * as the runtime cleans the destination; /run too, which /var/run links to on the host (and in
  * most images). */
-static bool device_list_mount(const json_t *c)
+static bool device_list_mount(yyjson_val *c)
 {
-    size_t i;
-    const json_t *m;
+    size_t i, max;
+    yyjson_val *m;
     char norm[512];
 
-    json_array_foreach (json_object_get(c, "volumeMounts"), i, m) {
+    yyjson_arr_foreach (yyjson_obj_get(c, "volumeMounts"), i, max, m) {
         const char *p = str(m, "mountPath");
 
         if (p == NULL)
@@ -607,16 +611,16 @@ static bool device_list_mount(const json_t *c)
 
 /* A hostPath volume that holds a container runtime's socket, or is /dev/null (Reading: the
  * device plugin's placeholder for a device list entry, which nothing else beside GPUs needs). */
-static bool runtime_host_path(const json_t *spec)
+static bool runtime_host_path(yyjson_val *spec)
 {
     static const char *const sockets[] = {"/run/containerd/containerd.sock", "/run/docker.sock",
                                           "/run/crio/crio.sock"};
-    size_t i;
-    const json_t *vol;
+    size_t i, max;
+    yyjson_val *vol;
     char norm[512];
 
-    json_array_foreach (json_object_get(spec, "volumes"), i, vol) {
-        const char *p = str(json_object_get(vol, "hostPath"), "path");
+    yyjson_arr_foreach (yyjson_obj_get(spec, "volumes"), i, max, vol) {
+        const char *p = str(yyjson_obj_get(vol, "hostPath"), "path");
 
         if (p == NULL)
             continue;
@@ -633,14 +637,16 @@ static bool runtime_host_path(const json_t *spec)
 }
 
 /* A cdi.k8s.io/ annotation whose value names an NVIDIA device by its CDI name. */
-static bool cdi_nvidia(const json_t *meta)
+static bool cdi_nvidia(yyjson_val *meta)
 {
-    const char *key;
-    const json_t *v;
+    yyjson_val *annotations = yyjson_obj_get(meta, "annotations"), *k, *v;
+    size_t i, max;
 
-    json_object_foreach ((json_t *)json_object_get(meta, "annotations"), key, v) {
-        if (strncmp(key, "cdi.k8s.io/", 11) == 0 && json_is_string(v) &&
-            strstr(json_string_value(v), "nvidia.com/") != NULL)
+    if (!yyjson_is_obj(annotations))
+        return false; /* yyjson_obj_foreach is undefined on NULL (see container_gpus) */
+    yyjson_obj_foreach (annotations, i, max, k, v) {
+        if (strncmp(yyjson_get_str(k), "cdi.k8s.io/", 11) == 0 && yyjson_is_str(v) &&
+            strstr(yyjson_get_str(v), "nvidia.com/") != NULL)
             return true;
     }
     return false;
@@ -649,16 +655,17 @@ static bool cdi_nvidia(const json_t *meta)
 /* Whether a container asks a DRA driver for devices: its resources.claims name a claim of the
  * pod. Reading: without the ResourceClaim (the fuzzer has no cluster view) its device class is
  * not known, and a claim is taken as a GPU request, as rules/README.md says. */
-static bool claims_devices(const json_t *spec)
+static bool claims_devices(yyjson_val *spec)
 {
     static const char *const lists[] = {"initContainers", "containers"};
-    size_t i, k, m;
-    const json_t *c, *cl, *pc;
+    size_t i, k, m, n_c, n_cl, n_pc;
+    yyjson_val *c, *cl, *pc;
 
     for (int l = 0; l < 2; l++)
-        json_array_foreach (json_object_get(spec, lists[l]), i, c)
-            json_array_foreach (json_object_get(json_object_get(c, "resources"), "claims"), k, cl)
-                json_array_foreach (json_object_get(spec, "resourceClaims"), m, pc)
+        yyjson_arr_foreach (yyjson_obj_get(spec, lists[l]), i, n_c, c)
+            yyjson_arr_foreach (yyjson_obj_get(yyjson_obj_get(c, "resources"), "claims"), k, n_cl,
+                                cl)
+                yyjson_arr_foreach (yyjson_obj_get(spec, "resourceClaims"), m, n_pc, pc)
                     if (str(cl, "name") != NULL && str(pc, "name") != NULL &&
                         strcmp(str(cl, "name"), str(pc, "name")) == 0)
                         return true;
@@ -668,24 +675,24 @@ static bool claims_devices(const json_t *spec)
 /* Whether the pod may run on a GPU node: it requests GPUs, tolerates the GPU taint (any form
  * the scheduler honours, an empty key with Exists included), names its node, or nothing
  * taints GPU nodes. */
-static bool may_land_on_gpu_node(const json_t *spec, bool gpu, bool no_taints)
+static bool may_land_on_gpu_node(yyjson_val *spec, bool gpu, bool no_taints)
 {
-    size_t i;
-    const json_t *term;
+    size_t i, max;
+    yyjson_val *term;
 
     if (gpu || no_taints || tolerates(spec, false))
         return true;
-    if (json_string_length(json_object_get(spec, "nodeName")) > 0)
+    if (yyjson_get_len(yyjson_obj_get(spec, "nodeName")) > 0)
         return true;
-    json_array_foreach (required_terms(spec), i, term)
-        if (json_array_size(json_object_get(term, "matchFields")) > 0)
+    yyjson_arr_foreach (required_terms(spec), i, max, term)
+        if (yyjson_arr_size(yyjson_obj_get(term, "matchFields")) > 0)
             return true;
     return false;
 }
 
 /* ---- the Mutate rules' end state ---------------------------------------------------------- */
 
-static bool has_class(const json_t *spec, char *why, size_t len)
+static bool has_class(yyjson_val *spec, char *why, size_t len)
 {
     const char *pc = str(spec, "priorityClassName");
 
@@ -700,22 +707,22 @@ static bool has_class(const json_t *spec, char *why, size_t len)
     return true;
 }
 
-static bool confined(const json_t *spec)
+static bool confined(yyjson_val *spec)
 {
-    const json_t *terms = required_terms(spec), *term;
-    size_t i;
+    yyjson_val *terms = required_terms(spec), *term;
+    size_t i, max;
 
     if (selector_names_gpu_label(spec))
         return true;
-    if (json_array_size(terms) == 0)
+    if (yyjson_arr_size(terms) == 0)
         return false;
-    json_array_foreach (terms, i, term)
+    yyjson_arr_foreach (terms, i, max, term)
         if (!term_has(term, true))
             return false;
     return true;
 }
 
-bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_t len)
+bool oracle_gpu_pod_settled(yyjson_val *spec, bool no_taints, char *why, size_t len)
 {
     if (!has_class(spec, why, len))
         return false;
@@ -732,16 +739,16 @@ bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_
 
 /* ---- the verdict -------------------------------------------------------------------------- */
 
-static bool scheduling_changed(const json_t *object, const json_t *old)
+static bool scheduling_changed(yyjson_val *object, yyjson_val *old)
 {
     static const char *const fields[] = {"tolerations", "nodeSelector", "affinity",
                                          "schedulingGates"};
-    const json_t *a = json_object_get(object, "spec"), *b = json_object_get(old, "spec");
+    yyjson_val *a = yyjson_obj_get(object, "spec"), *b = yyjson_obj_get(old, "spec");
 
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        const json_t *x = json_object_get(a, fields[i]), *y = json_object_get(b, fields[i]);
+        yyjson_val *x = yyjson_obj_get(a, fields[i]), *y = yyjson_obj_get(b, fields[i]);
 
-        if ((x == NULL) != (y == NULL) || (x != NULL && !json_equal(x, y)))
+        if ((x == NULL) != (y == NULL) || (x != NULL && !yyjson_equals(x, y)))
             return true;
     }
     return false;
@@ -749,15 +756,15 @@ static bool scheduling_changed(const json_t *object, const json_t *old)
 
 static bool excluded(const struct oracle_input *in)
 {
-    const json_t *meta = json_object_get(in->object, "metadata");
-    size_t i;
-    const json_t *ref;
+    yyjson_val *meta = yyjson_obj_get(in->object, "metadata");
+    size_t i, max;
+    yyjson_val *ref;
 
     if (in_list(in->ns, excluded_ns, sizeof(excluded_ns) / sizeof(excluded_ns[0])))
         return true;
     if (strcmp(in->kind, "Pod") != 0)
         return false; /* no workload kind owns its pods through a DaemonSet */
-    if (json_object_get(json_object_get(meta, "annotations"), "kubernetes.io/config.mirror"))
+    if (yyjson_obj_get(yyjson_obj_get(meta, "annotations"), "kubernetes.io/config.mirror"))
         return true; /* mirror pods are never judged */
     /* Reading (the reference is incomplete here): "kinds in the pod's ownerReferences", taken
      * literally, lets anyone exempt a pod by writing a DaemonSet owner into it. Only a pod a
@@ -766,10 +773,10 @@ static bool excluded(const struct oracle_input *in)
     if (strcmp(in->user, "system:kube-controller-manager") != 0 &&
         strncmp(in->user, "system:serviceaccount:kube-system:", 34) != 0)
         return false;
-    json_array_foreach (json_object_get(meta, "ownerReferences"), i, ref) {
+    yyjson_arr_foreach (yyjson_obj_get(meta, "ownerReferences"), i, max, ref) {
         const char *k = str(ref, "kind");
         if (k != NULL && strcmp(k, "DaemonSet") == 0 &&
-            json_is_true(json_object_get(ref, "controller")))
+            yyjson_is_true(yyjson_obj_get(ref, "controller")))
             return true;
     }
     return false;
@@ -777,7 +784,7 @@ static bool excluded(const struct oracle_input *in)
 
 void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
 {
-    const json_t *spec = oracle_pod_spec(in->object, in->kind);
+    yyjson_val *spec = oracle_pod_spec(in->object, in->kind);
     struct demand d;
     bool error = false, dra, pod_update;
     const char *sel;
@@ -796,7 +803,7 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
     if (pod_update && !scheduling_changed(in->object, in->old_object))
         return;
     if (strcmp(in->op, "CREATE") != 0 && !pod_update &&
-        json_equal(pod_template(in->object, in->kind), pod_template(in->old_object, in->kind)))
+        yyjson_equals(pod_template(in->object, in->kind), pod_template(in->old_object, in->kind)))
         return;
     v->judged = true;
     pod_gpus(in, spec, &d, &v->gpu, &error);
@@ -848,7 +855,7 @@ void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v)
      * (ValidatePodUpdate): the Mutate rules only warn there, whatever they find. */
     if (pod_update)
         return;
-    sel = str(json_object_get(spec, "nodeSelector"), GPU_LABEL);
+    sel = str(yyjson_obj_get(spec, "nodeSelector"), GPU_LABEL);
     if (!confined(spec) && sel != NULL && strcmp(sel, GPU_VALUE) != 0)
         refuse(v, "node-selector: nodeSelector %s=%.32s", GPU_LABEL, sel);
 }

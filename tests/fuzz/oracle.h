@@ -13,29 +13,29 @@
 #ifndef GPUADMIT_FUZZ_ORACLE_H
 #define GPUADMIT_FUZZ_ORACLE_H
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <yyjson.h>
 
 /* What the generator meant by a quantity it wrote: a whole number of units, or not a whole,
  * non-negative quantity (an error under the reference). */
 #define ORACLE_QTY_INVALID (-1)
 
-/* The generator's side table: for the JSON value it put at a GPU resource (compared by
- * pointer), what it means. */
+/* The generator's side table: for a JSON value it may put at a GPU resource (compared by value,
+ * yyjson_equals: the generator gives equal values one meaning), what it means. */
 struct oracle_qty {
-    const json_t *value;
+    yyjson_val *value;
     int64_t units; /* ORACLE_QTY_INVALID for an error */
 };
 
 struct oracle_input {
-    const json_t *object;     /* as sent */
-    const char *kind;         /* Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob */
-    const char *ns;           /* request.namespace */
-    const char *user;         /* userInfo.username */
-    const char *op;           /* CREATE or UPDATE */
-    const json_t *old_object; /* UPDATE: the object before */
-    bool no_taints;           /* the default policy with gpu.taints: [] */
+    yyjson_val *object;     /* as sent */
+    const char *kind;       /* Pod, Deployment, ReplicaSet, StatefulSet, Job, CronJob */
+    const char *ns;         /* request.namespace */
+    const char *user;       /* userInfo.username */
+    const char *op;         /* CREATE or UPDATE */
+    yyjson_val *old_object; /* UPDATE: the object before */
+    bool no_taints;         /* the default policy with gpu.taints: [] */
     const struct oracle_qty *qty;
     size_t n_qty;
 };
@@ -52,13 +52,13 @@ struct oracle_verdict {
 void oracle_judge(const struct oracle_input *in, struct oracle_verdict *v);
 
 /* The pod's metadata (a template's for workloads) of an object of that kind (borrowed), or NULL. */
-const json_t *oracle_pod_meta(const json_t *object, const char *kind);
+yyjson_val *oracle_pod_meta(yyjson_val *object, const char *kind);
 
 /* The pod spec of an object of that kind (borrowed), or NULL. */
-const json_t *oracle_pod_spec(const json_t *object, const char *kind);
+yyjson_val *oracle_pod_spec(yyjson_val *object, const char *kind);
 
 /* For an admitted GPU pod after the patch: does its spec satisfy the three Mutate rules (a
  * class, the GPU taint tolerated, confined to GPU nodes)? why says what is missing. */
-bool oracle_gpu_pod_settled(const json_t *spec, bool no_taints, char *why, size_t len);
+bool oracle_gpu_pod_settled(yyjson_val *spec, bool no_taints, char *why, size_t len);
 
 #endif

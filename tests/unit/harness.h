@@ -85,26 +85,29 @@ static inline char *harness_slurp(const char *path, size_t *len)
     return buf;
 }
 
-#ifdef JANSSON_H
-/* A JSON value from text written with single quotes, for readability in C strings. New value;
- * aborts the run on a typo in a test. */
-static inline json_t *harness_json(const char *text)
+#ifdef YYJSON_H
+/* A JSON document from text written with single quotes, for readability in C strings: any root,
+ * read by yyjson itself (integers past 64 bits kept raw, not made doubles). New document (free with
+ * yyjson_doc_free()); aborts the run on a typo in a test. harness_val() is its root. */
+static inline yyjson_doc *harness_json(const char *text)
 {
     char *buf = strdup(text);
-    json_t *v;
-    json_error_t err;
+    yyjson_doc *doc;
+    yyjson_read_err err;
 
     for (char *p = buf; *p; p++)
         if (*p == '\'')
             *p = '"';
-    v = json_loads(buf, 0, &err);
-    if (v == NULL) {
-        printf("bad test JSON (%s): %s\n", err.text, text);
+    doc = yyjson_read_opts(buf, strlen(buf), YYJSON_READ_BIGNUM_AS_RAW, NULL, &err);
+    if (doc == NULL) {
+        printf("bad test JSON (%s at byte %zu): %s\n", err.msg, err.pos, text);
         exit(2);
     }
     free(buf);
-    return v;
+    return doc;
 }
+
+#define harness_val(doc) yyjson_doc_get_root(doc)
 #endif
 
 #endif

@@ -2,16 +2,77 @@
  * test_cluster.c: the cluster view (lists, watch events, the device-plugin grace, snapshots)
  * and the capacity arithmetic on it.
  */
-#include <jansson.h>
 #include <unistd.h>
 
 #include "capacity.h"
 #include "cluster_view.h"
 #include "cluster.h"
 #include "harness.h"
+#include "json.h"
 
-#define js       harness_json
 #define SNAPSHOT "tests/data/snapshots/stall.json"
+
+/* The documents js() and dump_of() made, by root, until js_free(). */
+static struct {
+    yyjson_val *root;
+    yyjson_doc *doc;
+} kept[64];
+
+static yyjson_val *keep(yyjson_doc *doc)
+{
+    for (size_t i = 0; doc != NULL && i < sizeof(kept) / sizeof(kept[0]); i++) {
+        if (kept[i].doc == NULL) {
+            kept[i].doc = doc;
+            kept[i].root = yyjson_doc_get_root(doc);
+            return kept[i].root;
+        }
+    }
+    printf("test documents: none left, or out of memory\n");
+    exit(2);
+}
+
+/* Frees the document whose root v is (from js() or dump_of()). */
+static void js_free(yyjson_val *v)
+{
+    for (size_t i = 0; v != NULL && i < sizeof(kept) / sizeof(kept[0]); i++) {
+        if (kept[i].root == v) {
+            yyjson_doc_free(kept[i].doc);
+            kept[i].doc = NULL;
+            kept[i].root = NULL;
+        }
+    }
+}
+
+/* A JSON value from text written with single quotes, for readability; the root of a document
+ * of its own (js_free()). Aborts the run on a typo in a test. */
+static yyjson_val *js(const char *text)
+{
+    char *buf = strdup(text);
+    struct diag d;
+    yyjson_doc *doc;
+
+    for (char *p = buf; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    diag_clear(&d);
+    doc = json_read(buf, strlen(buf), JSON_READ_ANY_ROOT, 0, NULL, &d);
+    if (doc == NULL) {
+        printf("bad test JSON (%s): %s\n", d.msg, text);
+        exit(2);
+    }
+    free(buf);
+    return keep(doc);
+}
+
+/* The view's dump, frozen to be read (js_free()). */
+static yyjson_val *dump_of(struct cluster *c)
+{
+    yyjson_mut_doc *m = cluster_dump(c);
+    yyjson_doc *doc = m != NULL ? json_freeze(yyjson_mut_doc_get_root(m)) : NULL;
+
+    yyjson_mut_doc_free(m);
+    return keep(doc);
+}
 
 static char *gpu_v[] = {"nvidia.com/gpu", "nvidia.com/gpu.shared", "nvidia.com/mig-*"};
 static const struct strlist gpus = {gpu_v, 3};
@@ -26,32 +87,33 @@ static const struct strlist gpus = {gpu_v, 3};
     "','priority':5,'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'" gpus      \
     "'}}}]},'status':{'phase':'" phase "'}}"
 
-static int64_t at(json_t *dump, const char *a, const char *b, const char *c, const char *d)
+static int64_t at(yyjson_val *dump, const char *a, const char *b, const char *c, const char *d)
 {
-    json_t *v = json_object_get(json_object_get(dump, a), b);
+    yyjson_val *v = yyjson_obj_get(yyjson_obj_get(dump, a), b);
+    int64_t n;
 
     if (c != NULL)
-        v = json_object_get(v, c);
+        v = yyjson_obj_get(v, c);
     if (d != NULL)
-        v = json_object_get(v, d);
-    return json_is_integer(v) ? json_integer_value(v) : -1;
+        v = yyjson_obj_get(v, d);
+    return json_int64(v, &n) ? n : -1;
 }
 
 static void apply(struct cluster *c, enum cluster_kind k, const char *type, const char *obj)
 {
-    json_t *o = js(obj);
+    yyjson_val *o = js(obj);
     struct diag d;
 
     diag_clear(&d);
     CHECK(cluster_apply(c, k, type, o, &d) == 0);
-    json_decref(o);
+    js_free(o);
 }
 
 static void test_list_and_watch(void)
 {
     struct cluster_config cfg = {60};
     struct cluster *c = cluster_new(&cfg);
-    json_t *items, *dump;
+    yyjson_val *items, *dump;
     struct diag d;
 
     CHECK(!cluster_synced(c));
@@ -59,7 +121,7 @@ static void test_list_and_watch(void)
     items = js("[" NODE("a", "4", "4", "") "," NODE("b", "8", "8", "'unschedulable':true") "]");
     diag_clear(&d);
     CHECK(cluster_list_items(c, CLUSTER_NODES, items, &d) == 0);
-    json_decref(items);
+    js_free(items);
     cluster_list_end(c, CLUSTER_NODES);
     cluster_list_begin(c, CLUSTER_PODS);
     items = js("[" POD("p1", "a", "1", "Running") "," POD("p2", "a", "2", "Running") "," POD(
@@ -67,7 +129,7 @@ static void test_list_and_watch(void)
         "Succeeded") ",{'kind':'Pod','metadata':{'name':'cpu',"
                      "'namespace':'ns'},'spec':{'nodeName':'a','containers':[{'name':'c'}]}}]");
     CHECK(cluster_list_items(c, CLUSTER_PODS, items, &d) == 0);
-    json_decref(items);
+    js_free(items);
     cluster_list_end(c, CLUSTER_PODS);
     CHECK(!cluster_synced(c)); /* classes and workloads not listed yet */
     for (int k = CLUSTER_PRIORITYCLASSES; k < CLUSTER_KINDS; k++) {
@@ -76,43 +138,43 @@ static void test_list_and_watch(void)
     }
     CHECK(cluster_synced(c));
 
-    dump = cluster_dump(c);
-    CHECK(json_object_size(json_object_get(dump, "nodes")) == 2);
-    CHECK(json_object_size(json_object_get(dump, "pods")) == 2); /* not the finished or CPU pod */
+    dump = dump_of(c);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "nodes")) == 2);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "pods")) == 2); /* not the finished or CPU pod */
     CHECK(at(dump, "nodes", "a", "used", "nvidia.com/gpu") == 3);
     CHECK(at(dump, "nodes", "b", "allocatable", "nvidia.com/gpu") == 8);
-    CHECK(json_is_true(
-        json_object_get(json_object_get(json_object_get(dump, "nodes"), "b"), "unschedulable")));
-    json_decref(dump);
+    CHECK(yyjson_is_true(
+        yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(dump, "nodes"), "b"), "unschedulable")));
+    js_free(dump);
 
     /* a pod moves, one finishes, one is deleted */
     apply(c, CLUSTER_PODS, "MODIFIED", POD("p2", "b", "2", "Running"));
     apply(c, CLUSTER_PODS, "MODIFIED", POD("p1", "a", "1", "Failed"));
-    dump = cluster_dump(c);
+    dump = dump_of(c);
     CHECK(at(dump, "nodes", "a", "used", "nvidia.com/gpu") == 0);
     CHECK(at(dump, "nodes", "b", "used", "nvidia.com/gpu") == 2);
-    CHECK(json_object_size(json_object_get(dump, "pods")) == 1);
-    json_decref(dump);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "pods")) == 1);
+    js_free(dump);
     apply(c, CLUSTER_PODS, "DELETED", POD("p2", "b", "2", "Running"));
-    dump = cluster_dump(c);
+    dump = dump_of(c);
     CHECK(at(dump, "nodes", "b", "used", "nvidia.com/gpu") == 0);
-    CHECK(json_object_size(json_object_get(dump, "pods")) == 0);
-    json_decref(dump);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "pods")) == 0);
+    js_free(dump);
 
     /* a relist drops what it does not mention */
     cluster_list_begin(c, CLUSTER_NODES);
     items = js("[" NODE("b", "8", "8", "") "]");
     CHECK(cluster_list_items(c, CLUSTER_NODES, items, &d) == 0);
-    json_decref(items);
+    js_free(items);
     cluster_list_end(c, CLUSTER_NODES);
-    dump = cluster_dump(c);
-    CHECK(json_object_size(json_object_get(dump, "nodes")) == 1);
+    dump = dump_of(c);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "nodes")) == 1);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == -1);
-    json_decref(dump);
+    js_free(dump);
 
     /* bad events change nothing and say why */
     {
-        json_t *o = js("{'kind':'Node','metadata':{}}");
+        yyjson_val *o = js("{'kind':'Node','metadata':{}}");
 
         diag_clear(&d);
         CHECK(cluster_apply(c, CLUSTER_NODES, "ADDED", o, &d) == -1);
@@ -120,7 +182,7 @@ static void test_list_and_watch(void)
         diag_clear(&d);
         CHECK(cluster_apply(c, CLUSTER_NODES, "BOGUS", o, &d) == -1);
         CHECK_CONTAINS(d.msg, "unknown type");
-        json_decref(o);
+        js_free(o);
     }
     cluster_free(c);
 }
@@ -129,34 +191,34 @@ static void test_device_plugin_grace(void)
 {
     struct cluster_config with = {60}, without = {0};
     struct cluster *c = cluster_new(&with), *c0 = cluster_new(&without);
-    json_t *dump;
+    yyjson_val *dump;
 
     apply(c, CLUSTER_NODES, "ADDED", NODE("a", "4", "4", ""));
     apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
-    dump = cluster_dump(c);
+    dump = dump_of(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4); /* within the grace */
-    json_decref(dump);
+    js_free(dump);
     CHECK(!c->sums[((const struct node *)table_get(&c->kinds[CLUSTER_NODES], "a"))->res[0].sum]
                .exact); /* the grace depends on the time: decisions read the records */
     apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", "")); /* still 0: still in grace */
-    dump = cluster_dump(c);
+    dump = dump_of(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 4);
-    json_decref(dump);
+    js_free(dump);
     apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "3", ""));
-    dump = cluster_dump(c);
+    dump = dump_of(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 3);
-    json_decref(dump);
+    js_free(dump);
     /* capacity gone too: a real loss, not a plugin restart */
     apply(c, CLUSTER_NODES, "MODIFIED", NODE("a", "0", "0", ""));
-    dump = cluster_dump(c);
+    dump = dump_of(c);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 0);
-    json_decref(dump);
+    js_free(dump);
 
     apply(c0, CLUSTER_NODES, "ADDED", NODE("a", "4", "4", ""));
     apply(c0, CLUSTER_NODES, "MODIFIED", NODE("a", "4", "0", ""));
-    dump = cluster_dump(c0);
+    dump = dump_of(c0);
     CHECK(at(dump, "nodes", "a", "allocatable", "nvidia.com/gpu") == 0); /* no grace */
-    json_decref(dump);
+    js_free(dump);
     cluster_free(c);
     cluster_free(c0);
 }
@@ -178,7 +240,7 @@ static struct cluster *stall(void)
 static void test_snapshot(void)
 {
     struct cluster *c = stall();
-    json_t *dump = cluster_dump(c);
+    yyjson_val *dump = dump_of(c);
     struct cluster_config cfg = {60};
     struct cluster *bad = cluster_new(&cfg);
     struct diag d;
@@ -187,13 +249,13 @@ static void test_snapshot(void)
 
     CHECK(cluster_synced(c));
     CHECK(cluster_age_s(c) == 0.0);
-    CHECK(json_object_size(json_object_get(dump, "nodes")) == 5);
-    CHECK(json_object_size(json_object_get(dump, "pods")) == 12);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "nodes")) == 5);
+    CHECK(yyjson_obj_size(yyjson_obj_get(dump, "pods")) == 12);
     CHECK(at(dump, "priorityClasses", "gpu-critical", "value", NULL) == 1000000);
     CHECK(at(dump, "workloads", "Deployment/ml/trainer", "replicas", NULL) == 2);
     CHECK(at(dump, "workloads", "Deployment/ml/trainer", "demand", "nvidia.com/gpu") == 1);
     CHECK(at(dump, "nodes", "gpu-0", "used", "nvidia.com/gpu") == 3);
-    json_decref(dump);
+    js_free(dump);
 
     /* two documents one after the other, and then garbage */
     CHECK(write(fd,
@@ -222,12 +284,12 @@ static void test_snapshot(void)
 static struct capacity_result judge(struct cluster *c, const char *tmpl, int64_t inc,
                                     int64_t headroom)
 {
-    json_t *spec = js(tmpl);
+    yyjson_val *spec = js(tmpl);
     struct capacity_request rq = {spec, &gpus, inc, inc, headroom, 0, 0};
     struct capacity_result res;
 
     CHECK(capacity_judge(c, &rq, &res) == 0);
-    json_decref(spec);
+    js_free(spec);
     return res;
 }
 
@@ -236,7 +298,7 @@ static void test_capacity_stall(void)
     struct cluster *c = stall();
     struct capacity_result r;
     char text[2048];
-    json_t *spec = js(TEMPLATE("batch-low"));
+    yyjson_val *spec = js(TEMPLATE("batch-low"));
     struct capacity_request rq = {spec, &gpus, 8, 8, 0, 0, 0};
 
     /* equal priority: nothing to preempt; 4 GPUs free of 16 */
@@ -285,7 +347,7 @@ static void test_capacity_stall(void)
     capacity_reserve(c, &rq, 3, 60);
     r = judge(c, TEMPLATE("batch-low"), 8, 0);
     CHECK(r.fit_now == 1);
-    json_decref(spec);
+    js_free(spec);
     cluster_free(c);
 }
 
@@ -295,7 +357,7 @@ static void test_reservations(void)
     struct cluster_config cfg = {60};
     struct cluster *c = cluster_new(&cfg);
     struct capacity_result r;
-    json_t *a = js("{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':"
+    yyjson_val *a = js("{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':"
                    "{'limits':{'nvidia.com/gpu':'1'}}}]}");
     struct capacity_request rqa = {a, &gpus, 4, 4, 0, 0, 0};
 
@@ -341,7 +403,7 @@ static void test_reservations(void)
               4, 0);
     CHECK(r.fit_now == 2); /* both arrived: 4 - 2 used, nothing held */
     CHECK_CONTAINS(r.nodes, "a1 2/4 free");
-    json_decref(a);
+    js_free(a);
     cluster_free(c);
 }
 
@@ -853,7 +915,7 @@ static void test_fit_paths_agree(void)
         "'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]}",
         "{'nodeSelector':{'nvidia.com/gpu.present':'true'},'priority':50,'containers':[{'name':"
         "'t','resources':{'limits':{'nvidia.com/gpu':'3'}}}]}"};
-    json_t *mig = js(ON_MIG);
+    yyjson_val *mig = js(ON_MIG);
     struct capacity_request rq_mig = {mig, &gpus, 1, 1, 0, 0, 0};
     char name[32], node[32];
 
@@ -901,7 +963,7 @@ static void test_fit_paths_agree(void)
      * GPU 8 - 3 = 5: the fewer */
     CHECK(both.eligible == 1 && both.fit_ever == 7 && both.fit_now == 1);
     CHECK(sums_ok(c) && names_ok(c));
-    json_decref(mig);
+    js_free(mig);
     cluster_free(c);
 }
 
@@ -1260,7 +1322,7 @@ static void test_finished_jobs_owe_nothing(void)
 static void test_reservation_ends_at_its_target(void)
 {
     struct cluster *c = empty_view();
-    json_t *spec = js(ON_GPU_NODES);
+    yyjson_val *spec = js(ON_GPU_NODES);
     struct capacity_request rq = {
         spec, &gpus, 3, 5, 0, cluster_workload_key("statefulsets", "ns", "db"), 2};
 
@@ -1295,7 +1357,7 @@ static void test_reservation_ends_at_its_target(void)
         owned_pod(c, "DELETED", name, "n1", 0, "StatefulSet", "db");
     }
     CHECK(cluster_shown(c, rq.key) == 0 && c->shown.n == 0);
-    json_decref(spec);
+    js_free(spec);
     CHECK(groups_agree(c));
     cluster_free(c);
 }
@@ -1406,12 +1468,12 @@ static void test_waiting_pods_land_whole(void)
     CHECK(judge(c, ANYWHERE, 1, 0).fit_now == 2 && judge(c, ANYWHERE, 1, 0).waiting_gpus == 2);
     /* the same with a reservation held (the other pass over the nodes) */
     {
-        json_t *spec = js(ANYWHERE);
+        yyjson_val *spec = js(ANYWHERE);
         struct capacity_request rq = {spec, &gpus, 1, 1, 0, 0, 0};
 
         capacity_reserve(c, &rq, 1, 60);
         CHECK(judge(c, ANYWHERE, 1, 0).fit_now == 1);
-        json_decref(spec);
+        js_free(spec);
     }
     cluster_free(c);
 }

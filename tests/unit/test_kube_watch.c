@@ -67,10 +67,12 @@ static int feed(struct worker *w, const char *text, size_t cut)
 
 static bool has_node(const char *name)
 {
-    json_t *dump = cluster_dump(k.view);
-    bool found = json_object_get(json_object_get(dump, "nodes"), name) != NULL;
+    yyjson_mut_doc *dump = cluster_dump(k.view);
+    bool found =
+        yyjson_mut_obj_get(yyjson_mut_obj_get(yyjson_mut_doc_get_root(dump), "nodes"), name) !=
+        NULL;
 
-    json_decref(dump);
+    yyjson_mut_doc_free(dump);
     return found;
 }
 

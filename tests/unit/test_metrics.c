@@ -1,5 +1,5 @@
 /* test_metrics.c: the text exposition: escaping, label sets, histogram arithmetic, bounds. */
-#include <jansson.h>
+#include <yyjson.h>
 
 #include "harness.h"
 #include "limits.h"

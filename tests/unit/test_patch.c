@@ -1,6 +1,8 @@
 /* test_patch.c: the JSON Patch builder and the RFC 6902 applier, against the RFC's own examples
  * (Appendix A). */
-#include <jansson.h>
+#include <yyjson.h>
+
+#include "json.h"
 
 #include "harness.h"
 #include "patch.h"
@@ -10,15 +12,17 @@
 /* Applies patch to doc; when want is NULL the patch must fail with a message containing err. */
 static void apply(const char *doc, const char *patch, const char *want, const char *err)
 {
-    json_t *d = js(doc), *p = js(patch), *w = want ? js(want) : NULL, *got;
+    yyjson_doc *d = js(doc), *p = js(patch), *w = want ? js(want) : NULL, *got;
     struct diag dg;
 
     diag_clear(&dg);
-    got = patch_apply(d, p, &dg);
+    got = patch_apply(harness_val(d), harness_val(p), &dg);
     if (w != NULL) {
-        CHECK(got != NULL && json_equal(got, w));
-        if (got == NULL || !json_equal(got, w)) {
-            char *s = got ? json_dumps(got, JSON_COMPACT) : NULL;
+        bool same = got != NULL && yyjson_equals(harness_val(got), harness_val(w));
+
+        CHECK(same);
+        if (!same) {
+            char *s = got ? json_write(harness_val(got), NULL) : NULL;
 
             printf("  patch %s: got %s (%s)\n", patch, s ? s : "NULL", dg.msg);
             free(s);
@@ -28,13 +32,13 @@ static void apply(const char *doc, const char *patch, const char *want, const ch
         CHECK_CONTAINS(dg.msg, err);
     }
     /* the input is never changed */
-    json_t *again = js(doc);
-    CHECK(json_equal(d, again));
-    json_decref(again);
-    json_decref(d);
-    json_decref(p);
-    json_decref(w);
-    json_decref(got);
+    yyjson_doc *again = js(doc);
+    CHECK(yyjson_equals(harness_val(d), harness_val(again)));
+    yyjson_doc_free(again);
+    yyjson_doc_free(d);
+    yyjson_doc_free(p);
+    yyjson_doc_free(w);
+    yyjson_doc_free(got);
 }
 
 static void test_rfc6902_appendix_a(void)
@@ -97,26 +101,97 @@ static void test_apply_errors(void)
     apply("{'a': 1}", "[{'op': 'remove', 'path': ''}]", NULL, "cannot be removed");
     apply("{'a': {'b': [1, 2]}}", "[{'op': 'copy', 'from': '/a/b', 'path': '/c'}]",
           "{'a': {'b': [1, 2]}, 'c': [1, 2]}", NULL);
+    /* 1 is not 1.0 */
+    apply("{'a': 1}", "[{'op': 'test', 'path': '/a', 'value': 1.0}]", NULL, "the test failed");
 }
 
-/* What the webhook emits, applied back, gives the working copy it built. */
+/* RFC 6902 section 4.1: "add" onto a member that exists replaces it, where yyjson 0.10's own
+ * yyjson_patch() appends a second member of that key (YYJSON.md section 2.5): the patch applied
+ * twice gives what it gave once. */
+static void test_add_replaces(void)
+{
+    yyjson_doc *d = js("{'a': {'b': [1, 2, 3]}}");
+    yyjson_doc *p = js("[{'op': 'add', 'path': '/a/b', 'value': 9}]");
+    yyjson_doc *once, *twice;
+    struct diag dg;
+
+    diag_clear(&dg);
+    once = patch_apply(harness_val(d), harness_val(p), &dg);
+    twice = once ? patch_apply(harness_val(once), harness_val(p), &dg) : NULL;
+    CHECK(once != NULL && twice != NULL);
+    CHECK(once != NULL && yyjson_obj_size(yyjson_obj_get(harness_val(once), "a")) == 1);
+    CHECK(twice != NULL && yyjson_equals(harness_val(once), harness_val(twice)));
+    CHECK(once != NULL && yyjson_is_int(patch_get(harness_val(once), "/a/b")));
+    yyjson_doc_free(once);
+    yyjson_doc_free(twice);
+    yyjson_doc_free(d);
+    yyjson_doc_free(p);
+}
+
+/* A document nested past the cap is refused, not handed to yyjson's recursive copy. */
+static void test_apply_depth(void)
+{
+    char text[8192];
+    size_t n = 0;
+    yyjson_doc *d, *p;
+    struct diag dg;
+
+    n += (size_t)snprintf(text, sizeof(text), "{'a':");
+    for (int i = 0; i < 127; i++)
+        text[n++] = '[';
+    for (int i = 0; i < 127; i++)
+        text[n++] = ']';
+    memcpy(text + n, "}", 2);
+    d = js(text);
+    /* 128 levels: copied as it is; one more by a copy into itself is refused */
+    p = js("[{'op': 'copy', 'from': '/a', 'path': '/b'}]");
+    diag_clear(&dg);
+    yyjson_doc *got = patch_apply(harness_val(d), harness_val(p), &dg);
+    CHECK(got != NULL);
+    yyjson_doc_free(got);
+    yyjson_doc_free(p);
+    p = js("[{'op': 'copy', 'from': '', 'path': '/b'}]");
+    diag_clear(&dg);
+    CHECK(patch_apply(harness_val(d), harness_val(p), &dg) == NULL);
+    CHECK_CONTAINS(dg.msg, "nests deeper than 128 levels");
+    yyjson_doc_free(p);
+    yyjson_doc_free(d);
+}
+
+/* What the webhook emits, applied back, gives the working copy it built; the object it started
+ * from is left as it was, and pointers into earlier states stay readable. */
 static void test_builder_round_trip(void)
 {
-    json_t *doc = js("{'spec': {'tolerations': [{'key': 'a'}]}}"), *got;
+    yyjson_doc *doc = js("{'spec': {'tolerations': [{'key': 'a'}]}}"), *ops, *got;
+    yyjson_val *before;
     struct patch p;
     struct diag d;
 
-    CHECK(patch_init(&p, doc) == 0);
-    CHECK(patch_add(&p, "/spec/tolerations/-", js("{'key': 'nvidia.com/gpu'}")) == 0);
-    CHECK(patch_add(&p, "/spec/nodeSelector", js("{'nvidia.com/gpu.present': 'true'}")) == 0);
-    CHECK(patch_add(&p, "/spec/nodeSelector/x~1y", json_string("z")) == 0);
-    CHECK(patch_add(&p, "/nope/x", json_string("z")) == -1);
+    CHECK(patch_init(&p, harness_val(doc), NULL, NULL) == 0);
+    CHECK(p.doc == harness_val(doc)); /* nothing copied before the first add */
+    before = patch_get(p.doc, "/spec/tolerations");
+    CHECK(patch_add(&p, "/spec/tolerations/-",
+                    json_pack(p.out, "{s:s}", "key", "nvidia.com/gpu")) == 0);
+    CHECK(patch_add(&p, "/spec/nodeSelector",
+                    json_pack(p.out, "{s:s}", "nvidia.com/gpu.present", "true")) == 0);
+    CHECK(patch_add(&p, "/spec/nodeSelector/x~1y", yyjson_mut_strcpy(p.out, "z")) == 0);
+    /* add onto a member that is there replaces it */
+    CHECK(patch_add(&p, "/spec/nodeSelector/x~1y", yyjson_mut_strcpy(p.out, "w")) == 0);
+    CHECK(patch_add(&p, "/nope/x", yyjson_mut_strcpy(p.out, "z")) == -1);
+    CHECK(yyjson_mut_arr_size(p.ops) == 4);
+    CHECK(yyjson_obj_size(patch_get(p.doc, "/spec/nodeSelector")) == 2);
+    CHECK(json_str_is(patch_get(p.doc, "/spec/nodeSelector/x~1y"), "w"));
+    CHECK(yyjson_arr_size(patch_get(p.doc, "/spec/tolerations")) == 2);
+    CHECK(yyjson_arr_size(before) == 1);
+    CHECK(yyjson_arr_size(patch_get(harness_val(doc), "/spec/tolerations")) == 1);
     diag_clear(&d);
-    got = patch_apply(doc, p.ops, &d);
-    CHECK(got != NULL && json_equal(got, p.doc));
-    json_decref(got);
+    ops = json_freeze(p.ops);
+    got = ops ? patch_apply(harness_val(doc), harness_val(ops), &d) : NULL;
+    CHECK(got != NULL && yyjson_equals(harness_val(got), p.doc));
+    yyjson_doc_free(got);
+    yyjson_doc_free(ops);
     patch_release(&p);
-    json_decref(doc);
+    yyjson_doc_free(doc);
 }
 
 /* JSON Pointer tokens (RFC 6901, section 3): "~" is written "~0" and "/" is written "~1", "~"
@@ -138,20 +213,24 @@ static void test_pointer_escapes(void)
     char buf[PATCH_PATH_MAX];
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *doc = js("{'metadata':{}}"), *ops, *got;
+        yyjson_doc *doc = js("{'metadata':{}}"), *ops, *got;
+        yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
         struct diag d;
 
         snprintf(buf, sizeof(buf), "/metadata");
         CHECK(patch_ptr_append(buf, sizeof(buf), cases[i].token) == 0);
         CHECK_STR(buf, cases[i].want);
-        ops = json_pack("[{s:s, s:s, s:i}]", "op", "add", "path", buf, "value", 1);
+        ops = json_freeze(
+            json_pack(m, "[{s:s, s:s, s:i}]", "op", "add", "path", buf, "value", 1));
         diag_clear(&d);
-        got = patch_apply(doc, ops, &d);
-        CHECK(got != NULL && json_object_size(json_object_get(got, "metadata")) == 1 &&
-              json_is_integer(json_object_get(json_object_get(got, "metadata"), cases[i].token)));
-        json_decref(got);
-        json_decref(ops);
-        json_decref(doc);
+        got = patch_apply(harness_val(doc), harness_val(ops), &d);
+        CHECK(got != NULL && yyjson_obj_size(yyjson_obj_get(harness_val(got), "metadata")) == 1 &&
+              yyjson_is_int(yyjson_obj_get(yyjson_obj_get(harness_val(got), "metadata"),
+                                           cases[i].token)));
+        yyjson_doc_free(got);
+        yyjson_doc_free(ops);
+        yyjson_mut_doc_free(m);
+        yyjson_doc_free(doc);
     }
     /* no room for the second escape: -1 */
     snprintf(buf, 8, "/ab");
@@ -162,6 +241,8 @@ int main(void)
 {
     RUN(test_rfc6902_appendix_a);
     RUN(test_apply_errors);
+    RUN(test_add_replaces);
+    RUN(test_apply_depth);
     RUN(test_builder_round_trip);
     RUN(test_pointer_escapes);
     TEST_MAIN_END("test_patch");

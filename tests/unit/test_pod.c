@@ -1,11 +1,11 @@
 /* test_pod.c: quantities and the effective GPU demand of a pod spec. */
-#include <jansson.h>
+#include <yyjson.h>
 
 #include "harness.h"
 #include "pod.h"
 #include "quantity.h"
 
-/* JSON written with single quotes, for readability. New value. */
+/* JSON written with single quotes, for readability. New document. */
 #define js harness_json
 
 static void test_quantity(void)
@@ -41,17 +41,19 @@ static void test_quantity(void)
         }
     }
     {
-        json_t *i1 = json_integer(3), *r1 = json_real(2.0), *s1 = json_string("4"),
-               *b = json_true();
+        yyjson_doc *doc = js("[3, 2.0, '4', true, 18446744073709551615, -3, '1\\u00002']");
+        yyjson_val *a = harness_val(doc);
 
-        CHECK(quantity_json_milli(i1, &m) == 0 && m == 3000);
-        CHECK(quantity_json_milli(r1, &m) == 0 && m == 2000);
-        CHECK(quantity_json_milli(s1, &m) == 0 && m == 4000);
-        CHECK(quantity_json_milli(b, &m) == -1);
-        json_decref(i1);
-        json_decref(r1);
-        json_decref(s1);
-        json_decref(b);
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 0), &m) == 0 && m == 3000);
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 1), &m) == 0 && m == 2000);
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 2), &m) == 0 && m == 4000);
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 3), &m) == -1);
+        /* a uint64 past INT64_MAX is out of range, never wrapped to -1 */
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 4), &m) == -1);
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 5), &m) == 0 && m == -3000);
+        /* a NUL inside is no quantity ("1" would be its part before the NUL) */
+        CHECK(quantity_json_milli(yyjson_arr_get(a, 6), &m) == -1);
+        yyjson_doc_free(doc);
     }
 }
 
@@ -111,16 +113,17 @@ static const struct strlist gpu_globs = {gpu_globs_v, 3};
 
 static int64_t demand(const char *spec_json, const char *res, int *rc, char *err)
 {
-    json_t *spec = js(spec_json);
+    yyjson_doc *spec = js(spec_json);
     struct pod_demand dm;
     struct diag d;
     int64_t v;
 
     diag_clear(&d);
-    *rc = pod_gpu_demand(spec, &gpu_globs, &dm, &d);
+    *rc = pod_gpu_demand(harness_val(spec), &gpu_globs, &dm, &d);
     snprintf(err, DIAG_MSG_MAX, "%s", d.msg);
     v = pod_demand_get(&dm, res);
-    json_decref(spec);
+    /* dm's names are borrowed from spec: read before it is freed */
+    yyjson_doc_free(spec);
     return v;
 }
 

@@ -1,0 +1,166 @@
+/* test_offline.c: offline_admit() (gpuadmit check and test's judgement: both phases, the patch
+ * applied, the result document) and the YAML flow printing of values and patch operations. */
+#include <stdio.h>
+#include <yyjson.h>
+
+#include "harness.h"
+#include "json.h"
+#include "log.h"
+#include "offline.h"
+#include "rules.h"
+
+#define EKS "rules/examples/eks-time-sliced-t4.yaml"
+
+static struct policy *eks(void)
+{
+    const char *paths[] = {EKS};
+    struct policy *p = rules_load_files(paths, 1, NULL);
+
+    if (p == NULL) {
+        printf("cannot load %s\n", EKS);
+        exit(2);
+    }
+    return p;
+}
+
+/* offline_admit of the JSON text obj (single quotes), its result frozen to be read (new). */
+static yyjson_doc *admit(const struct policy *p, const char *obj, struct diag *d)
+{
+    struct offline_opts o = {.policy = p};
+    yyjson_doc *in = harness_json(obj), *out = NULL;
+    yyjson_mut_doc *res;
+
+    diag_clear(d);
+    res = offline_admit(&o, harness_val(in), d);
+    if (res != NULL)
+        out = yyjson_mut_doc_imut_copy(res, NULL);
+    yyjson_mut_doc_free(res);
+    yyjson_doc_free(in);
+    return out;
+}
+
+static const char *rule_outcome(yyjson_val *res, const char *rule)
+{
+    size_t i, max;
+    yyjson_val *ru;
+
+    yyjson_arr_foreach(yyjson_obj_get(res, "rules"), i, max, ru)
+    {
+        if (json_str_is(yyjson_obj_get(ru, "rule"), rule))
+            return json_get_str(ru, "outcome");
+    }
+    return "(no such rule)";
+}
+
+static void test_patched(void)
+{
+    struct policy *p = eks();
+    struct diag d;
+    yyjson_doc *res = admit(p,
+                            "{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'train'},"
+                            " 'spec': {'containers': [{'name': 'c', 'image': 'x', 'resources':"
+                            " {'limits': {'nvidia.com/gpu': 1}}}]}}",
+                            &d);
+    yyjson_val *r = harness_val(res), *spec;
+
+    CHECK(r != NULL);
+    CHECK(json_str_is(yyjson_obj_get(r, "decision"), "patched"));
+    CHECK(json_str_is(yyjson_obj_get(r, "namespace"), "default")); /* as the apiserver does */
+    CHECK(json_str_is(yyjson_obj_get(r, "name"), "train"));
+    CHECK(yyjson_arr_size(yyjson_obj_get(r, "rules")) == 4);
+    CHECK_STR(rule_outcome(r, "gpu-request"), "pass");
+    CHECK_STR(rule_outcome(r, "tolerations"), "patch");
+    CHECK_STR(rule_outcome(r, "node-selector"), "patch");
+    CHECK(yyjson_arr_size(yyjson_obj_get(r, "patch")) > 0);
+    CHECK(yyjson_obj_get(r, "reinvocation") == NULL); /* the patched object needs no more */
+    CHECK(yyjson_obj_get(r, "message") == NULL);
+    /* the object as patched, with the namespace it was judged in */
+    spec = yyjson_ptr_get(r, "/object/spec");
+    CHECK(json_str_is(yyjson_ptr_get(spec, "/tolerations/0/key"), "nvidia.com/gpu"));
+    CHECK(json_str_is(yyjson_ptr_get(spec, "/nodeSelector/nvidia.com~1gpu.present"), "true"));
+    CHECK(json_str_is(yyjson_ptr_get(r, "/object/metadata/namespace"), "default"));
+    CHECK(yyjson_is_obj(yyjson_obj_get(r, "annotations")));
+    yyjson_doc_free(res);
+    policy_free(p);
+}
+
+static void test_denied_and_not_judged(void)
+{
+    struct policy *p = eks();
+    struct diag d;
+    yyjson_doc *res = admit(p,
+                            "{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': 'big',"
+                            " 'namespace': 'ml'}, 'spec': {'containers': [{'name': 'c', 'image':"
+                            " 'x', 'resources': {'limits': {'nvidia.com/gpu': 2}}}]}}",
+                            &d);
+    yyjson_val *r = harness_val(res);
+
+    CHECK(json_str_is(yyjson_obj_get(r, "decision"), "denied"));
+    CHECK_STR(rule_outcome(r, "gpu-request"), "deny");
+    CHECK(json_get_str(r, "message") != NULL &&
+          strstr(json_get_str(r, "message"), "gpu-request") != NULL);
+    yyjson_doc_free(res);
+
+    res = admit(p, "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cm'}}", &d);
+    r = harness_val(res);
+    CHECK(json_str_is(yyjson_obj_get(r, "decision"), "not judged"));
+    CHECK_CONTAINS(json_get_str(r, "reason"), "not sent this kind");
+    CHECK_STR(rule_outcome(r, "gpu-request"), "skip");
+    CHECK(yyjson_obj_get(r, "object") == NULL);
+    yyjson_doc_free(res);
+
+    CHECK(admit(p, "{'kind': 'Pod'}", &d) == NULL);
+    CHECK_CONTAINS(d.msg, "not a Kubernetes object");
+    CHECK(admit(p, "{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': []}", &d) == NULL);
+    CHECK_CONTAINS(d.msg, "metadata: expected an object");
+    policy_free(p);
+}
+
+/* What f printed, as a string (new). */
+static char *printed(void (*fn)(FILE *, yyjson_val *), const char *json)
+{
+    yyjson_doc *doc = harness_json(json);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    fn(f, harness_val(doc));
+    fclose(f);
+    yyjson_doc_free(doc);
+    return buf;
+}
+
+static void print_op(FILE *f, yyjson_val *op)
+{
+    offline_print_op(f, "  ", op);
+}
+
+static void test_print(void)
+{
+    char *s;
+
+    s = printed(offline_print_value,
+                "{'key': 'nvidia.com/gpu', 'b': 'true', 'a b': 12, 'n': '12', 'x': 1.5, 'z': null,"
+                " 'l': [true, 'x\\u0000y', '-', 'Exists'], 'e': {}}");
+    CHECK_STR(s, "{key: nvidia.com/gpu, b: \"true\", \"a b\": 12, n: \"12\", x: 1.5, z: null, "
+                 "l: [true, \"x\\u0000y\", \"-\", Exists], e: {}}");
+    free(s);
+    s = printed(print_op, "{'op': 'add', 'path': '/spec/tolerations/-', 'value': {'key': 'k'}}");
+    CHECK_STR(s, "  + /spec/tolerations/- {key: k}\n");
+    free(s);
+    s = printed(print_op, "{'op': 'move', 'from': '/a', 'path': '/b'}");
+    CHECK_STR(s, "  move /b from /a\n");
+    free(s);
+    s = printed(print_op, "{'op': 'replace', 'path': '/a', 'value': 0.1}");
+    CHECK_STR(s, "  ~ /a 0.1\n");
+    free(s);
+}
+
+int main(void)
+{
+    log_set_level(LOG_ERROR); /* decisions are the result here, as in gpuadmit check */
+    RUN(test_patched);
+    RUN(test_denied_and_not_judged);
+    RUN(test_print);
+    TEST_MAIN_END("test_offline");
+}
