@@ -608,8 +608,61 @@ static void test_parse_error_hides_the_body(void)
     CHECK(strstr(d.msg, "near") == NULL);
 }
 
+/* The server's way: in situ, into the thread's pool, the struct on the stack; escapes are
+ * undone in the body's own bytes, and a body past the pool's size is read with libc. */
+static void test_decode_in_situ(void)
+{
+    static const char text[] =
+        "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{\"uid\":"
+        "\"a\\u0000b\",\"kind\":{\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{"
+        "\"resource\":\"pods\"},\"operation\":\"CREATE\",\"name\":\"p\\u00e9\",\"object\":"
+        "{\"x\":\"%s\"}}}";
+    size_t pad = 70000, n;
+    char *fill = malloc(pad + 1), *body = malloc(sizeof(text) + pad + YYJSON_PADDING_SIZE);
+    struct review_arena *a = review_thread_arena();
+    struct review r;
+    struct decision dec;
+    struct diag d;
+    char *out = NULL;
+    size_t len;
+
+    CHECK(a != NULL);
+    for (int big = 0; big < 2; big++) {
+        memset(fill, 'y', pad);
+        fill[big ? pad : 10] = '\0';
+        n = (size_t)snprintf(body, sizeof(text) + pad, text, fill);
+        memset(body + n, 0, YYJSON_PADDING_SIZE);
+        CHECK(review_arena_reader(a, n) == (big ? NULL : &a->pool));
+        diag_clear(&d);
+        CHECK(review_decode_in(&r, body, n, JSON_READ_INSITU, review_arena_reader(a, n), &d) ==
+              0);
+        CHECK(yyjson_get_len(r.uid_json) == 3 && memcmp(r.uid, "a\0b", 3) == 0);
+        CHECK_STR(r.name, "p\xc3\xa9");
+        CHECK(yyjson_get_len(yyjson_obj_get(r.object, "x")) == (big ? pad : 10));
+        decision_init_alc(&dec, a ? a->dyn : NULL);
+        CHECK(decision_annotate(&dec, "k", "v") == 0);
+        CHECK(review_encode(&r, &dec, true, &out, &len) == 0);
+        CHECK_CONTAINS(out, "\"uid\":\"a\\u0000b\"");
+        CHECK_CONTAINS(out, "\"auditAnnotations\":{\"k\":\"v\"}");
+        free(out);
+        decision_release(&dec);
+        review_release(&r);
+        CHECK(r.doc == NULL);
+    }
+    /* a refused body leaves nothing to release */
+    n = (size_t)snprintf(body, 64, "{\"a\":1,\"a\":2}");
+    memset(body + n, 0, YYJSON_PADDING_SIZE);
+    diag_clear(&d);
+    CHECK(review_decode_in(&r, body, n, JSON_READ_INSITU, review_arena_reader(a, n), &d) < 0);
+    CHECK_CONTAINS(d.msg, "duplicate key");
+    CHECK(r.doc == NULL);
+    free(fill);
+    free(body);
+}
+
 int main(void)
 {
+    RUN(test_decode_in_situ);
     RUN(test_nul_in_strings);
     RUN(test_parse_error_hides_the_body);
     RUN(test_roundtrip_fixture);
