@@ -1182,24 +1182,38 @@ static bool cuda_env_unsafe(yyjson_val *c)
 /* The document a patch's values are built in (only while the rule may patch). */
 #define PATCH_OUT(c) ((c)->pt->out)
 
-/* value: a value of PATCH_OUT(c), or NULL when building it failed (then -1). */
-static int add_at(struct ctx *c, const char *rel, const char *const *tokens, size_t n,
+/* Refreshes what the rule looks at after operations: a new immutable copy of the working copy
+ * (patch.h). -1 when out of memory. */
+static int resync(struct ctx *c)
+{
+    int rc = patch_sync(c->pt);
+
+    c->object = c->pt->doc;
+    c->spec = patch_get(c->object, c->t->prefix);
+    return rc;
+}
+
+/* value: a value of PATCH_OUT(c), or NULL when building it failed (then -1). The rule sees the
+ * operation after resync() (add_at does both); a run of operations needs one resync. */
+static int add_op(struct ctx *c, const char *rel, const char *const *tokens, size_t n,
                   yyjson_mut_val *value)
 {
     char path[PATCH_PATH_MAX];
-    int rc;
 
     snprintf(path, sizeof(path), "%s%s", c->t->prefix, rel);
     for (size_t i = 0; i < n; i++) {
         if (patch_ptr_append(path, sizeof(path), tokens[i]) < 0)
             return -1; /* value stays unused in PATCH_OUT(c), freed with it */
     }
-    rc = patch_add(c->pt, path, value);
-    /* every operation leaves a new immutable copy of the working copy (patch.h): from now on
-     * the rule looks at that */
-    c->object = c->pt->doc;
-    c->spec = patch_get(c->object, c->t->prefix);
-    return rc;
+    return patch_add(c->pt, path, value);
+}
+
+static int add_at(struct ctx *c, const char *rel, const char *const *tokens, size_t n,
+                  yyjson_mut_val *value)
+{
+    int rc = add_op(c, rel, tokens, n, value);
+
+    return resync(c) < 0 ? -1 : rc;
 }
 
 /* Adds resources.{limits,requests}[res] = count to the first container. */
@@ -1215,19 +1229,20 @@ static int add_gpu_request(struct ctx *c, const char *res, long long count)
         return add_at(c, "/containers/0/resources", NULL, 0,
                       json_pack(PATCH_OUT(c), "{s:{s:s}, s:{s:s}}", "limits", res, qty,
                                 "requests", res, qty));
+    /* resources is the object before these two operations: they add to it, it stays one */
     for (size_t i = 0; i < 2; i++) {
         const char *path[] = {lists[i], res};
 
         if (yyjson_is_obj(yyjson_obj_get(resources, lists[i]))) {
-            if (add_at(c, "/containers/0/resources", path, 2,
+            if (add_op(c, "/containers/0/resources", path, 2,
                        yyjson_mut_strcpy(PATCH_OUT(c), qty)) < 0)
-                return -1;
-        } else if (add_at(c, "/containers/0/resources", path, 1,
+                return resync(c), -1;
+        } else if (add_op(c, "/containers/0/resources", path, 1,
                           json_pack(PATCH_OUT(c), "{s:s}", res, qty)) < 0) {
-            return -1;
+            return resync(c), -1;
         }
     }
-    return 0;
+    return resync(c);
 }
 
 /*
@@ -1519,11 +1534,15 @@ static enum verdict set_class(struct ctx *c, const struct priority_class *pc)
     bool priority = c->t->is_pod || yyjson_obj_get(c->spec, "priority") != NULL;
     bool preemption = c->t->is_pod || yyjson_obj_get(c->spec, "preemptionPolicy") != NULL;
 
-    if (add_at(c, "/priorityClassName", NULL, 0, yyjson_mut_strcpy(PATCH_OUT(c), pc->name)) < 0 ||
+    if (add_op(c, "/priorityClassName", NULL, 0, yyjson_mut_strcpy(PATCH_OUT(c), pc->name)) < 0 ||
         (priority &&
-         add_at(c, "/priority", NULL, 0, yyjson_mut_sint(PATCH_OUT(c), pc->value)) < 0) ||
-        (preemption && add_at(c, "/preemptionPolicy", NULL, 0,
-                              yyjson_mut_strcpy(PATCH_OUT(c), pc->preemption_policy)) < 0))
+         add_op(c, "/priority", NULL, 0, yyjson_mut_sint(PATCH_OUT(c), pc->value)) < 0) ||
+        (preemption && add_op(c, "/preemptionPolicy", NULL, 0,
+                              yyjson_mut_strcpy(PATCH_OUT(c), pc->preemption_policy)) < 0)) {
+        resync(c);
+        return V_PROBLEM;
+    }
+    if (resync(c) < 0)
         return V_PROBLEM;
     add_text(c->fixed, sizeof(c->fixed), "set priorityClassName %s (priority %d, %s)", pc->name,
              (int)pc->value, pc->preemption_policy);
@@ -1626,7 +1645,9 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
             rc = add_at(c, "/tolerations", NULL, 0, arr);
         } else {
             for (size_t i = 0; i < n && rc == 0; i++)
-                rc = add_at(c, "/tolerations/-", NULL, 0, toleration_for(PATCH_OUT(c), missing[i]));
+                rc = add_op(c, "/tolerations/-", NULL, 0, toleration_for(PATCH_OUT(c), missing[i]));
+            if (resync(c) < 0)
+                rc = -1;
         }
         if (rc == 0) {
             add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
@@ -1740,9 +1761,11 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
         } else {
             for (size_t i = 0; i < n && rc == 0; i++) {
                 if (kept(keep, labels, i))
-                    rc = add_at(c, "/nodeSelector", (const char *const[]){labels[i].key}, 1,
+                    rc = add_op(c, "/nodeSelector", (const char *const[]){labels[i].key}, 1,
                                 yyjson_mut_strcpy(PATCH_OUT(c), labels[i].value));
             }
+            if (resync(c) < 0)
+                rc = -1;
         }
         if (rc == 0) {
             add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
@@ -1893,6 +1916,9 @@ static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const
     c->t = rn->t;
     c->pt = pt;
     c->fix = pt != NULL;
+    /* a rule that stopped half way through a run of operations left them unsynced */
+    if (pt != NULL && patch_sync(pt) < 0)
+        return V_PROBLEM;
     c->object = pt ? pt->doc : rn->r->object;
     c->spec = patch_get(c->object, rn->t->prefix);
     if (!yyjson_is_obj(c->spec))
@@ -1944,7 +1970,8 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
             run_rule(rn, doc, ru, &rn->pred, &c);
         return 0;
     }
-    if (rn->pred.doc == NULL && patch_init(&rn->pred, rn->real.doc, NULL, rn->dec->alc) < 0)
+    if (rn->pred.doc == NULL &&
+        (patch_sync(&rn->real) < 0 || patch_init(&rn->pred, rn->real.doc, NULL, rn->dec->alc) < 0))
         return -1;
     v = run_rule(rn, doc, ru, &rn->pred, &c);
     note(rn, ru, eff, &c);

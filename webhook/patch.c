@@ -145,11 +145,12 @@ yyjson_val *patch_get(yyjson_val *doc, const char *path)
     return node;
 }
 
-/* Keeps a frozen copy of work and points doc at it. */
-static int refreeze(struct patch *p)
+int patch_sync(struct patch *p)
 {
     yyjson_doc *f;
 
+    if (!p->stale)
+        return 0;
     if (p->frozen == NULL) {
         p->frozen = p->frozen_inline;
         p->cap_frozen = PATCH_FROZEN_INLINE;
@@ -172,6 +173,7 @@ static int refreeze(struct patch *p)
         return -1;
     p->frozen[p->n_frozen++] = f;
     p->doc = yyjson_doc_get_root(f);
+    p->stale = false;
     return 0;
 }
 
@@ -226,7 +228,8 @@ int patch_add(struct patch *p, const char *path, yyjson_mut_val *value)
     op = json_pack(p->out, "{s:s, s:s, s:o}", "op", "add", "path", path, "value", value);
     if (op == NULL || !yyjson_mut_arr_append(p->ops, op))
         return -1;
-    return refreeze(p);
+    p->stale = true;
+    return 0;
 }
 
 /* ---- applying (RFC 6902) ---- */

@@ -22,11 +22,12 @@
 #define PATCH_FROZEN_INLINE 16
 
 struct patch {
-    /* The object as the patches so far left it: the original until the first patch_add(), then
-     * the root of an immutable copy of work made after each patch_add(). Every such copy lives
-     * until patch_release(), so a pointer taken before a patch_add() stays valid, but may point
-     * into the unpatched object: look again. */
+    /* The object as the patches so far left it, once patch_sync() has run: the original until
+     * the first patch_add(), then the root of an immutable copy of work made by patch_sync().
+     * Every such copy lives until patch_release(), so a pointer taken before a patch_add()
+     * stays valid, but may point into the unpatched object: look again. */
     yyjson_val *doc;
+    bool stale;           /* work has operations doc does not show yet */
     yyjson_mut_doc *out;  /* where ops and the values given to patch_add() live */
     bool own_out;         /* out was made by patch_init() and is freed by patch_release() */
     yyjson_mut_val *ops;  /* array of operations in out */
@@ -53,8 +54,13 @@ int patch_ptr_append(char *buf, size_t len, const char *token);
 /* "add" value at path: applied to the working copy and recorded. value is a value of p->out
  * that is in no container yet (json_pack(p->out, ...)); the operation takes it, the working
  * copy gets a copy of it. -1 when the parent does not exist in the working copy or when out of
- * memory (nothing is recorded then). p->doc is the patched object afterwards. */
+ * memory (nothing is recorded then). p->doc shows it after the next patch_sync(): several
+ * operations in a row cost one copy of the object. */
 int patch_add(struct patch *p, const char *path, yyjson_mut_val *value);
+
+/* Makes p->doc the patched object (a new immutable copy of the working copy, when operations
+ * were added since the last). 0, or -1 when out of memory (p->doc is the last copy then). */
+int patch_sync(struct patch *p);
 
 /* The value at path in doc (borrowed from doc's document), or NULL. */
 yyjson_val *patch_get(yyjson_val *doc, const char *path);

@@ -179,6 +179,8 @@ static void test_builder_round_trip(void)
     CHECK(patch_add(&p, "/spec/nodeSelector/x~1y", yyjson_mut_strcpy(p.out, "w")) == 0);
     CHECK(patch_add(&p, "/nope/x", yyjson_mut_strcpy(p.out, "z")) == -1);
     CHECK(yyjson_mut_arr_size(p.ops) == 4);
+    CHECK(p.doc == harness_val(doc)); /* not shown before patch_sync */
+    CHECK(patch_sync(&p) == 0);
     CHECK(yyjson_obj_size(patch_get(p.doc, "/spec/nodeSelector")) == 2);
     CHECK(json_str_is(patch_get(p.doc, "/spec/nodeSelector/x~1y"), "w"));
     CHECK(yyjson_arr_size(patch_get(p.doc, "/spec/tolerations")) == 2);
