@@ -522,7 +522,7 @@ static void test_depth_bound(void)
 
 static void test_deep_nesting(void)
 {
-    /* far past jansson's depth cap: refused with a message, no stack overflow */
+    /* far past the cap: refused with a message, no stack overflow */
     size_t depth = 100000, n = 0;
     char *body = malloc(depth * 2 + 128);
     struct diag d;
