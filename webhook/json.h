@@ -28,6 +28,16 @@
 
 #include "diag.h"
 
+/* yyjson 0.10's yyjson_obj_foreach computes NULL + 1 when obj is NULL (yyjson.h:2055-2063),
+ * which is undefined behaviour that UBSan aborts on, and every lookup of an absent member
+ * yields NULL. This one is the same loop, touching no pointer when obj holds no member (NULL,
+ * not an object, or empty). The other three foreach macros are safe as they are. */
+#undef yyjson_obj_foreach
+#define yyjson_obj_foreach(obj, idx, max, key, val)                                                \
+    for ((idx) = 0, (max) = yyjson_obj_size(obj),                                                  \
+        (key) = (max) ? unsafe_yyjson_get_first(obj) : NULL, (val) = (max) ? (key) + 1 : NULL;    \
+         (idx) < (max); (idx)++, (key) = unsafe_yyjson_get_next(val), (val) = (key) + 1)
+
 /* json_read() flags */
 #define JSON_READ_ANY_ROOT 1u /* accept a root that is not an object (arrays, scalars) */
 #define JSON_READ_INSITU   2u /* parse in place: buf has YYJSON_PADDING_SIZE zero bytes after

@@ -240,6 +240,26 @@ static void wide_objects_are_checked_by_sorting(void)
     CHECK_STR(d.msg, "(root): duplicate key \"k0\"");
 }
 
+static void obj_foreach_on_nothing(void)
+{
+    yyjson_doc *doc = yyjson_read("{\"a\":1,\"b\":\"x\"}", 15, 0);
+    yyjson_val *root = yyjson_doc_get_root(doc), *k, *v;
+    size_t i, max, n = 0;
+
+    /* an absent member, a string and an empty object visit nothing, and touch no pointer
+     * (UBSan aborts on yyjson 0.10's own macro for NULL) */
+    yyjson_obj_foreach(yyjson_obj_get(root, "none"), i, max, k, v) n++;
+    yyjson_obj_foreach(yyjson_obj_get(root, "b"), i, max, k, v) n++;
+    CHECK(n == 0);
+    yyjson_obj_foreach(root, i, max, k, v)
+    {
+        CHECK(k != NULL && v != NULL);
+        n++;
+    }
+    CHECK(n == 2);
+    yyjson_doc_free(doc);
+}
+
 int main(void)
 {
     RUN(read_refuses_what_yyjson_accepts);
@@ -251,5 +271,6 @@ int main(void)
     RUN(pack_builds_and_copies);
     RUN(keep_and_freeze_own_their_copy);
     RUN(wide_objects_are_checked_by_sorting);
+    RUN(obj_foreach_on_nothing);
     TEST_MAIN_END("test_json");
 }
