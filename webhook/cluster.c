@@ -91,22 +91,22 @@ static int table_init(struct table *t, void (*free_value)(void *, void *), void 
     return t->buckets ? 0 : -1;
 }
 
-void *table_get(const struct table *t, const char *key)
+static struct table_entry *table_entry_of(const struct table *t, const char *key)
 {
-    for (struct table_entry *e = t->buckets[hash(key) & (t->n_buckets - 1)]; e; e = e->next) {
-        if (strcmp(e->key, key) == 0)
-            return e->value;
+    size_t h = hash(key);
+
+    for (struct table_entry *e = t->buckets[h & (t->n_buckets - 1)]; e; e = e->next) {
+        if (e->hash == h && strcmp(e->key, key) == 0)
+            return e;
     }
     return NULL;
 }
 
-static struct table_entry *table_entry_of(const struct table *t, const char *key)
+void *table_get(const struct table *t, const char *key)
 {
-    for (struct table_entry *e = t->buckets[hash(key) & (t->n_buckets - 1)]; e; e = e->next) {
-        if (strcmp(e->key, key) == 0)
-            return e;
-    }
-    return NULL;
+    const struct table_entry *e = table_entry_of(t, key);
+
+    return e != NULL ? e->value : NULL;
 }
 
 static void table_grow(struct table *t)
@@ -119,8 +119,8 @@ static void table_grow(struct table *t)
     for (size_t i = 0; i < t->n_buckets; i++) {
         for (e = t->buckets[i]; e; e = next) {
             next = e->next;
-            e->next = b[hash(e->key) & (nb - 1)];
-            b[hash(e->key) & (nb - 1)] = e;
+            e->next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
         }
     }
     free(t->buckets);
@@ -149,9 +149,10 @@ static int table_put(struct table *t, const char *key, void *value, unsigned gen
     }
     e->value = value;
     e->gen = gen;
+    e->hash = hash(key);
     if (t->n >= t->n_buckets)
         table_grow(t);
-    b = hash(key) & (t->n_buckets - 1);
+    b = e->hash & (t->n_buckets - 1);
     e->next = t->buckets[b];
     t->buckets[b] = e;
     t->n++;
@@ -196,10 +197,11 @@ static void table_free(struct table *t)
 
 static bool table_del(struct table *t, const char *key)
 {
-    struct table_entry **pp = &t->buckets[hash(key) & (t->n_buckets - 1)], *e;
+    size_t h = hash(key);
+    struct table_entry **pp = &t->buckets[h & (t->n_buckets - 1)], *e;
 
     for (; (e = *pp) != NULL; pp = &e->next) {
-        if (strcmp(e->key, key) == 0) {
+        if (e->hash == h && strcmp(e->key, key) == 0) {
             *pp = e->next;
             t->free_value(t->ctx, e->value);
             free(e->key);
@@ -665,7 +667,8 @@ static struct vpod *vpod_from_json(yyjson_val *obj, bool *skip)
 
     *skip = true;
     diag_clear(&d);
-    if (pod_terminal(obj) || pod_gpu_demand(spec, NULL, &dm, &d) < 0 || dm.n == 0)
+    /* the demand first: most pods ask for no GPU, and the phase is at the object's end */
+    if (pod_gpu_demand(spec, NULL, &dm, &d) < 0 || dm.n == 0 || pod_terminal(obj))
         return NULL;
     *skip = false;
     v = calloc(1, sizeof(*v));

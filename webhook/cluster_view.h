@@ -22,6 +22,7 @@ struct table_entry {
     struct table_entry *next;
     char *key;
     void *value;
+    size_t hash;  /* of key: a lookup compares it first, and does not read the keys it passes */
     unsigned gen; /* the list generation that last saw it */
 };
 
