@@ -15,6 +15,10 @@
 #define JSON_WALK_MAX 65536u
 /* Objects with more members than this are checked for repeated keys by sorting, not pairwise. */
 #define JSON_DUP_PAIRWISE_MAX 16u
+#define JSON_DUP_STACK        256u
+/* A repeated key is named in the error, cut to this many bytes: it is a name, not a value, but
+ * it is still the caller's text. */
+#define JSON_KEY_SHOWN 64
 
 static const yyjson_read_flag READ_FLAGS = YYJSON_READ_BIGNUM_AS_RAW;
 
@@ -32,11 +36,15 @@ static int key_cmp(const void *a, const void *b)
     return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* The first key of obj that repeats an earlier one, or NULL; *oom set when out of memory. */
+/* The first key of obj that repeats an earlier one, or NULL; *oom set when out of memory.
+ * Small objects are checked pairwise, wider ones by sorting references to their keys, on the
+ * stack up to JSON_DUP_STACK members: a review's widest objects (labels, annotations, a
+ * container's env as a map) stay well under it, so the check costs no malloc. */
 static yyjson_val *repeated_key(yyjson_val *obj, bool *oom)
 {
+    struct key_ref local[JSON_DUP_STACK], *refs = local;
     size_t n = yyjson_obj_size(obj), i, j;
-    yyjson_val *k, *v;
+    yyjson_val *k, *v, *found = NULL;
     yyjson_obj_iter it;
 
     *oom = false;
@@ -56,12 +64,12 @@ static yyjson_val *repeated_key(yyjson_val *obj, bool *oom)
         }
         return NULL;
     }
-    struct key_ref *refs = malloc(n * sizeof(*refs));
-    yyjson_val *found = NULL;
-
-    if (refs == NULL) {
-        *oom = true;
-        return NULL;
+    if (n > JSON_DUP_STACK) {
+        refs = malloc(n * sizeof(*refs));
+        if (refs == NULL) {
+            *oom = true;
+            return NULL;
+        }
     }
     i = 0;
     yyjson_obj_foreach(obj, j, n, k, v)
@@ -82,7 +90,8 @@ static yyjson_val *repeated_key(yyjson_val *obj, bool *oom)
                     found = k;
         }
     }
-    free(refs);
+    if (refs != local)
+        free(refs);
     return found;
 }
 
@@ -155,9 +164,12 @@ static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct d
                     }
                     if (k != NULL) {
                         walk_path(st, depth, where, sizeof(where));
-                        diag_set(d, NULL, 0, 0, "%s: duplicate key \"%.*s\"",
-                                 where[0] ? where : "(root)", (int)yyjson_get_len(k),
-                                 yyjson_get_str(k));
+                        size_t kl = yyjson_get_len(k);
+
+                        diag_set(d, NULL, 0, 0, "%s: duplicate key \"%.*s%s\"",
+                                 where[0] ? where : "(root)",
+                                 (int)(kl > JSON_KEY_SHOWN ? JSON_KEY_SHOWN : kl),
+                                 yyjson_get_str(k), kl > JSON_KEY_SHOWN ? "..." : "");
                         return -1;
                     }
                     st[depth].obj = true;

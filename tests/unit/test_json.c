@@ -216,28 +216,47 @@ static void keep_and_freeze_own_their_copy(void)
     yyjson_doc_free(frozen);
 }
 
+/* An object of n keys k0..k(n-1), then one more member, key extra (or none). */
+static yyjson_doc *wide(int n, const char *extra, struct diag *d)
+{
+    static char buf[16384];
+    size_t o = 0;
+
+    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "{");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s\"k%d\":%d", i ? "," : "", i, i);
+    if (extra != NULL)
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, ",\"%s\":0", extra);
+    snprintf(buf + o, sizeof(buf) - o, "}");
+    return rd(buf, 0, 8, d);
+}
+
 static void wide_objects_are_checked_by_sorting(void)
 {
-    /* past the pairwise limit the check sorts; a repeat far apart is still found */
-    char buf[8192];
-    size_t o = 0;
+    /* past the pairwise limit the check sorts (on the stack, then in a buffer of its own past
+     * 256 members); a repeat far apart is still found, and so is the pair that sorts first */
+    static const int sizes[] = {17, 100, 256, 500};
     struct diag d;
     yyjson_doc *doc;
 
-    o += (size_t)snprintf(buf + o, sizeof(buf) - o, "{");
-    for (int i = 0; i < 500; i++)
-        o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s\"k%d\":%d", i ? "," : "", i, i);
-    snprintf(buf + o, sizeof(buf) - o, "}");
-    doc = rd(buf, 0, 8, &d);
-    CHECK(doc != NULL);
-    yyjson_doc_free(doc);
-    snprintf(buf + o, sizeof(buf) - o, ",\"k3\":0}");
-    CHECK(rd(buf, 0, 8, &d) == NULL);
-    CHECK_STR(d.msg, "(root): duplicate key \"k3\"");
-    /* the pair that sorts first */
-    snprintf(buf + o, sizeof(buf) - o, ",\"k0\":0}");
-    CHECK(rd(buf, 0, 8, &d) == NULL);
-    CHECK_STR(d.msg, "(root): duplicate key \"k0\"");
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        doc = wide(sizes[i], NULL, &d);
+        CHECK(doc != NULL);
+        yyjson_doc_free(doc);
+        doc = wide(sizes[i], "k10", &d);
+        CHECK(doc == NULL);
+        CHECK_STR(d.msg, "(root): duplicate key \"k10\"");
+        doc = wide(sizes[i], "k0", &d);
+        CHECK(doc == NULL);
+        CHECK_STR(d.msg, "(root): duplicate key \"k0\"");
+    }
+    /* a long key is shown cut */
+    doc = rd("{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1,"
+             "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":2}",
+             0, 8, &d);
+    CHECK(doc == NULL);
+    CHECK_STR(d.msg, "(root): duplicate key "
+                     "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"");
 }
 
 static void obj_foreach_on_nothing(void)
