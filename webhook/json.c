@@ -95,6 +95,27 @@ static yyjson_val *repeated_key(yyjson_val *obj, bool *oom)
     return found;
 }
 
+/* A key for a message: its first JSON_KEY_SHOWN bytes, a NUL written \u0000, "..." when cut. */
+static void show_key(yyjson_val *k, char *buf, size_t len)
+{
+    const char *s = yyjson_get_str(k);
+    size_t n = yyjson_get_len(k), o = 0;
+
+    for (size_t i = 0; i < n && i < JSON_KEY_SHOWN && o + 7 < len; i++) {
+        if (s[i] == '\0') {
+            memcpy(buf + o, "\\u0000", 6);
+            o += 6;
+        } else {
+            buf[o++] = s[i];
+        }
+    }
+    if (n > JSON_KEY_SHOWN && o + 4 < len) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = '\0';
+}
+
 struct frame {
     yyjson_val *c; /* the container */
     bool obj;
@@ -163,13 +184,12 @@ static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct d
                         return -1;
                     }
                     if (k != NULL) {
-                        walk_path(st, depth, where, sizeof(where));
-                        size_t kl = yyjson_get_len(k);
+                        char shown[JSON_KEY_SHOWN * 6 + 4];
 
-                        diag_set(d, NULL, 0, 0, "%s: duplicate key \"%.*s%s\"",
-                                 where[0] ? where : "(root)",
-                                 (int)(kl > JSON_KEY_SHOWN ? JSON_KEY_SHOWN : kl),
-                                 yyjson_get_str(k), kl > JSON_KEY_SHOWN ? "..." : "");
+                        walk_path(st, depth, where, sizeof(where));
+                        show_key(k, shown, sizeof(shown));
+                        diag_set(d, NULL, 0, 0, "%s: duplicate key \"%s\"",
+                                 where[0] ? where : "(root)", shown);
                         return -1;
                     }
                     st[depth].obj = true;

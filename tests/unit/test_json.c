@@ -37,6 +37,7 @@ static void read_refuses_what_yyjson_accepts(void)
     CHECK(doc != NULL);
     yyjson_doc_free(doc);
     CHECK(rd("{\"a\\u0000x\":1,\"a\\u0000x\":2}", 0, 8, &d) == NULL);
+    CHECK_STR(d.msg, "(root): duplicate key \"a\\u0000x\"");
 
     /* past 64 bits yyjson would read a double */
     CHECK(rd("{\"n\":18446744073709551616}", 0, 8, &d) == NULL);
