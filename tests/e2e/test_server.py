@@ -405,6 +405,44 @@ def happy_path_mutate_and_validate():
 
 
 @test
+def large_request_headers():
+    """libmicrohttpd keeps a connection's headers in its per-connection pool
+    (CONNECTION_MEMORY_BYTES, which it zeroes for every request): headers far past what the
+    apiserver sends (a bearer token, tracing, a proxy's additions: about 8 KiB) are served, and
+    on the same connection the next request is too; headers past the pool get 431 or a closed
+    connection (libmicrohttpd closes while the client may still be writing), and the server
+    serves on."""
+    with Server(E.work, E.a.crt, E.a.key, name="headers") as srv:
+        c = Conn(srv.port, E.a.context())
+        try:
+            big = dict(JSON_CT)
+            big["Authorization"] = "Bearer " + "t" * 4096
+            for k in range(8):
+                big["X-Trace-%d" % k] = "%d" % k * 512
+            uid = "big-headers-1"
+            check_review_reply(call(c, "POST", "/validate", fast_body(uid), big), uid, False)
+            uid = "big-headers-2"
+            check_review_reply(call(c, "POST", "/validate", fast_body(uid), JSON_CT), uid, False)
+            eq(c.connects, 1, "connections used")
+        finally:
+            c.close()
+        c = Conn(srv.port, E.a.context())
+        try:
+            huge = dict(JSON_CT)
+            for k in range(40):
+                huge["X-Pad-%d" % k] = "p" * 1024
+            try:
+                rep = call(c, "POST", "/validate", fast_body("huge-headers"), huge)
+            except (ssl.SSLError, ConnectionError, http.client.HTTPException):
+                rep = None  # closed while the client still wrote: refused unserved
+            if rep is not None:
+                eq(rep.status, 431, "status for 40 KiB of headers")
+        finally:
+            c.close()
+        still_serving(srv, E.a.context(), "huge-headers")
+
+
+@test
 def captured_kubewarden_fixture():
     raw = read_bytes(FIXTURE)
     uid = json.loads(raw)["request"]["uid"]
