@@ -69,6 +69,10 @@ static void depth_is_capped(void)
     yyjson_doc_free(doc);
     CHECK(rd("{\"a\":[[[[]]]]}", 0, 4, &d) == NULL);
     CHECK_STR(d.msg, "arrays and objects nested deeper than 4 levels");
+    /* siblings are as deep as each other: a container right after another is not inside it */
+    doc = rd("{\"a\":[[1],[2],{}],\"b\":{}}", 0, 3, &d);
+    CHECK(doc != NULL);
+    yyjson_doc_free(doc);
     /* far deeper than any stack a recursive walk would survive, and past the C-stack frames */
     deep = malloc(2 * n + 1);
     memset(deep, '[', n);
