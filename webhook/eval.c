@@ -79,6 +79,18 @@ struct who {
 
 enum verdict { V_OK, V_FIXED, V_PROBLEM };
 
+/* pod_gpu_demand() of the spec a rule judges, kept for the review: nearly every rule asks for
+ * it, and computing it in each was a fifth of a /validate review (callgrind). The spec is the
+ * review's object or a frozen copy of the working copy, and none of them changes or is freed
+ * before the review ends (patch.h), so its address names its contents. */
+struct demand_memo {
+    yyjson_val *spec; /* NULL: nothing kept yet */
+    const struct strlist *globs;
+    int rc;
+    struct pod_demand dm;
+    struct diag d;
+};
+
 struct ctx {
     struct cluster *view; /* NULL without one */
     const struct policy_doc *doc;
@@ -87,12 +99,32 @@ struct ctx {
     struct patch *pt;      /* working copy; NULL on /validate */
     yyjson_val *object;    /* the object judged: the working copy's latest copy on /mutate */
     yyjson_val *spec;      /* the pod spec inside object */
+    struct demand_memo *memo; /* the review's, for spec_demand() */
     bool fix;              /* this rule may patch */
     char problem[MSG_MAX]; /* problems left as they are */
     char fixable[MSG_MAX]; /* problems this rule's patch fixed */
     char fixed[MSG_MAX];   /* what the patch did */
     char note[MSG_MAX];    /* why a rule that passed patched nothing: warned at /mutate */
 };
+
+/* pod_gpu_demand(c->spec) with the policy document's GPU resources, through the review's memo. */
+static int spec_demand(struct ctx *c, struct pod_demand *out, struct diag *d)
+{
+    struct demand_memo *m = c->memo;
+
+    if (m == NULL)
+        return pod_gpu_demand(c->spec, &c->doc->gpu_resources, out, d);
+    if (m->spec != c->spec || m->globs != &c->doc->gpu_resources) {
+        diag_clear(&m->d);
+        m->rc = pod_gpu_demand(c->spec, &c->doc->gpu_resources, &m->dm, &m->d);
+        m->spec = c->spec;
+        m->globs = &c->doc->gpu_resources;
+    }
+    *out = m->dm;
+    if (m->rc < 0 && !d->set)
+        *d = m->d;
+    return m->rc;
+}
 
 __attribute__((format(printf, 3, 4))) static void add_text(char *buf, size_t len, const char *fmt,
                                                            ...)
@@ -1370,7 +1402,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
     bool fixed = false, dra = claims_devices(c->spec);
 
     diag_clear(&d);
-    if (pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) < 0) {
+    if (spec_demand(c, &dm, &d) < 0) {
         add_problem(c->problem, sizeof(c->problem), "%s", d.msg);
         return V_PROBLEM;
     }
@@ -1387,7 +1419,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
             add_text(c->fixed, sizeof(c->fixed), "added %lld %s to container \"%s\"",
                      (long long)ru->default_count, ru->default_resource, container_name(first));
             fixed = true;
-            pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d);
+            spec_demand(c, &dm, &d);
         } else {
             add_problem(c->problem, sizeof(c->problem), "%s", desc);
         }
@@ -1459,7 +1491,7 @@ static bool requests_gpus(struct ctx *c)
     struct diag d;
 
     diag_clear(&d);
-    return pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) == 0 && dm.n > 0;
+    return spec_demand(c, &dm, &d) == 0 && dm.n > 0;
 }
 
 static bool view_synced(const struct ctx *c)
@@ -1684,7 +1716,7 @@ static bool labels_carried(struct ctx *c, const struct node_label *labels, size_
     if (!view_synced(c) || n > SELECTOR_LABELS_MAX)
         return true;
     diag_clear(&d);
-    if (pod_gpu_demand(c->spec, &c->doc->gpu_resources, &dm, &d) < 0)
+    if (spec_demand(c, &dm, &d) < 0)
         return true;
     for (size_t i = 0; i < n; i++) {
         int rc;
@@ -1815,6 +1847,7 @@ struct run {
     yyjson_mut_doc *tdoc;  /* borrowed: the document of trace */
     yyjson_mut_val *trace; /* borrowed: the caller's per-rule trace, or NULL */
     unsigned findings; /* decision lines so far: a rule that adds none passed */
+    struct demand_memo memo;
 };
 
 static const char *const rule_type_names[] = {"gpu-request", "priority-class", "tolerations",
@@ -1915,6 +1948,7 @@ static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const
     c->r = rn->r;
     c->t = rn->t;
     c->pt = pt;
+    c->memo = &rn->memo;
     c->fix = pt != NULL;
     /* a rule that stopped half way through a run of operations left them unsynced */
     if (pt != NULL && patch_sync(pt) < 0)
