@@ -232,13 +232,107 @@ static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct d
     }
 }
 
+/* One container open in scan_ok(). */
+struct span {
+    yyjson_val *end;       /* the value past the container */
+    yyjson_val *first_key; /* objects: their first key */
+    uint64_t seen;         /* objects: a bit per class of the keys so far (see key_class) */
+    bool obj, key_next, wide;
+};
+
+static uint64_t key_class(const unsigned char *s, size_t n)
+{
+    return 1ull << ((n * 31u + (n ? s[0] * 7u + s[n - 1] : 0u)) & 63u);
+}
+
+/* The checks of walk() in one pass over the values as yyjson lays them out, the fast path: an
+ * immutable document keeps every value in one array in document order, a container's subtree
+ * right after it, and an object's members as key, value, key, value (unsafe_yyjson_get_next()
+ * is the value past a subtree). A key whose class (length, first and last byte) no earlier key
+ * of its object had repeats none, so most keys are compared with nothing; objects wider than
+ * JSON_DUP_PAIRWISE_MAX are checked by repeated_key() instead. No path is kept: true when the
+ * document passes, and walk() runs only to name an offence. st holds max_depth entries. */
+static bool scan_ok(yyjson_val *root, unsigned max_depth, struct span *st, bool *oom)
+{
+    yyjson_val *v = root, *end = unsafe_yyjson_get_next(root);
+    size_t depth = 0;
+
+    *oom = false;
+    while (v < end) {
+        while (depth > 0 && v >= st[depth - 1].end)
+            depth--;
+        if (depth > 0 && st[depth - 1].obj) {
+            struct span *f = &st[depth - 1];
+
+            if (f->key_next) {
+                const unsigned char *ks = (const unsigned char *)unsafe_yyjson_get_str(v);
+                size_t kl = unsafe_yyjson_get_len(v);
+                uint64_t bit = key_class(ks, kl);
+
+                if (!f->wide && (f->seen & bit)) {
+                    for (yyjson_val *k = f->first_key; k < v; k = unsafe_yyjson_get_next(k + 1))
+                        if (unsafe_yyjson_get_len(k) == kl &&
+                            memcmp(unsafe_yyjson_get_str(k), ks, kl) == 0)
+                            return false;
+                }
+                f->seen |= bit;
+                f->key_next = false;
+                v++; /* a key is a string: one value */
+                continue;
+            }
+            f->key_next = true;
+        }
+        if (unsafe_yyjson_is_raw(v))
+            return false;
+        if (unsafe_yyjson_is_ctn(v)) {
+            struct span *f = &st[depth];
+
+            if (depth >= max_depth)
+                return false;
+            f->end = unsafe_yyjson_get_next(v);
+            f->obj = unsafe_yyjson_is_obj(v);
+            f->first_key = v + 1;
+            f->seen = 0;
+            f->key_next = true;
+            f->wide = f->obj && unsafe_yyjson_get_len(v) > JSON_DUP_PAIRWISE_MAX;
+            if (f->wide && repeated_key(v, oom) != NULL)
+                return false;
+            if (*oom)
+                return false;
+            depth++;
+        }
+        v++;
+    }
+    return true;
+}
+
 int json_validate(yyjson_val *root, unsigned max_depth, struct diag *d)
 {
     struct frame local[JSON_WALK_STACK], *st = local;
+    struct span spans_local[JSON_WALK_STACK], *spans = spans_local;
+    bool oom = false;
     int rc;
 
+    if (root == NULL)
+        return 0;
     if (max_depth == 0 || max_depth > JSON_WALK_MAX)
         max_depth = JSON_WALK_MAX;
+    if (max_depth > JSON_WALK_STACK) {
+        spans = malloc(max_depth * sizeof(*spans));
+        if (spans == NULL) {
+            diag_set(d, NULL, 0, 0, "out of memory");
+            return -1;
+        }
+    }
+    rc = scan_ok(root, max_depth, spans, &oom) ? 0 : -1;
+    if (spans != spans_local)
+        free(spans);
+    if (rc == 0)
+        return 0;
+    if (oom) {
+        diag_set(d, NULL, 0, 0, "out of memory");
+        return -1;
+    }
     if (max_depth > JSON_WALK_STACK) {
         st = malloc(max_depth * sizeof(*st));
         if (st == NULL) {
@@ -249,7 +343,9 @@ int json_validate(yyjson_val *root, unsigned max_depth, struct diag *d)
     rc = walk(root, max_depth, st, d);
     if (st != local)
         free(st);
-    return rc;
+    if (rc == 0) /* the two passes disagree: refuse rather than guess */
+        diag_set(d, NULL, 0, 0, "unreadable JSON (internal: the checks disagree)");
+    return -1;
 }
 
 yyjson_doc *json_read(const char *buf, size_t len, unsigned flags, unsigned max_depth,
