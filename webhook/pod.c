@@ -65,20 +65,33 @@ static int64_t *demand_slot(struct pod_demand *dm, const char *name, struct diag
     return &dm->r[dm->n++].milli;
 }
 
+/* Which container an error names: base, or base[idx]. Formatted only for an error: a pod's
+ * demand is computed for every rule and every listed pod, and errors are rare. */
+struct where {
+    const char *base; /* "spec.containers", or a caller's whole text */
+    size_t idx;       /* WHERE_WHOLE: base alone */
+};
+#define WHERE_WHOLE ((size_t)-1)
+
 /* One GPU amount from a resource list entry; an error names where. */
-static int gpu_amount(yyjson_val *v, const char *where, const char *list, const char *name,
+static int gpu_amount(yyjson_val *v, const struct where *w, const char *list, const char *name,
                       int64_t *milli, struct diag *d)
 {
-    if (quantity_json_milli(v, milli) < 0) {
-        diag_set(d, NULL, 0, 0, "%s.resources.%s[\"%s\"]: not a valid quantity", where, list, name);
-        return -1;
-    }
-    if (*milli < 0 || *milli % 1000 != 0) {
-        diag_set(d, NULL, 0, 0, "%s.resources.%s[\"%s\"]: must be a whole, non-negative number",
-                 where, list, name);
-        return -1;
-    }
-    return 0;
+    const char *why = NULL;
+    char at[64];
+
+    if (quantity_json_milli(v, milli) < 0)
+        why = "not a valid quantity";
+    else if (*milli < 0 || *milli % 1000 != 0)
+        why = "must be a whole, non-negative number";
+    if (why == NULL)
+        return 0;
+    if (w->idx == WHERE_WHOLE)
+        snprintf(at, sizeof(at), "%s", w->base);
+    else
+        snprintf(at, sizeof(at), "%s[%zu]", w->base, w->idx);
+    diag_set(d, NULL, 0, 0, "%s.resources.%s[\"%s\"]: %s", at, list, name, why);
+    return -1;
 }
 
 /* Resource names are keys: a key with a NUL ("nvidia.com/gpu\u0000x") names no resource the
@@ -90,8 +103,8 @@ static const char *key_name(yyjson_val *k)
     return s != NULL && strlen(s) == yyjson_get_len(k) ? s : NULL;
 }
 
-int pod_container_gpus(yyjson_val *container, const char *where, const struct strlist *gpu_globs,
-                       struct pod_demand *out, struct diag *d)
+static int container_gpus(yyjson_val *container, const struct where *where,
+                          const struct strlist *gpu_globs, struct pod_demand *out, struct diag *d)
 {
     yyjson_val *res = yyjson_obj_get(container, "resources");
     yyjson_val *req = yyjson_obj_get(res, "requests");
@@ -131,6 +144,14 @@ int pod_container_gpus(yyjson_val *container, const char *where, const struct st
     return 0;
 }
 
+int pod_container_gpus(yyjson_val *container, const char *where, const struct strlist *gpu_globs,
+                       struct pod_demand *out, struct diag *d)
+{
+    struct where w = {where, WHERE_WHOLE};
+
+    return container_gpus(container, &w, gpu_globs, out, d);
+}
+
 static bool is_sidecar(yyjson_val *init)
 {
     return json_str_is(yyjson_obj_get(init, "restartPolicy"), "Always");
@@ -161,7 +182,7 @@ int pod_gpu_demand(yyjson_val *spec, const struct strlist *gpu_globs, struct pod
 {
     struct pod_demand app = {.n = 0}, sidecars = {.n = 0}, init_peak = {.n = 0}, one, need;
     yyjson_val *list, *c, *overhead, *k, *v;
-    char where[64];
+    struct where w;
     size_t i, max;
     const char *name;
     int64_t milli, *slot;
@@ -170,16 +191,16 @@ int pod_gpu_demand(yyjson_val *spec, const struct strlist *gpu_globs, struct pod
     list = yyjson_obj_get(spec, "containers");
     yyjson_arr_foreach(list, i, max, c)
     {
-        snprintf(where, sizeof(where), "spec.containers[%zu]", i);
-        if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0 ||
+        w = (struct where){"spec.containers", i};
+        if (container_gpus(c, &w, gpu_globs, &one, d) < 0 ||
             demand_merge(&app, &one, 0, d) < 0)
             return -1;
     }
     list = yyjson_obj_get(spec, "initContainers");
     yyjson_arr_foreach(list, i, max, c)
     {
-        snprintf(where, sizeof(where), "spec.initContainers[%zu]", i);
-        if (pod_container_gpus(c, where, gpu_globs, &one, d) < 0)
+        w = (struct where){"spec.initContainers", i};
+        if (container_gpus(c, &w, gpu_globs, &one, d) < 0)
             return -1;
         if (is_sidecar(c)) {
             /* a sidecar keeps running: it adds to everything after it */
