@@ -100,8 +100,7 @@ static bool label_in(const char *s, size_t n, yyjson_val *values)
     size_t i, max;
     yyjson_val *x;
 
-    yyjson_arr_foreach(values, i, max, x)
-    {
+    yyjson_arr_foreach (values, i, max, x) {
         if (s != NULL && yyjson_is_str(x) && yyjson_get_len(x) == n &&
             memcmp(yyjson_get_str(x), s, n) == 0)
             return true;
@@ -172,13 +171,11 @@ static bool term_matches(yyjson_val *term, const struct node *n)
 
     if (yyjson_arr_size(exprs) == 0 && yyjson_arr_size(fields) == 0)
         return false;
-    yyjson_arr_foreach(exprs, k, max, e)
-    {
+    yyjson_arr_foreach (exprs, k, max, e) {
         if (!expr_matches(e, n->labels))
             return false;
     }
-    yyjson_arr_foreach(fields, k, max, e)
-    {
+    yyjson_arr_foreach (fields, k, max, e) {
         if (!field_matches(e, n->name))
             return false;
     }
@@ -205,8 +202,7 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
     bool any, transient = false;
 
     memset(w, 0, sizeof(*w));
-    yyjson_obj_foreach(sel, i, max, key, v)
-    {
+    yyjson_obj_foreach (sel, i, max, key, v) {
         yyjson_val *have = get_by(n->labels, key);
 
         if (!yyjson_is_str(have) || !yyjson_is_str(v) ||
@@ -221,7 +217,8 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
         "nodeSelectorTerms");
     if (yyjson_arr_size(terms) > 0) {
         any = false;
-        yyjson_arr_foreach(terms, i, max, term) any = any || term_matches(term, n);
+        yyjson_arr_foreach (terms, i, max, term)
+            any = any || term_matches(term, n);
         if (!any) {
             w->k = WHY_AFFINITY;
             return true;
@@ -238,18 +235,17 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
             transient = true; /* a cordon or a NotReady condition, judged below */
             continue;
         }
-        yyjson_arr_foreach(tols, k, max, tol)
-        {
+        yyjson_arr_foreach (tols, k, max, tol) {
             yyjson_val *tk = yyjson_obj_get(tol, "key"), *te = yyjson_obj_get(tol, "effect");
             /* no operator is "Equal" */
             bool exists = json_str_is(yyjson_obj_get(tol, "operator"), "Exists");
 
             if (str_len(te) > 0 && !json_str_is(te, t->effect))
                 continue;
-            if (str_len(tk) == 0 ? exists
-                                 : json_str_is(tk, t->key) &&
-                                       (exists ||
-                                        str_or_empty_is(yyjson_obj_get(tol, "value"), t->value)))
+            if (str_len(tk) == 0
+                    ? exists
+                    : json_str_is(tk, t->key) &&
+                          (exists || str_or_empty_is(yyjson_obj_get(tol, "value"), t->value)))
                 ok = true;
         }
         if (!ok) {
@@ -302,7 +298,7 @@ static void template_priority(const struct cluster *c, yyjson_val *spec, int64_t
     int64_t p;
 
     *prio = 0;
-    *preempt = true; /* PreemptLowerPriority is the default */
+    *preempt = true;                                  /* PreemptLowerPriority is the default */
     if (named && strlen(cls) == yyjson_get_len(clsv)) /* no class name holds a NUL */
         v = table_get(t, cls);
     for (size_t i = 0; v == NULL && !named && i < t->n_buckets; i++) {
@@ -809,8 +805,7 @@ static void key_json(struct key *k, yyjson_val *v, unsigned depth)
     switch (yyjson_get_type(v)) {
     case YYJSON_TYPE_OBJ:
         key_put(k, "{", 1);
-        yyjson_obj_foreach(v, i, max, key, x)
-        {
+        yyjson_obj_foreach (v, i, max, key, x) {
             key_bytes(k, 'k', yyjson_get_str(key), yyjson_get_len(key));
             key_json(k, x, depth + 1);
         }
@@ -818,14 +813,14 @@ static void key_json(struct key *k, yyjson_val *v, unsigned depth)
         break;
     case YYJSON_TYPE_ARR:
         key_put(k, "[", 1);
-        yyjson_arr_foreach(v, i, max, x) key_json(k, x, depth + 1);
+        yyjson_arr_foreach (v, i, max, x)
+            key_json(k, x, depth + 1);
         key_put(k, "]", 1);
         break;
     case YYJSON_TYPE_STR: key_bytes(k, 's', yyjson_get_str(v), yyjson_get_len(v)); break;
     case YYJSON_TYPE_NUM:
         if (yyjson_is_real(v))
-            key_bytes(k, 'r', num,
-                      (size_t)snprintf(num, sizeof(num), "%.17g", yyjson_get_real(v)));
+            key_bytes(k, 'r', num, (size_t)snprintf(num, sizeof(num), "%.17g", yyjson_get_real(v)));
         else if (yyjson_is_sint(v))
             key_bytes(k, 'i', num,
                       (size_t)snprintf(num, sizeof(num), "%" PRId64, yyjson_get_sint(v)));
@@ -842,8 +837,7 @@ static void key_json(struct key *k, yyjson_val *v, unsigned depth)
 /* The template's constraints on where its pods go and the resources it needs, as one key into
  * buf (len bytes): what its eligible nodes are remembered under. Returns the length the key
  * needs (whole in buf when less than len), or 0 for a template too deep to remember. */
-static size_t place_key(yyjson_val *spec, const struct capacity_result *out, char *buf,
-                        size_t len)
+static size_t place_key(yyjson_val *spec, const struct capacity_result *out, char *buf, size_t len)
 {
     yyjson_val *aff = yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity");
     const char *const part[3] = {"nodeSelector", NULL, "tolerations"};

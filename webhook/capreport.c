@@ -195,9 +195,9 @@ static int total_add(yyjson_mut_doc *doc, yyjson_mut_val *totals, const char *re
     const int64_t add[3] = {alloc, used, free_};
 
     if (t == NULL)
-        return json_mut_set(doc, totals, res,
-                            json_pack(doc, "{s:I, s:I, s:I}", "allocatable", alloc, "used", used,
-                                      "free", free_));
+        return json_mut_set(
+            doc, totals, res,
+            json_pack(doc, "{s:I, s:I, s:I}", "allocatable", alloc, "used", used, "free", free_));
     for (int f = 0; f < 3; f++) {
         yyjson_mut_val *cur = yyjson_mut_obj_get(t, fld[f]);
         int64_t was = 0;
@@ -226,8 +226,7 @@ static yyjson_mut_val *node_entry(yyjson_mut_doc *doc, const struct dumped *dn,
         if ((v = yyjson_obj_get(yyjson_obj_get(n, "labels"), wanted[w][0])) != NULL &&
             json_mut_set(doc, labels, wanted[w][1], yyjson_val_mut_copy(doc, v)) < 0)
             return NULL;
-    yyjson_obj_foreach(yyjson_obj_get(n, "allocatable"), i, max, k, v)
-    {
+    yyjson_obj_foreach (yyjson_obj_get(n, "allocatable"), i, max, k, v) {
         const char *res = yyjson_get_str(k); /* a resource name: no NUL (cluster.c) */
         int64_t alloc = int_of(v), used = int_of(yyjson_obj_get(used_of, res));
         int64_t free_ = alloc > used ? alloc - used : 0;
@@ -261,7 +260,8 @@ static yyjson_mut_val *node_report(yyjson_mut_doc *doc, struct cluster *view,
     yyjson_mut_doc_free(mdump);
     if (dump == NULL || names == NULL || list == NULL || totals == NULL)
         goto out;
-    yyjson_obj_foreach(nodes, i, max, k, n) names[count++] = (struct dumped){yyjson_get_str(k), n};
+    yyjson_obj_foreach (nodes, i, max, k, n)
+        names[count++] = (struct dumped){yyjson_get_str(k), n};
     qsort(names, count, sizeof(*names), by_name);
     for (i = 0; i < count; i++) {
         if ((e = node_entry(doc, &names[i], totals, globs)) == NULL ||
@@ -329,8 +329,7 @@ static bool in_scope(yyjson_val *admit)
     yyjson_val *r;
     size_t i, max;
 
-    yyjson_arr_foreach(yyjson_obj_get(admit, "rules"), i, max, r)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(admit, "rules"), i, max, r) {
         yyjson_val *o = yyjson_obj_get(r, "outcome");
 
         if (yyjson_is_str(o) && !json_str_is(o, "skip"))
@@ -424,13 +423,16 @@ static yyjson_mut_val *workload_report(yyjson_mut_doc *doc, struct cluster *view
         reason = json_get_str(root, "reason");
         if (admit == NULL || decision == NULL || strcmp(decision, "not judged") == 0) {
             e = skipped(doc, obj,
-                        admit == NULL ? ad.msg : reason ? reason : "not judged by the policy");
+                        admit == NULL ? ad.msg
+                        : reason      ? reason
+                                      : "not judged by the policy");
         } else if (!in_scope(root)) {
-            e = skipped(doc, obj, "out of the policy's scope (exclude, namespaces), so the "
-                                  "webhook admits it");
+            e = skipped(doc, obj,
+                        "out of the policy's scope (exclude, namespaces), so the "
+                        "webhook admits it");
         } else if ((e = workload_entry(doc, view, obj, root, globs, headroom, &ad)) == NULL) {
-            diag_set(d, path, y.docs[i].line, y.docs[i].column, "document %u: %s",
-                     y.docs[i].index, ad.msg);
+            diag_set(d, path, y.docs[i].line, y.docs[i].column, "document %u: %s", y.docs[i].index,
+                     ad.msg);
             yyjson_doc_free(admit);
             out = NULL;
             break;
@@ -456,15 +458,14 @@ static const char *s_of(yyjson_val *obj, const char *key)
 
 static void print_node(yyjson_val *n, int width)
 {
-    const char *status = !yyjson_is_true(yyjson_obj_get(n, "ready"))    ? "NotReady"
+    const char *status = !yyjson_is_true(yyjson_obj_get(n, "ready"))     ? "NotReady"
                          : yyjson_is_true(yyjson_obj_get(n, "cordoned")) ? "Cordoned"
                                                                          : "Ready";
     yyjson_val *k, *r, *t;
     size_t i, max;
     bool first = true;
 
-    yyjson_obj_foreach(yyjson_obj_get(n, "resources"), i, max, k, r)
-    {
+    yyjson_obj_foreach (yyjson_obj_get(n, "resources"), i, max, k, r) {
         printf("%-*s  %-10s %-22s %5lld %5lld %5lld", width, first ? s_of(n, "name") : "",
                first ? status : "", yyjson_get_str(k),
                (long long)int_of(yyjson_obj_get(r, "allocatable")),
@@ -476,20 +477,18 @@ static void print_node(yyjson_val *n, int width)
     if (first)
         printf("%-*s  %-10s %-22s %5s %5s %5s\n", width, s_of(n, "name"), status, "(no GPUs)", "-",
                "-", "-");
-    yyjson_obj_foreach(yyjson_obj_get(n, "labels"), i, max, k, r)
-    {
+    yyjson_obj_foreach (yyjson_obj_get(n, "labels"), i, max, k, r) {
         printf("%-*s  %s=%s\n", width + 53, "",
                json_str_is(k, "product")    ? "nvidia.com/gpu.product"
                : json_str_is(k, "replicas") ? "nvidia.com/gpu.replicas"
                                             : "nvidia.com/mig.config",
                json_str(r) ? json_str(r) : "?");
     }
-    yyjson_arr_foreach(yyjson_obj_get(n, "taints"), i, max, t)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(n, "taints"), i, max, t) {
         const char *val = json_get_str(t, "value");
 
-        printf("%-*s  taint %s%s%s:%s\n", width + 53, "", s_of(t, "key"),
-               val && val[0] ? "=" : "", val ? val : "", s_of(t, "effect"));
+        printf("%-*s  taint %s%s%s:%s\n", width + 53, "", s_of(t, "key"), val && val[0] ? "=" : "",
+               val ? val : "", s_of(t, "effect"));
     }
 }
 
@@ -520,8 +519,7 @@ static void print_text(yyjson_val *report, const char *source)
     size_t i, max;
     int width = 5; /* "TOTAL" */
 
-    yyjson_arr_foreach(nodes, i, max, n)
-    {
+    yyjson_arr_foreach (nodes, i, max, n) {
         if ((int)strlen(s_of(n, "name")) > width)
             width = (int)strlen(s_of(n, "name"));
     }
@@ -529,15 +527,16 @@ static void print_text(yyjson_val *report, const char *source)
            yyjson_arr_size(nodes) == 1 ? "" : "s");
     printf("%-*s  %-10s %-22s %5s %5s %5s  %s\n", width, "NODE", "STATUS", "RESOURCE", "ALLOC",
            "USED", "FREE", "LABELS, TAINTS");
-    yyjson_arr_foreach(nodes, i, max, n) print_node(n, width);
-    yyjson_obj_foreach(yyjson_obj_get(report, "totals"), i, max, k, r)
-    {
+    yyjson_arr_foreach (nodes, i, max, n)
+        print_node(n, width);
+    yyjson_obj_foreach (yyjson_obj_get(report, "totals"), i, max, k, r) {
         printf("%-*s  %-10s %-22s %5lld %5lld %5lld\n", width, "TOTAL", "", yyjson_get_str(k),
                (long long)int_of(yyjson_obj_get(r, "allocatable")),
                (long long)int_of(yyjson_obj_get(r, "used")),
                (long long)int_of(yyjson_obj_get(r, "free")));
     }
-    yyjson_arr_foreach(yyjson_obj_get(report, "workloads"), i, max, w) print_workload(w);
+    yyjson_arr_foreach (yyjson_obj_get(report, "workloads"), i, max, w)
+        print_workload(w);
 }
 
 int capreport_main(int argc, char **argv)

@@ -157,8 +157,8 @@ static void print_text(yyjson_val *res, const char *where, const struct check_op
     yyjson_val *warnings = yyjson_obj_get(res, "warnings"), *patch, *v, *ru, *m;
     size_t i, max, k, kmax, n_warn = yyjson_arr_size(warnings);
 
-    printf("%s: %s %s/%s: %s", where, field(res, "kind"), ns,
-           name[0] ? name : "(generated name)", decision);
+    printf("%s: %s %s/%s: %s", where, field(res, "kind"), ns, name[0] ? name : "(generated name)",
+           decision);
     if (n_warn > 0)
         printf(", with %zu warning%s", n_warn, n_warn == 1 ? "" : "s");
     putchar('\n');
@@ -166,21 +166,18 @@ static void print_text(yyjson_val *res, const char *where, const struct check_op
         printf("  %s\n", field(res, "reason"));
         return;
     }
-    yyjson_arr_foreach(yyjson_obj_get(res, "rules"), i, max, ru)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(res, "rules"), i, max, ru) {
         yyjson_val *msgs = yyjson_obj_get(ru, "messages");
         const char *outcome = field(ru, "outcome");
 
         printf("  %-16s %s", field(ru, "rule"), outcome);
         if (yyjson_arr_size(msgs) == 0)
             putchar('\n');
-        yyjson_arr_foreach(msgs, k, kmax, m)
-        {
+        yyjson_arr_foreach (msgs, k, kmax, m) {
             printf("%*s%s\n", k ? 25 : 7 - (int)strlen(outcome), "", field_str(m));
         }
     }
-    yyjson_arr_foreach(warnings, i, max, v)
-    {
+    yyjson_arr_foreach (warnings, i, max, v) {
         printf("  warning: %s\n", field_str(v));
     }
     if ((v = yyjson_obj_get(res, "message")) != NULL)
@@ -188,15 +185,13 @@ static void print_text(yyjson_val *res, const char *where, const struct check_op
     patch = yyjson_obj_get(res, "patch");
     if (yyjson_arr_size(patch) > 0) {
         printf("  patch:\n");
-        yyjson_arr_foreach(patch, i, max, v)
-        {
+        yyjson_arr_foreach (patch, i, max, v) {
             offline_print_op(stdout, "    ", v);
         }
     }
     if ((patch = yyjson_obj_get(res, "reinvocation")) != NULL) {
         printf("  error: the patched object would be patched again on reinvocation:\n");
-        yyjson_arr_foreach(patch, i, max, v)
-        {
+        yyjson_arr_foreach (patch, i, max, v) {
             offline_print_op(stdout, "    ", v);
         }
     }
@@ -225,8 +220,7 @@ static enum fail_level reached(yyjson_val *res, bool have_view)
         return FAIL_DENY;
     if (strcmp(decision, "patched") == 0)
         level = FAIL_PATCH;
-    yyjson_arr_foreach(yyjson_obj_get(res, "rules"), i, max, ru)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(res, "rules"), i, max, ru) {
         const char *out = field(ru, "outcome");
         const char *type = field(ru, "type");
 
@@ -237,8 +231,7 @@ static enum fail_level reached(yyjson_val *res, bool have_view)
         if (strcmp(out, "audit") != 0)
             continue;
         /* the finding's label leads its message (eval.c: "would deny: ..." and so on) */
-        yyjson_arr_foreach(yyjson_obj_get(ru, "messages"), k, kmax, m)
-        {
+        yyjson_arr_foreach (yyjson_obj_get(ru, "messages"), k, kmax, m) {
             const char *text = field_str(m);
 
             if (strncmp(text, "would deny", 10) == 0 || strncmp(text, "would warn", 10) == 0)
@@ -274,14 +267,14 @@ static void input_error(const struct diag *d, struct report *rep, struct tally *
 
     t->errors++;
     fprintf(stderr, "gpuadmit check: %s\n", diag_format(d, text, sizeof(text)));
-    yyjson_mut_arr_append(rep->errors, json_pack(rep->doc, "{s:s, s:i, s:i, s:s}", "file", d->file,
-                                                 "line", (int)d->line, "column", (int)d->column,
-                                                 "message", d->msg));
+    yyjson_mut_arr_append(rep->errors,
+                          json_pack(rep->doc, "{s:s, s:i, s:i, s:s}", "file", d->file, "line",
+                                    (int)d->line, "column", (int)d->column, "message", d->msg));
 }
 
 /* Adds result (the root of res) to the JSON report, with where it comes from. */
-static void report_object(struct report *rep, yyjson_mut_doc *res, const char *file,
-                          unsigned index, unsigned line, bool show_object)
+static void report_object(struct report *rep, yyjson_mut_doc *res, const char *file, unsigned index,
+                          unsigned line, bool show_object)
 {
     yyjson_mut_val *root = yyjson_mut_doc_get_root(res), *copy;
 
@@ -314,8 +307,7 @@ static void judge_object(const struct offline_opts *oo, const struct check_opts 
     yamljson_mark(doc, ptr, &line, &column);
     if (yyjson_is_arr(items) && kind != NULL && strlen(kind) >= 4 &&
         strcmp(kind + strlen(kind) - 4, "List") == 0) {
-        yyjson_arr_foreach(items, i, max, it)
-        {
+        yyjson_arr_foreach (items, i, max, it) {
             snprintf(sub, sizeof(sub), "/items/%zu", i);
             judge_object(oo, o, doc, file, sub, it, rep, t);
         }
@@ -421,12 +413,12 @@ int check_main(int argc, char **argv)
     for (int i = optind; i < argc; i++)
         check_file(&oo, &o, argv[i], &rep, &t);
     if (o.json) {
-        report = json_pack(rep.doc, "{s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
-                           "capacityChecked", view != NULL, "objects", rep.objects, "errors",
-                           rep.errors, "summary", "allowed", (int64_t)t.allowed, "patched",
-                           (int64_t)t.patched, "denied", (int64_t)t.denied, "notJudged",
-                           (int64_t)t.not_judged, "errors", (int64_t)t.errors, "failing",
-                           (int64_t)t.failing);
+        report =
+            json_pack(rep.doc, "{s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",
+                      "capacityChecked", view != NULL, "objects", rep.objects, "errors", rep.errors,
+                      "summary", "allowed", (int64_t)t.allowed, "patched", (int64_t)t.patched,
+                      "denied", (int64_t)t.denied, "notJudged", (int64_t)t.not_judged, "errors",
+                      (int64_t)t.errors, "failing", (int64_t)t.failing);
         dump = json_mut_write_pretty(report, NULL);
         if (dump != NULL)
             puts(dump);

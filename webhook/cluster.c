@@ -517,8 +517,7 @@ static int node_read_amounts(struct cluster *c, struct node *n, yyjson_val *map,
     int64_t milli;
     struct node_res *r;
 
-    yyjson_obj_foreach(map, i, max, k, v)
-    {
+    yyjson_obj_foreach (map, i, max, k, v) {
         name = yyjson_get_str(k);
         if (strlen(name) != yyjson_get_len(k) || !pod_is_extended(name) ||
             quantity_json_milli(v, &milli) < 0 || milli < 0)
@@ -538,8 +537,7 @@ static bool node_ready(yyjson_val *status)
     yyjson_val *conds = yyjson_obj_get(status, "conditions"), *cnd;
     size_t i, max;
 
-    yyjson_arr_foreach(conds, i, max, cnd)
-    {
+    yyjson_arr_foreach (conds, i, max, cnd) {
         if (strcmp(str_at(cnd, "type"), "Ready") == 0)
             return strcmp(str_at(cnd, "status"), "True") == 0;
     }
@@ -565,8 +563,7 @@ static struct node *node_from_json(struct cluster *c, yyjson_val *obj)
     n->taints = calloc(yyjson_arr_size(taints) + 1, sizeof(*n->taints));
     if (n->name == NULL || n->labels == NULL || n->taints == NULL)
         goto fail;
-    yyjson_arr_foreach(taints, i, max, t)
-    {
+    yyjson_arr_foreach (taints, i, max, t) {
         struct node_taint *nt = &n->taints[n->n_taints++];
 
         nt->key = strdup(str_at(t, "key"));
@@ -732,8 +729,7 @@ static yyjson_mut_val *trim_pod_spec(yyjson_mut_doc *doc, yyjson_val *spec)
     for (size_t l = 0; l < 2; l++) {
         if ((arr = yyjson_mut_arr(doc)) == NULL)
             return NULL;
-        yyjson_arr_foreach(yyjson_obj_get(spec, lists[l]), i, max, c)
-        {
+        yyjson_arr_foreach (yyjson_obj_get(spec, lists[l]), i, max, c) {
             slim = json_pack(doc, "{s:V*, s:V*, s:V*}", "name", yyjson_obj_get(c, "name"),
                              "resources", yyjson_obj_get(c, "resources"), "restartPolicy",
                              yyjson_obj_get(c, "restartPolicy"));
@@ -764,8 +760,7 @@ static const char *controlling_deployment(yyjson_val *obj)
     yyjson_val *o;
     size_t i, max;
 
-    yyjson_arr_foreach(owners, i, max, o)
-    {
+    yyjson_arr_foreach (owners, i, max, o) {
         if (yyjson_is_true(yyjson_obj_get(o, "controller")) &&
             strcmp(str_at(o, "kind"), "Deployment") == 0)
             return str_at(o, "name");
@@ -782,8 +777,7 @@ static bool job_finished(yyjson_val *status)
 
     if (yyjson_is_str(yyjson_obj_get(status, "completionTime")))
         return true;
-    yyjson_arr_foreach(yyjson_obj_get(status, "conditions"), i, max, cond)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(status, "conditions"), i, max, cond) {
         const char *type = str_at(cond, "type");
 
         if ((strcmp(type, "Complete") == 0 || strcmp(type, "Failed") == 0) &&
@@ -929,7 +923,8 @@ static uint64_t canon_hash(uint64_t h, yyjson_val *v, unsigned depth)
         if (n > sizeof(local) / sizeof(local[0]) && (keys = malloc(n * sizeof(*keys))) == NULL)
             return canon_hash(h, v, CLUSTER_JSON_DEPTH_MAX);
         i = 0;
-        yyjson_obj_foreach(v, i, max, k, x) keys[i] = k;
+        yyjson_obj_foreach (v, i, max, k, x)
+            keys[i] = k;
         qsort(keys, n, sizeof(*keys), key_cmp);
         h = fnv_bytes(h, "{", 1);
         for (i = 0; i < n; i++) {
@@ -941,7 +936,8 @@ static uint64_t canon_hash(uint64_t h, yyjson_val *v, unsigned depth)
         return fnv_bytes(h, "}", 1);
     case YYJSON_TYPE_ARR:
         h = fnv_bytes(h, "[", 1);
-        yyjson_arr_foreach(v, i, max, x) h = canon_hash(h, x, depth + 1);
+        yyjson_arr_foreach (v, i, max, x)
+            h = canon_hash(h, x, depth + 1);
         return fnv_bytes(h, "]", 1);
     case YYJSON_TYPE_STR: return fnv_tagged(h, 's', yyjson_get_str(v), yyjson_get_len(v));
     case YYJSON_TYPE_NUM:
@@ -1006,8 +1002,7 @@ static struct waiter *waiter_get(struct cluster *c, const char *key, bool create
 
 /* The pods of w have spec (trimmed), a value of doc (w takes a reference of its own): where they
  * go and what they ask for. */
-static void waiter_set_spec(struct waiter *w, struct vdoc *doc, yyjson_val *spec,
-                            int64_t priority)
+static void waiter_set_spec(struct waiter *w, struct vdoc *doc, yyjson_val *spec, int64_t priority)
 {
     struct pod_demand dm;
     struct diag d;
@@ -1207,8 +1202,7 @@ static void pod_waiter_key(yyjson_val *obj, bool unbound, char *buf, size_t len)
     size_t i, max;
 
     buf[0] = '\0';
-    yyjson_arr_foreach(yyjson_obj_get(meta, "ownerReferences"), i, max, o)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(meta, "ownerReferences"), i, max, o) {
         if (!yyjson_is_true(yyjson_obj_get(o, "controller")))
             continue;
         for (size_t k = 0; k < sizeof(owner_kinds) / sizeof(owner_kinds[0]); k++) {
@@ -1709,8 +1703,7 @@ int cluster_list_items(struct cluster *c, enum cluster_kind k, yyjson_val *items
     int rc = 0;
 
     pthread_rwlock_wrlock(&c->lock);
-    yyjson_arr_foreach(items, i, max, obj)
-    {
+    yyjson_arr_foreach (items, i, max, obj) {
         struct diag one;
 
         /* one bad item does not lose the page */
@@ -1889,9 +1882,9 @@ static int dump_nodes(struct cluster *c, yyjson_mut_doc *doc, yyjson_mut_val *ou
             if (taints == NULL || cap == NULL || alloc == NULL || used == NULL ||
                 dump_put(doc, out, e->key,
                          json_pack(doc, "{s:b, s:b, s:V, s:o, s:o, s:o, s:o}", "ready", n->ready,
-                                   "unschedulable", n->unschedulable, "labels", n->labels,
-                                   "taints", taints, "capacity", cap, "allocatable", alloc,
-                                   "used", used)) < 0)
+                                   "unschedulable", n->unschedulable, "labels", n->labels, "taints",
+                                   taints, "capacity", cap, "allocatable", alloc, "used", used)) <
+                    0)
                 return -1;
         }
     }
@@ -1910,8 +1903,8 @@ static int dump_record(yyjson_mut_doc *doc, yyjson_mut_val *pods, yyjson_mut_val
 
         return dj == NULL ? -1
                           : dump_put(doc, pods, e->key,
-                                     json_pack(doc, "{s:s, s:I, s:o}", "node", v->node,
-                                               "priority", (int64_t)v->priority, "demand", dj));
+                                     json_pack(doc, "{s:s, s:I, s:o}", "node", v->node, "priority",
+                                               (int64_t)v->priority, "demand", dj));
     }
     if (k == CLUSTER_PRIORITYCLASSES) {
         const struct vclass *v = e->value;
@@ -1936,9 +1929,9 @@ static int dump_record(yyjson_mut_doc *doc, yyjson_mut_val *pods, yyjson_mut_val
                              yyjson_mut_sint(doc, (dm.r[r].milli + 999) / 1000)) < 0)
                     return -1;
         snprintf(key, sizeof(key), "%s/%s", kinds[k].object, e->key);
-        return dump_put(doc, workloads, key,
-                        json_pack(doc, "{s:I, s:o}", "replicas", (int64_t)w->replicas, "demand",
-                                  dj));
+        return dump_put(
+            doc, workloads, key,
+            json_pack(doc, "{s:I, s:o}", "replicas", (int64_t)w->replicas, "demand", dj));
     }
 }
 
@@ -1970,9 +1963,9 @@ yyjson_mut_doc *cluster_dump(struct cluster *c)
     pthread_rwlock_unlock(&c->lock);
     /* synced and age_s take the lock themselves */
     if (rc == 0)
-        out = json_pack(doc, "{s:b, s:f, s:o, s:o, s:o, s:o}", "synced", cluster_synced(c),
-                        "age_s", cluster_age_s(c), "nodes", nodes, "pods", pods,
-                        "priorityClasses", classes, "workloads", workloads);
+        out = json_pack(doc, "{s:b, s:f, s:o, s:o, s:o, s:o}", "synced", cluster_synced(c), "age_s",
+                        cluster_age_s(c), "nodes", nodes, "pods", pods, "priorityClasses", classes,
+                        "workloads", workloads);
     if (out == NULL) {
         yyjson_mut_doc_free(doc);
         return NULL;
@@ -1995,8 +1988,7 @@ static int load_object(struct cluster *c, yyjson_val *obj, struct diag *d)
 
     if (strcmp(str_at(obj, "kind"), "List") == 0 || yyjson_obj_get(obj, "items") != NULL) {
         items = yyjson_obj_get(obj, "items");
-        yyjson_arr_foreach(items, i, max, it)
-        {
+        yyjson_arr_foreach (items, i, max, it) {
             if (load_object(c, it, d) < 0)
                 return -1;
         }

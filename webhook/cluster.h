@@ -88,7 +88,7 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d);
  * its template requests no extended resource). A new document (yyjson_doc_free()) whose root
  * is the spec. */
 yyjson_doc *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,
-                                  const char *name, int64_t *replicas);
+                                      const char *name, int64_t *replicas);
 
 /* The key an admission's reservation is made under, from "resource/namespace/name"
  * ("deployments", "ml", "trainer"); never 0. */

@@ -187,13 +187,13 @@ static inline int64_t waiter_count(const struct waiter *w)
 /* A workload whose pod template requests an extended resource. */
 struct workload {
     int64_t replicas;
-    int64_t wants;         /* pods its controller wants now (a Job: min(parallelism, the
-                              completions to go), 0 suspended); -1 for a Deployment, whose
-                              ReplicaSets own its pods */
-    struct waiter *waiter; /* the entry it sets wants on, or NULL */
-    struct vdoc *spec_doc; /* one reference: the parts of the workload's spec a decision needs,
-                              the pod template spec under "template" */
-    yyjson_val *spec;      /* its root */
+    int64_t wants;          /* pods its controller wants now (a Job: min(parallelism, the
+                               completions to go), 0 suspended); -1 for a Deployment, whose
+                               ReplicaSets own its pods */
+    struct waiter *waiter;  /* the entry it sets wants on, or NULL */
+    struct vdoc *spec_doc;  /* one reference: the parts of the workload's spec a decision needs,
+                               the pod template spec under "template" */
+    yyjson_val *spec;       /* its root */
     char *owner_deployment; /* a ReplicaSet's controlling Deployment, or NULL */
 };
 

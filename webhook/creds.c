@@ -177,9 +177,8 @@ static void log_expiry(struct creds *c, time_t not_after, time_t now, bool remin
         (reminder && now - c->expiry_warned < (time_t)CERT_EXPIRY_REMIND_S))
         return;
     c->expiry_warned = now;
-    log_event(LOG_WARN, "serving certificate expires soon",
-              "{s:s, s:I, s:f}", "cert", c->cert_path, "not_after", (int64_t)not_after,
-              "days_left", days);
+    log_event(LOG_WARN, "serving certificate expires soon", "{s:s, s:I, s:f}", "cert", c->cert_path,
+              "not_after", (int64_t)not_after, "days_left", days);
 }
 
 struct creds *creds_new(const char *cert_path, const char *key_path, struct diag *d)
@@ -394,9 +393,8 @@ static void poll_client_ca(struct creds *c, bool force, time_t now)
     diag_clear(&d);
     fresh = caset_load(c->ca_path, &d);
     if (fresh == NULL) {
-        log_event(LOG_ERROR, "new client CA refused; the previous one stays in use",
-                  "{s:s, s:s}", "client_ca", c->ca_path, "error",
-                  diag_format(&d, msg, sizeof(msg)));
+        log_event(LOG_ERROR, "new client CA refused; the previous one stays in use", "{s:s, s:s}",
+                  "client_ca", c->ca_path, "error", diag_format(&d, msg, sizeof(msg)));
         return;
     }
     pthread_mutex_lock(&c->lock);
@@ -407,8 +405,8 @@ static void poll_client_ca(struct creds *c, bool force, time_t now)
     old->retired_at = now;
     old->next_retired = c->ca_retired;
     c->ca_retired = old;
-    log_event(LOG_INFO, "client CA reloaded",
-              "{s:s, s:i}", "client_ca", c->ca_path, "certificates", (int)fresh->count);
+    log_event(LOG_INFO, "client CA reloaded", "{s:s, s:i}", "client_ca", c->ca_path, "certificates",
+              (int)fresh->count);
 }
 
 /* true when the leaf's subject CN or one of its DNS names is one of c's names. DNS names
@@ -556,9 +554,8 @@ int creds_poll(struct creds *c, bool force)
     old->retired_at = now;
     old->next_retired = c->retired;
     c->retired = old;
-    log_event(
-        LOG_INFO, "serving certificate reloaded",
-        "{s:s, s:I}", "cert", c->cert_path, "not_after", (int64_t)fresh->not_after);
+    log_event(LOG_INFO, "serving certificate reloaded", "{s:s, s:I}", "cert", c->cert_path,
+              "not_after", (int64_t)fresh->not_after);
     log_expiry(c, fresh->not_after, now, false);
     return 1;
 }

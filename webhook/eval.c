@@ -33,7 +33,8 @@
  */
 #define ARR_EACH(arr, i, v)                                                                        \
     for (yyjson_arr_iter i##_it = yyjson_arr_iter_with(arr);                                       \
-         ((v) = yyjson_arr_iter_next(&i##_it)) != NULL && ((i) = i##_it.idx - 1, (void)(i), true);)
+         ((v) = yyjson_arr_iter_next(&i##_it)) != NULL &&                                          \
+         ((i) = i##_it.idx - 1, (void)(i), true);)
 
 struct obj_each {
     yyjson_obj_iter it;
@@ -96,15 +97,15 @@ struct ctx {
     const struct policy_doc *doc;
     const struct review *r;
     const struct target *t;
-    struct patch *pt;      /* working copy; NULL on /validate */
-    yyjson_val *object;    /* the object judged: the working copy's latest copy on /mutate */
-    yyjson_val *spec;      /* the pod spec inside object */
+    struct patch *pt;         /* working copy; NULL on /validate */
+    yyjson_val *object;       /* the object judged: the working copy's latest copy on /mutate */
+    yyjson_val *spec;         /* the pod spec inside object */
     struct demand_memo *memo; /* the review's, for spec_demand() */
-    bool fix;              /* this rule may patch */
-    char problem[MSG_MAX]; /* problems left as they are */
-    char fixable[MSG_MAX]; /* problems this rule's patch fixed */
-    char fixed[MSG_MAX];   /* what the patch did */
-    char note[MSG_MAX];    /* why a rule that passed patched nothing: warned at /mutate */
+    bool fix;                 /* this rule may patch */
+    char problem[MSG_MAX];    /* problems left as they are */
+    char fixable[MSG_MAX];    /* problems this rule's patch fixed */
+    char fixed[MSG_MAX];      /* what the patch did */
+    char note[MSG_MAX];       /* why a rule that passed patched nothing: warned at /mutate */
 };
 
 /* pod_gpu_demand(c->spec) with the policy document's GPU resources, through the review's memo. */
@@ -314,7 +315,7 @@ static bool groups_any(const struct strlist *l, yyjson_val *groups)
     size_t i;
     yyjson_val *g;
 
-    ARR_EACH(groups, i, g) {
+    ARR_EACH (groups, i, g) {
         if (glob_any(l, json_str(g)))
             return true;
     }
@@ -341,7 +342,7 @@ static bool owners_any(const struct strlist *l, const struct who *w)
         return true;
     if (!controller_identity(w->user))
         return false;
-    ARR_EACH(w->owners, i, o) {
+    ARR_EACH (w->owners, i, o) {
         if (yyjson_is_true(yyjson_obj_get(o, "controller")) &&
             glob_any(l, json_str(yyjson_obj_get(o, "kind"))))
             return true;
@@ -471,7 +472,7 @@ static bool tolerates_all_gpu_taints(const struct policy_doc *doc, yyjson_val *s
     for (size_t t = 0; t < doc->n_gpu_taints; t++) {
         if (strcmp(doc->gpu_taints[t].effect, "PreferNoSchedule") == 0)
             continue;
-        ARR_EACH(yyjson_obj_get(spec, "tolerations"), i, tol) {
+        ARR_EACH (yyjson_obj_get(spec, "tolerations"), i, tol) {
             const char *key = json_str(yyjson_obj_get(tol, "key"));
 
             if ((key == NULL || key[0] == '\0') && tolerates(tol, &doc->gpu_taints[t]))
@@ -491,7 +492,7 @@ static size_t untolerated(const struct policy_doc *doc, yyjson_val *spec,
 
     for (size_t t = 0; t < doc->n_gpu_taints && n < max; t++) {
         ok = false;
-        ARR_EACH(tols, i, tol) {
+        ARR_EACH (tols, i, tol) {
             ok = ok || tolerates(tol, &doc->gpu_taints[t]);
         }
         if (!ok)
@@ -509,7 +510,7 @@ static bool term_on_gpu_label(const struct policy_doc *doc, yyjson_val *term, bo
     yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions"), *e, *vals, *v;
     size_t i, k;
 
-    ARR_EACH(exprs, i, e) {
+    ARR_EACH (exprs, i, e) {
         const char *key = json_str(yyjson_obj_get(e, "key"));
         const char *op = json_str(yyjson_obj_get(e, "operator"));
 
@@ -526,7 +527,7 @@ static bool term_on_gpu_label(const struct policy_doc *doc, yyjson_val *term, bo
             if (strcmp(op, "In") != 0)
                 continue;
             vals = yyjson_obj_get(e, "values");
-            ARR_EACH(vals, k, v) {
+            ARR_EACH (vals, k, v) {
                 if (any_value && label_matches(nl, key, json_str(v)))
                     return true;
                 all = all && label_matches(nl, key, json_str(v));
@@ -542,19 +543,19 @@ static yyjson_val *required_terms(yyjson_val *spec)
 {
     return yyjson_obj_get(
         yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity"),
-                        "requiredDuringSchedulingIgnoredDuringExecution"),
+                       "requiredDuringSchedulingIgnoredDuringExecution"),
         "nodeSelectorTerms");
 }
 
 /* Whether every node the pod may land on is a GPU node; why, in words, into why. */
 /* Whether the nodeSelector names a GPU node label; which, in words, into why. */
-static bool selects_gpu_label(const struct policy_doc *doc, yyjson_val *spec, char *why,
-                              size_t len)
+static bool selects_gpu_label(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
 {
     yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *v;
     const char *key;
 
-    OBJ_EACH(sel, key, v) {
+    OBJ_EACH(sel, key, v)
+    {
         for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
             if (label_matches(&doc->gpu_node_labels[l], key, json_str(v))) {
                 snprintf(why, len, "nodeSelector %s=%s", key, json_str(v));
@@ -575,7 +576,7 @@ static bool confined(const struct policy_doc *doc, yyjson_val *spec, char *why, 
         return true;
     terms = required_terms(spec);
     all = yyjson_arr_size(terms) > 0;
-    ARR_EACH(terms, i, term) {
+    ARR_EACH (terms, i, term) {
         all = all && term_on_gpu_label(doc, term, false);
     }
     if (all)
@@ -600,7 +601,7 @@ static yyjson_val *visible_devices_entry(yyjson_val *c)
     yyjson_val *env = yyjson_obj_get(c, "env"), *e;
     size_t i;
 
-    ARR_EACH(env, i, e) {
+    ARR_EACH (env, i, e) {
         yyjson_val *v = yyjson_obj_get(e, "value");
 
         /* byte for byte: "void\u0000all" is a value other than void */
@@ -641,7 +642,7 @@ static yyjson_val *find_container(yyjson_val *spec, bool (*fn)(yyjson_val *))
     size_t i;
 
     for (size_t l = 0; l < 2; l++) {
-        ARR_EACH(yyjson_obj_get(spec, lists[l]), i, c) {
+        ARR_EACH (yyjson_obj_get(spec, lists[l]), i, c) {
             if (fn(c))
                 return c;
         }
@@ -650,8 +651,7 @@ static yyjson_val *find_container(yyjson_val *spec, bool (*fn)(yyjson_val *))
 }
 
 /* Why the pod targets GPU nodes, or false. */
-static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, char *why,
-                              size_t len)
+static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
 {
     yyjson_val *tols, *tol, *v;
     const char *rc;
@@ -659,7 +659,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, ch
 
     if (selects_gpu_label(doc, spec, why, len))
         return true;
-    ARR_EACH(required_terms(spec), i, v) {
+    ARR_EACH (required_terms(spec), i, v) {
         if (term_on_gpu_label(doc, v, true)) {
             snprintf(why, len, "required node affinity on GPU node labels");
             return true;
@@ -667,7 +667,7 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, ch
     }
     tols = yyjson_obj_get(spec, "tolerations");
     for (size_t t = 0; t < doc->n_gpu_taints; t++) {
-        ARR_EACH(tols, i, tol) {
+        ARR_EACH (tols, i, tol) {
             if (may_tolerate(tol, &doc->gpu_taints[t])) {
                 snprintf(why, len, "tolerates %s:%s", doc->gpu_taints[t].key,
                          doc->gpu_taints[t].effect);
@@ -776,9 +776,8 @@ static const char *dev_host_path(yyjson_val *spec)
     size_t i;
     char norm[512], alias[512];
 
-    ARR_EACH(vols, i, vol) {
-        const char *p =
-            json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
+    ARR_EACH (vols, i, vol) {
+        const char *p = json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
 
         if (p == NULL)
             continue;
@@ -818,7 +817,7 @@ static const char *device_list_mount(yyjson_val *c)
     size_t i;
     char norm[512];
 
-    ARR_EACH(yyjson_obj_get(c, "volumeMounts"), i, m) {
+    ARR_EACH (yyjson_obj_get(c, "volumeMounts"), i, m) {
         const char *p = json_str(yyjson_obj_get(m, "mountPath"));
 
         if (p == NULL)
@@ -844,9 +843,8 @@ static const char *listed_host_path(yyjson_val *spec, const char *const *paths, 
     size_t i;
     char norm[512];
 
-    ARR_EACH(yyjson_obj_get(spec, "volumes"), i, vol) {
-        const char *p =
-            json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
+    ARR_EACH (yyjson_obj_get(spec, "volumes"), i, vol) {
+        const char *p = json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
 
         if (p == NULL)
             continue;
@@ -888,7 +886,8 @@ static const char *cdi_nvidia_annotation(const struct ctx *c, const char **val)
     const char *key;
     yyjson_val *v;
 
-    OBJ_EACH(ann, key, v) {
+    OBJ_EACH(ann, key, v)
+    {
         const char *s = json_str(v);
 
         /* each device is VENDOR/CLASS=NAME; NVIDIA's vendors are nvidia.com and its
@@ -907,7 +906,8 @@ static bool node_has_gpu_label(yyjson_val *labels, void *arg)
     const char *key;
     yyjson_val *v;
 
-    OBJ_EACH(labels, key, v) {
+    OBJ_EACH(labels, key, v)
+    {
         for (size_t l = 0; l < doc->n_gpu_node_labels; l++)
             if (label_matches(&doc->gpu_node_labels[l], key, json_str(v)))
                 return true;
@@ -945,18 +945,17 @@ static bool pinned_to_gpu_node(const struct ctx *c, char *why, size_t len)
         snprintf(why, len, "nodeName %s, a GPU node", json_str(v));
         return true;
     }
-    ARR_EACH(required_terms(c->spec), i, term) {
-        ARR_EACH(yyjson_obj_get(term, "matchFields"), k, f) {
+    ARR_EACH (required_terms(c->spec), i, term) {
+        ARR_EACH (yyjson_obj_get(term, "matchFields"), k, f) {
             const char *key = json_str(yyjson_obj_get(f, "key"));
             const char *op = json_str(yyjson_obj_get(f, "operator"));
 
             if (key == NULL || op == NULL || strcmp(key, "metadata.name") != 0 ||
                 strcmp(op, "In") != 0)
                 continue;
-            ARR_EACH(yyjson_obj_get(f, "values"), m, val) {
+            ARR_EACH (yyjson_obj_get(f, "values"), m, val) {
                 if (yyjson_is_str(val) && node_kind(c, json_str(val)) == 1) {
-                    snprintf(why, len, "node affinity on node %s, a GPU node",
-                             json_str(val));
+                    snprintf(why, len, "node affinity on node %s, a GPU node", json_str(val));
                     return true;
                 }
             }
@@ -986,7 +985,7 @@ static bool value_in(yyjson_val *vals, const char *v)
     yyjson_val *x;
     size_t i;
 
-    ARR_EACH(vals, i, x) {
+    ARR_EACH (vals, i, x) {
         if (v != NULL && yyjson_is_str(x) && strcmp(json_str(x), v) == 0)
             return true;
     }
@@ -1035,7 +1034,8 @@ static bool node_selected(const char *name, yyjson_val *labels, void *arg)
     size_t i, k;
     bool any = false;
 
-    OBJ_EACH(yyjson_obj_get(spec, "nodeSelector"), key, v) {
+    OBJ_EACH(yyjson_obj_get(spec, "nodeSelector"), key, v)
+    {
         const char *have = json_str(yyjson_obj_get(labels, key));
 
         if (have == NULL || !yyjson_is_str(v) || strcmp(have, json_str(v)) != 0)
@@ -1044,18 +1044,17 @@ static bool node_selected(const char *name, yyjson_val *labels, void *arg)
     terms = required_terms(spec);
     if (!yyjson_is_arr(terms) || yyjson_arr_size(terms) == 0)
         return true;
-    ARR_EACH(terms, i, term) {
+    ARR_EACH (terms, i, term) {
         yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions");
         yyjson_val *fields = yyjson_obj_get(term, "matchFields");
         bool ok = yyjson_arr_size(exprs) + yyjson_arr_size(fields) > 0;
 
-        ARR_EACH(exprs, k, req) {
+        ARR_EACH (exprs, k, req) {
             const char *lk = json_str(yyjson_obj_get(req, "key"));
 
-            ok = ok && lk != NULL &&
-                 requirement_holds(req, json_str(yyjson_obj_get(labels, lk)));
+            ok = ok && lk != NULL && requirement_holds(req, json_str(yyjson_obj_get(labels, lk)));
         }
-        ARR_EACH(fields, k, req) {
+        ARR_EACH (fields, k, req) {
             const char *fk = json_str(yyjson_obj_get(req, "key"));
 
             ok = ok && fk != NULL && strcmp(fk, "metadata.name") == 0 &&
@@ -1124,7 +1123,7 @@ static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
         snprintf(why, len, "nodeName %s%s", json_str(v), gpu == 1 ? ", a GPU node" : "");
         return true;
     }
-    ARR_EACH(required_terms(spec), i, term) {
+    ARR_EACH (required_terms(spec), i, term) {
         if (yyjson_arr_size(yyjson_obj_get(term, "matchFields")) > 0) {
             snprintf(why, len, "node affinity on node fields");
             return true;
@@ -1152,7 +1151,7 @@ static bool has_env_from(yyjson_val *c)
     yyjson_val *e;
     size_t i;
 
-    ARR_EACH(yyjson_obj_get(c, "envFrom"), i, e) {
+    ARR_EACH (yyjson_obj_get(c, "envFrom"), i, e) {
         const char *prefix = json_str(yyjson_obj_get(e, "prefix"));
 
         if (prefix == NULL)
@@ -1171,7 +1170,7 @@ static yyjson_val *env_entry(yyjson_val *c, const char *name)
     yyjson_val *env = yyjson_obj_get(c, "env"), *e, *found = NULL;
     size_t i;
 
-    ARR_EACH(env, i, e) {
+    ARR_EACH (env, i, e) {
         if (json_str_is(yyjson_obj_get(e, "name"), name))
             found = e;
     }
@@ -1201,8 +1200,7 @@ static bool cuda_env_unsafe(yyjson_val *c)
     yyjson_val *ver = env_entry(c, "CUDA_VERSION"), *req = env_entry(c, "NVIDIA_REQUIRE_CUDA");
     yyjson_val *vis = env_entry(c, "NVIDIA_VISIBLE_DEVICES");
 
-    if (vis != NULL && yyjson_obj_get(vis, "valueFrom") == NULL &&
-        visible_devices_entry(c) == NULL)
+    if (vis != NULL && yyjson_obj_get(vis, "valueFrom") == NULL && visible_devices_entry(c) == NULL)
         return false;
     if (req != NULL && yyjson_obj_get(req, "valueFrom") == NULL && !env_empty(req))
         return false; /* a valueFrom may well be empty */
@@ -1259,8 +1257,8 @@ static int add_gpu_request(struct ctx *c, const char *res, long long count)
     snprintf(qty, sizeof(qty), "%lld", count);
     if (!yyjson_is_obj(resources))
         return add_at(c, "/containers/0/resources", NULL, 0,
-                      json_pack(PATCH_OUT(c), "{s:{s:s}, s:{s:s}}", "limits", res, qty,
-                                "requests", res, qty));
+                      json_pack(PATCH_OUT(c), "{s:{s:s}, s:{s:s}}", "limits", res, qty, "requests",
+                                res, qty));
     /* resources is the object before these two operations: they add to it, it stays one */
     for (size_t i = 0; i < 2; i++) {
         const char *path[] = {lists[i], res};
@@ -1291,11 +1289,11 @@ static bool claims_devices(yyjson_val *spec)
     size_t i, k, m;
 
     for (size_t l = 0; l < 2; l++) {
-        ARR_EACH(yyjson_obj_get(spec, lists[l]), i, c) {
-            ARR_EACH(yyjson_obj_get(yyjson_obj_get(c, "resources"), "claims"), k, cl) {
+        ARR_EACH (yyjson_obj_get(spec, lists[l]), i, c) {
+            ARR_EACH (yyjson_obj_get(yyjson_obj_get(c, "resources"), "claims"), k, cl) {
                 const char *name = json_str(yyjson_obj_get(cl, "name"));
 
-                ARR_EACH(yyjson_obj_get(spec, "resourceClaims"), m, pc) {
+                ARR_EACH (yyjson_obj_get(spec, "resourceClaims"), m, pc) {
                     const char *n = json_str(yyjson_obj_get(pc, "name"));
 
                     if (name != NULL && n != NULL && strcmp(name, n) == 0)
@@ -1441,7 +1439,7 @@ static bool ephemeral_existed(const struct review *r, const char *name)
     yyjson_val *old = patch_get(r->old_object, "/spec/ephemeralContainers"), *c;
     size_t i;
 
-    ARR_EACH(old, i, c) {
+    ARR_EACH (old, i, c) {
         if (strcmp(container_name(c), name) == 0)
             return true;
     }
@@ -1460,7 +1458,7 @@ static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
     /* kubectl debug --profile=sysadmin on a node the view knows has no GPU: nothing to reach */
     if (yyjson_is_str(node) && node_kind(c, json_str(node)) == 0)
         return V_OK;
-    ARR_EACH(list, i, x) {
+    ARR_EACH (list, i, x) {
         if (ephemeral_existed(c->r, container_name(x)))
             continue;
         if (ru->deny_visible_devices_env &&
@@ -1846,7 +1844,7 @@ struct run {
     int n_deny;
     yyjson_mut_doc *tdoc;  /* borrowed: the document of trace */
     yyjson_mut_val *trace; /* borrowed: the caller's per-rule trace, or NULL */
-    unsigned findings; /* decision lines so far: a rule that adds none passed */
+    unsigned findings;     /* decision lines so far: a rule that adds none passed */
     struct demand_memo memo;
 };
 
@@ -2085,7 +2083,7 @@ static bool scheduling_changed(const struct review *r)
 static bool is_mirror_pod(const struct review *r)
 {
     return yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(r->object, "metadata"), "annotations"),
-                           "kubernetes.io/config.mirror") != NULL;
+                          "kubernetes.io/config.mirror") != NULL;
 }
 
 /* The rules of doc of one phase: 0 the gpu-request rules, 1 the others. gpu-request may make a
@@ -2204,8 +2202,7 @@ static int64_t rollout_surge(yyjson_val *obj, int64_t replicas)
 static int64_t job_width(yyjson_val *obj, const char *at)
 {
     yyjson_val *spec = patch_get(obj, at);
-    yyjson_val *p = yyjson_obj_get(spec, "parallelism"),
-                 *c = yyjson_obj_get(spec, "completions");
+    yyjson_val *p = yyjson_obj_get(spec, "parallelism"), *c = yyjson_obj_get(spec, "completions");
     int64_t par, comp;
 
     if (!json_int64(p, &par))
@@ -2226,7 +2223,7 @@ static bool owned_by_deployment(yyjson_val *obj)
     yyjson_val *owners = patch_get(obj, "/metadata/ownerReferences"), *o;
     size_t i;
 
-    ARR_EACH(owners, i, o) {
+    ARR_EACH (owners, i, o) {
         const char *kind = json_str(yyjson_obj_get(o, "kind"));
 
         if (yyjson_is_true(yyjson_obj_get(o, "controller")) && kind && !strcmp(kind, "Deployment"))
@@ -2253,7 +2250,7 @@ static bool cap_cronjob(const struct review *r, struct cap_target *ct)
     now = job_width(r->object, "/spec/jobTemplate/spec");
     if (r->op == REVIEW_UPDATE && r->old_object != NULL &&
         yyjson_equals(patch_get(r->object, "/spec/jobTemplate"),
-                   patch_get(r->old_object, "/spec/jobTemplate")) &&
+                      patch_get(r->old_object, "/spec/jobTemplate")) &&
         !yyjson_is_true(patch_get(r->old_object, "/spec/suspend")))
         before = now; /* the Jobs it makes are unchanged: nothing new to judge; the UPDATE
                          that resumes it is judged as its CREATE */
@@ -2300,7 +2297,7 @@ static bool cap_workload(const struct review *r, const struct rule *ru, struct c
     /* any change of the template (its labels too) rolls a Deployment out */
     changed = r->op == REVIEW_CREATE || r->old_object == NULL ||
               !yyjson_equals(patch_get(r->object, "/spec/template"),
-                          patch_get(r->old_object, "/spec/template"));
+                             patch_get(r->old_object, "/spec/template"));
     ct->total = now;
     ct->before = before;
     ct->key = cluster_workload_key(res[which], r->ns, object_name(r));
@@ -2405,7 +2402,7 @@ static void shared_multiple(const struct cap_target *ct, const struct capacity_r
     size_t i;
 
     for (size_t l = 0; l < 2; l++) {
-        ARR_EACH(yyjson_obj_get(ct->spec, lists[l]), i, c) {
+        ARR_EACH (yyjson_obj_get(ct->spec, lists[l]), i, c) {
             diag_clear(&d);
             if (pod_container_gpus(c, "container", globs, &dm, &d) < 0)
                 continue;
@@ -2492,8 +2489,8 @@ static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enfo
              rn->view == NULL            ? "no cluster view is configured"
              : !cluster_synced(rn->view) ? "the cluster view is not synced yet"
                                          : "the cluster view is stale");
-    log_event(LOG_WARN, "capacity not checked", "{s:s, s:s, s:s, s:s}", "uid", rn->r->uid,
-              "object", ct->what, "reason", text, "whenStale", modes[ru->when_stale]);
+    log_event(LOG_WARN, "capacity not checked", "{s:s, s:s, s:s, s:s}", "uid", rn->r->uid, "object",
+              ct->what, "reason", text, "whenStale", modes[ru->when_stale]);
     if (ru->when_stale == STALE_ALLOW)
         return;
     if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)
@@ -2513,15 +2510,15 @@ static void placement_text(yyjson_val *spec, char *buf, size_t len)
     int n = 0;
 
     buf[0] = '\0';
-    OBJ_EACH(sel, key, v) {
+    OBJ_EACH(sel, key, v)
+    {
         if (at + 1 >= len || n == 4)
             break;
         at += (size_t)snprintf(buf + at, len - at, "%s%s=%s", n++ ? "," : "nodeSelector ", key,
                                yyjson_is_str(v) ? json_str(v) : "?");
     }
-    if (at < len &&
-        patch_get(spec, "/affinity/nodeAffinity/"
-                                  "requiredDuringSchedulingIgnoredDuringExecution") != NULL)
+    if (at < len && patch_get(spec, "/affinity/nodeAffinity/"
+                                    "requiredDuringSchedulingIgnoredDuringExecution") != NULL)
         snprintf(buf + at, len - at, "%srequired node affinity", n ? " and " : "");
     if (buf[0] == '\0')
         snprintf(buf, len, "its GPU resources and tolerations");

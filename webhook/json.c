@@ -72,8 +72,7 @@ static yyjson_val *repeated_key(yyjson_val *obj, bool *oom)
         }
     }
     i = 0;
-    yyjson_obj_foreach(obj, j, n, k, v)
-    {
+    yyjson_obj_foreach (obj, j, n, k, v) {
         (void)v;
         refs[i].p = yyjson_get_str(k);
         refs[i].len = yyjson_get_len(k);

@@ -35,15 +35,17 @@
 #undef yyjson_obj_foreach
 #define yyjson_obj_foreach(obj, idx, max, key, val)                                                \
     for ((idx) = 0, (max) = yyjson_obj_size(obj),                                                  \
-        (key) = (max) ? unsafe_yyjson_get_first(obj) : NULL, (val) = (max) ? (key) + 1 : NULL;    \
+        (key) = (max) ? unsafe_yyjson_get_first(obj) : NULL, (val) = (max) ? (key) + 1 : NULL;     \
          (idx) < (max); (idx)++, (key) = unsafe_yyjson_get_next(val), (val) = (key) + 1)
 
 /* json_read() flags */
 #define JSON_READ_ANY_ROOT 1u /* accept a root that is not an object (arrays, scalars) */
-#define JSON_READ_INSITU   2u /* parse in place: buf has YYJSON_PADDING_SIZE zero bytes after
-                                 len and outlives the document (YYJSON.md §4) */
-#define JSON_READ_PREFIX   4u /* stop after the first value; yyjson_doc_get_read_size() says
-                                 how far it read */
+#define JSON_READ_INSITU                                                                           \
+    2u /* parse in place: buf has YYJSON_PADDING_SIZE zero bytes after                             \
+          len and outlives the document (YYJSON.md §4) */
+#define JSON_READ_PREFIX                                                                           \
+    4u /* stop after the first value; yyjson_doc_get_read_size() says                              \
+          how far it read */
 
 /* A document from len bytes of buf, or NULL with d filled ("3:8: unexpected character"). max_depth
  * caps nesting (containers inside containers; the root is depth 1). alc may be NULL (libc). */

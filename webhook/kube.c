@@ -190,7 +190,7 @@ static int buf_add(struct buf *b, const void *data, size_t n, size_t max)
 
 /* A string from the apiserver, cut to max_runes and cleaned for a log field, in out (at least
  * SHOWN_SIZE(max_runes) bytes); "" when out of memory. Returns out. */
-#define SHOWN_SIZE(max_runes) ((max_runes) * 4 + 1)
+#define SHOWN_SIZE(max_runes) ((max_runes)*4 + 1)
 static const char *shown(const char *s, size_t max_runes, char *out, size_t len)
 {
     char *clean = text_utf8_clean(s ? s : "", max_runes, true);
@@ -984,8 +984,8 @@ static uint64_t rng_next(struct worker *w)
 static yyjson_mut_val *status_fields(yyjson_mut_doc *doc, struct worker *w, const struct reply *r,
                                      const char *op)
 {
-    yyjson_mut_val *f = json_pack(doc, "{s:s, s:s, s:s}", "kind", w->plural, "op", op,
-                                  "resourceVersion", w->rv);
+    yyjson_mut_val *f =
+        json_pack(doc, "{s:s, s:s, s:s}", "kind", w->plural, "op", op, "resourceVersion", w->rv);
     yyjson_doc *st;
     yyjson_val *msg, *reason;
     struct diag d;
@@ -1005,12 +1005,12 @@ static yyjson_mut_val *status_fields(yyjson_mut_doc *doc, struct worker *w, cons
         if ((msg == NULL || yyjson_is_str(msg)) && (reason == NULL || yyjson_is_str(reason))) {
             if (msg != NULL)
                 json_mut_set(doc, f, "message",
-                             yyjson_mut_strcpy(doc, shown(yyjson_get_str(msg), KUBE_MSG_SHOWN,
-                                                          text, sizeof(text))));
-            if (reason != NULL)
-                json_mut_set(doc, f, "reason",
-                             yyjson_mut_strcpy(doc, shown(yyjson_get_str(reason), 64, text,
+                             yyjson_mut_strcpy(doc, shown(yyjson_get_str(msg), KUBE_MSG_SHOWN, text,
                                                           sizeof(text))));
+            if (reason != NULL)
+                json_mut_set(
+                    doc, f, "reason",
+                    yyjson_mut_strcpy(doc, shown(yyjson_get_str(reason), 64, text, sizeof(text))));
         }
         yyjson_doc_free(st);
     }
@@ -1018,10 +1018,10 @@ static yyjson_mut_val *status_fields(yyjson_mut_doc *doc, struct worker *w, cons
         snprintf(text, sizeof(text), "no data for %.0f s", w->k->silence_s);
         json_mut_set(doc, f, "error", yyjson_mut_strcpy(doc, text));
     } else if (r->res != CURLE_OK) {
-        json_mut_set(doc, f, "error",
-                     yyjson_mut_strcpy(doc, shown(w->errbuf[0] ? w->errbuf
-                                                               : curl_easy_strerror(r->res),
-                                                  200, text, sizeof(text))));
+        json_mut_set(
+            doc, f, "error",
+            yyjson_mut_strcpy(doc, shown(w->errbuf[0] ? w->errbuf : curl_easy_strerror(r->res), 200,
+                                         text, sizeof(text))));
     }
     return f;
 }
@@ -1046,8 +1046,7 @@ static bool token_refresh(struct worker *w, bool force)
     if (fresh == NULL) {
         if (!w->token_warned)
             log_event(LOG_WARN, "cannot read the token file; keeping the previous token",
-                      "{s:s, s:s}", "kind", w->plural, "error",
-                      diag_format(&d, msg, sizeof(msg)));
+                      "{s:s, s:s}", "kind", w->plural, "error", diag_format(&d, msg, sizeof(msg)));
         w->token_warned = true;
         return false;
     }
@@ -1164,9 +1163,9 @@ static int on_error_event(struct worker *w, yyjson_val *status)
         snprintf(w->why, sizeof(w->why), "%.*s", KUBE_MSG_SHOWN, message);
     } else {
         w->verdict = V_ERROR;
-        log_event(LOG_WARN, "watch ERROR event; relisting",
-                  "{s:s, s:s, s:I, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv,
-                  "code", code, "reason", shown(reason, 64, rtext, sizeof(rtext)), "message",
+        log_event(LOG_WARN, "watch ERROR event; relisting", "{s:s, s:s, s:I, s:s, s:s}", "kind",
+                  w->plural, "resourceVersion", w->rv, "code", code, "reason",
+                  shown(reason, 64, rtext, sizeof(rtext)), "message",
                   shown(message, KUBE_MSG_SHOWN, mtext, sizeof(mtext)));
     }
     return -1;
@@ -1383,8 +1382,8 @@ static void request(struct worker *w, const char *url, enum req_mode mode, struc
         if (r->status != 401 || r->stopped || attempt > 0 || !token_refresh(w, true))
             break;
         if (log_enabled(LOG_DEBUG))
-            log_event(LOG_DEBUG, "401 Unauthorized: the token file changed; retrying",
-                      "{s:s}", "kind", w->plural);
+            log_event(LOG_DEBUG, "401 Unauthorized: the token file changed; retrying", "{s:s}",
+                      "kind", w->plural);
     }
     headers_free(h);
 }
@@ -1461,9 +1460,9 @@ static int take_page(struct worker *w, bool first, char **next, size_t *count)
     *next = NULL;
     diag_clear(&d);
     /* the error says where and what (yyjson's words, or a JSON Pointer), never the page's text */
-    doc = w->body.p != NULL ? json_read(w->body.p, w->body.len, JSON_READ_INSITU,
-                                        KUBE_JSON_DEPTH_MAX, NULL, &d)
-                            : json_read("", 0, 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
+    doc = w->body.p != NULL
+              ? json_read(w->body.p, w->body.len, JSON_READ_INSITU, KUBE_JSON_DEPTH_MAX, NULL, &d)
+              : json_read("", 0, 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
     root = yyjson_doc_get_root(doc);
     meta = yyjson_obj_get(root, "metadata");
     vrv = yyjson_obj_get(meta, "resourceVersion");
@@ -1536,15 +1535,14 @@ static bool list_retry(struct worker *w, const struct reply *r, struct listing *
 {
     if (w->verdict == V_TOO_BIG && w->page > 1) {
         w->page /= 2;
-        log_event(LOG_WARN, "list page too large; asking for smaller pages",
-                  "{s:s, s:i, s:i}", "kind", w->plural, "limit", (int)w->page,
-                  "max_bytes", (int)KUBE_LIST_BODY_MAX);
+        log_event(LOG_WARN, "list page too large; asking for smaller pages", "{s:s, s:i, s:i}",
+                  "kind", w->plural, "limit", (int)w->page, "max_bytes", (int)KUBE_LIST_BODY_MAX);
         return true;
     }
     if (r->status == 410 && L->cont != NULL) {
         /* the continue token expired: the list starts over, at once the first time */
-        log_event(LOG_WARN, "list restarted: continue token expired (410)",
-                  "{s:s, s:i}", "kind", w->plural, "pages", (int)L->pages);
+        log_event(LOG_WARN, "list restarted: continue token expired (410)", "{s:s, s:i}", "kind",
+                  w->plural, "pages", (int)L->pages);
         listing_restart(L);
         return w->failures++ == 0 || sleep_ms(w->k, backoff_ms(w, &w->failures, 0));
     }
@@ -1589,9 +1587,8 @@ static int list_all(struct worker *w)
         if (L.cont == NULL) {
             cluster_list_end(w->k->view, w->kind);
             cluster_heartbeat(w->k->view, w->kind);
-            log_event(LOG_INFO, "list",
-                      "{s:s, s:s, s:I, s:i}", "kind", w->plural, "resourceVersion", w->rv,
-                      "items", (int64_t)L.items, "pages", (int)L.pages);
+            log_event(LOG_INFO, "list", "{s:s, s:s, s:I, s:i}", "kind", w->plural,
+                      "resourceVersion", w->rv, "items", (int64_t)L.items, "pages", (int)L.pages);
             w->failures = 0;
             rc = 0;
             goto out;
@@ -1629,9 +1626,8 @@ static enum wres watch_ended(struct worker *w, double start)
     cluster_heartbeat(w->k->view, w->kind);
     w->relists = 0;
     if (log_enabled(LOG_DEBUG))
-        log_event(LOG_DEBUG, "watch ended",
-                  "{s:s, s:s, s:i}", "kind", w->plural, "resourceVersion", w->rv,
-                  "events", (int)w->events);
+        log_event(LOG_DEBUG, "watch ended", "{s:s, s:s, s:i}", "kind", w->plural, "resourceVersion",
+                  w->rv, "events", (int)w->events);
     if (w->events == 0 && now_s() - start < KUBE_WATCH_MIN_HEALTHY_S)
         return sleep_ms(w->k, backoff_ms(w, &w->failures, 0)) ? W_REWATCH : W_STOP;
     w->failures = 0;
@@ -1647,26 +1643,24 @@ static enum wres watch_outcome(struct worker *w, const struct reply *r, double s
         broken(w, "the stream ended inside an event");
     switch (w->verdict) {
     case V_GONE:
-        log_event(LOG_INFO, "relist (410 Gone)",
-                  "{s:s, s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "via",
-                  "ERROR event", "message", shown(w->why, KUBE_MSG_SHOWN, text, sizeof(text)));
+        log_event(LOG_INFO, "relist (410 Gone)", "{s:s, s:s, s:s, s:s}", "kind", w->plural,
+                  "resourceVersion", w->rv, "via", "ERROR event", "message",
+                  shown(w->why, KUBE_MSG_SHOWN, text, sizeof(text)));
         return W_RELIST;
     case V_ERROR: /* logged as it came */ return W_RELIST;
     case V_BROKEN:
     case V_NOMEM:
     case V_TOO_BIG:
-        log_event(
-            LOG_WARN, "watch stream broken; relisting",
-            "{s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "error",
-            shown(w->verdict == V_NOMEM ? "out of memory" : w->why, KUBE_MSG_SHOWN, text,
-                  sizeof(text)));
+        log_event(LOG_WARN, "watch stream broken; relisting", "{s:s, s:s, s:s}", "kind", w->plural,
+                  "resourceVersion", w->rv, "error",
+                  shown(w->verdict == V_NOMEM ? "out of memory" : w->why, KUBE_MSG_SHOWN, text,
+                        sizeof(text)));
         return W_RELIST;
     case V_OK: break;
     }
     if (r->status == 410) {
-        log_event(LOG_INFO, "relist (410 Gone)",
-                  "{s:s, s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv, "via",
-                  "HTTP status");
+        log_event(LOG_INFO, "relist (410 Gone)", "{s:s, s:s, s:s}", "kind", w->plural,
+                  "resourceVersion", w->rv, "via", "HTTP status");
         return W_RELIST;
     }
     if (r->res == CURLE_OK && r->status == 200)
@@ -1687,8 +1681,7 @@ static enum wres watch_once(struct worker *w)
         goto out;
     }
     if (log_enabled(LOG_DEBUG))
-        log_event(LOG_DEBUG, "watch",
-                  "{s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv);
+        log_event(LOG_DEBUG, "watch", "{s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv);
     request(w, url, REQ_WATCH, &r);
     res = r.stopped ? W_STOP : watch_outcome(w, &r, start);
 out:
@@ -1770,10 +1763,9 @@ static void log_start(const struct kube *k)
                      : t->ca      ? "inline"
                                   : "system";
 
-    log_event(LOG_INFO, "kube client starting",
-              "{s:s, s:s, s:s, s:s, s:i, s:i}", "server", t->server, "config", t->source,
-              "auth", auth, "ca", ca, "watch_timeout_s", (int)k->watch_timeout_s,
-              "list_page", (int)k->list_page);
+    log_event(LOG_INFO, "kube client starting", "{s:s, s:s, s:s, s:s, s:i, s:i}", "server",
+              t->server, "config", t->source, "auth", auth, "ca", ca, "watch_timeout_s",
+              (int)k->watch_timeout_s, "list_page", (int)k->list_page);
     if (t->insecure)
         log_event(LOG_WARN,
                   "the apiserver's certificate is not verified "

@@ -111,8 +111,7 @@ static void emit(const yyjson_alc *alc, yyjson_mut_doc *doc, yyjson_mut_val *lin
         text = NULL;
         if (head == NULL)
             return;
-        yyjson_mut_obj_foreach(line, idx, max, k, v)
-        {
+        yyjson_mut_obj_foreach (line, idx, max, k, v) {
             if (idx >= 3) /* time, level, msg */
                 break;
             yyjson_mut_obj_add(head, k, yyjson_mut_val_mut_copy(doc, v));
@@ -147,8 +146,7 @@ static void append_members(yyjson_mut_doc *doc, yyjson_mut_val *line, yyjson_mut
     yyjson_mut_val *k, *v;
     size_t idx, max;
 
-    yyjson_mut_obj_foreach(fields, idx, max, k, v)
-    {
+    yyjson_mut_obj_foreach (fields, idx, max, k, v) {
         const char *key = yyjson_mut_get_str(k);
 
         /* time, level and msg are the line's own */

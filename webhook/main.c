@@ -421,8 +421,8 @@ static int watch_rules(int ifd, const char *dir, bool quiet)
                                    IN_DELETE | IN_ATTRIB | IN_DELETE_SELF | IN_MOVE_SELF);
 
     if (wd < 0 && !quiet)
-        log_event(LOG_WARN, "cannot watch the rules directory; retrying every second",
-                  "{s:s, s:s}", "rules", dir, "error", strerror(errno));
+        log_event(LOG_WARN, "cannot watch the rules directory; retrying every second", "{s:s, s:s}",
+                  "rules", dir, "error", strerror(errno));
     return wd;
 }
 
@@ -707,16 +707,15 @@ static int cmd_routes(int argc, char **argv)
             if (!(w == 0 ? rt[i].mutating : rt[i].validating))
                 continue;
             /* each list gets its own copy of o: a value sits in one container */
-            if (!yyjson_mut_arr_append(lists[w], json_pack(doc, "{s:[s], s:[s], s:[s], s:O}",
-                                                           "apiGroups", rt[i].group,
-                                                           "apiVersions", rt[i].version,
-                                                           "resources", res, "operations", o)))
+            if (!yyjson_mut_arr_append(lists[w],
+                                       json_pack(doc, "{s:[s], s:[s], s:[s], s:O}", "apiGroups",
+                                                 rt[i].group, "apiVersions", rt[i].version,
+                                                 "resources", res, "operations", o)))
                 goto out;
         }
     }
-    text = json_mut_write_pretty(json_pack(doc, "{s:o, s:o}", "mutating", lists[0], "validating",
-                                           lists[1]),
-                                 NULL);
+    text = json_mut_write_pretty(
+        json_pack(doc, "{s:o, s:o}", "mutating", lists[0], "validating", lists[1]), NULL);
     if (text == NULL)
         goto out;
     puts(text);

@@ -57,8 +57,7 @@ static const struct eval_route *route_for(const char *group, const char *kind, c
  * that is set). New; NULL with d filled. */
 static struct review *make_review(const struct offline_opts *o, const char *group,
                                   const char *version, const char *kind, const char *res,
-                                  const char *ns, const char *name, yyjson_val *obj,
-                                  struct diag *d)
+                                  const char *ns, const char *name, yyjson_val *obj, struct diag *d)
 {
     yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
     yyjson_mut_val *rv = NULL;
@@ -104,16 +103,14 @@ static int fold_trace(yyjson_mut_doc *doc, yyjson_mut_val *rules, yyjson_mut_val
     size_t i, imax, k, kmax, m, mmax;
     yyjson_mut_val *t, *ru, *v;
 
-    yyjson_mut_arr_foreach(trace, i, imax, t)
-    {
+    yyjson_mut_arr_foreach (trace, i, imax, t) {
         yyjson_mut_val *name = yyjson_mut_obj_get(t, "rule");
         const char *out = yyjson_mut_get_str(yyjson_mut_obj_get(t, "outcome"));
         yyjson_mut_val *msg = yyjson_mut_obj_get(t, "message");
 
         if (out == NULL || !yyjson_mut_is_str(msg))
             continue;
-        yyjson_mut_arr_foreach(rules, k, kmax, ru)
-        {
+        yyjson_mut_arr_foreach (rules, k, kmax, ru) {
             yyjson_mut_val *msgs = yyjson_mut_obj_get(ru, "messages");
             bool seen = false;
 
@@ -123,13 +120,12 @@ static int fold_trace(yyjson_mut_doc *doc, yyjson_mut_val *rules, yyjson_mut_val
                 outcome_rank(yyjson_mut_get_str(yyjson_mut_obj_get(ru, "outcome")))) {
                 /* both are the document's; a value sits in one container, so copy */
                 if (json_mut_set(doc, ru, "outcome", yyjson_mut_strcpy(doc, out)) < 0 ||
-                    json_mut_set(doc, ru, "enforcement",
-                                 yyjson_mut_val_mut_copy(doc, yyjson_mut_obj_get(t, "enforcement"))) <
-                        0)
+                    json_mut_set(
+                        doc, ru, "enforcement",
+                        yyjson_mut_val_mut_copy(doc, yyjson_mut_obj_get(t, "enforcement"))) < 0)
                     return -1;
             }
-            yyjson_mut_arr_foreach(msgs, m, mmax, v)
-            {
+            yyjson_mut_arr_foreach (msgs, m, mmax, v) {
                 seen = seen || same_str(v, msg);
             }
             if (yyjson_mut_get_len(msg) > 0 && !seen &&
@@ -168,8 +164,7 @@ static int add_all(yyjson_mut_doc *doc, yyjson_mut_val *to, yyjson_mut_val *from
     size_t i, max;
     yyjson_mut_val *v;
 
-    yyjson_mut_arr_foreach(from, i, max, v)
-    {
+    yyjson_mut_arr_foreach (from, i, max, v) {
         if (!yyjson_mut_arr_append(to, yyjson_mut_val_mut_copy(doc, v)))
             return -1;
     }
@@ -182,8 +177,7 @@ static int set_all(yyjson_mut_doc *doc, yyjson_mut_val *to, yyjson_mut_val *from
     size_t i, max;
     yyjson_mut_val *k, *v;
 
-    yyjson_mut_obj_foreach(from, i, max, k, v)
-    {
+    yyjson_mut_obj_foreach (from, i, max, k, v) {
         yyjson_mut_val *key = yyjson_mut_strncpy(doc, yyjson_mut_get_str(k), yyjson_mut_get_len(k));
         yyjson_mut_val *copy = yyjson_mut_val_mut_copy(doc, v);
 
@@ -338,9 +332,9 @@ yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, str
     if (route_for(group, kind, res, sizeof(res)) == NULL) {
         /* literals: they outlive the document */
         if (json_mut_set(doc, out, "decision", yyjson_mut_str(doc, "not judged")) < 0 ||
-            json_mut_set(
-                doc, out, "reason",
-                yyjson_mut_str(doc, "the webhook is not sent this kind (see gpuadmit routes)")) < 0) {
+            json_mut_set(doc, out, "reason",
+                         yyjson_mut_str(
+                             doc, "the webhook is not sent this kind (see gpuadmit routes)")) < 0) {
             diag_set(d, NULL, 0, 0, "out of memory");
             yyjson_mut_doc_free(doc);
             return NULL;
@@ -440,8 +434,7 @@ void offline_print_value(FILE *f, yyjson_val *v)
 
     if (yyjson_is_obj(v)) {
         fputc('{', f);
-        yyjson_obj_foreach(v, i, max, key, item)
-        {
+        yyjson_obj_foreach (v, i, max, key, item) {
             fputs(i ? ", " : "", f);
             if (plain_safe(yyjson_get_str(key), yyjson_get_len(key)))
                 fputs(yyjson_get_str(key), f);
@@ -453,8 +446,7 @@ void offline_print_value(FILE *f, yyjson_val *v)
         fputc('}', f);
     } else if (yyjson_is_arr(v)) {
         fputc('[', f);
-        yyjson_arr_foreach(v, i, max, item)
-        {
+        yyjson_arr_foreach (v, i, max, item) {
             fputs(i ? ", " : "", f);
             offline_print_value(f, item);
         }

@@ -243,7 +243,7 @@ static bool mut_deeper(yyjson_mut_val *v, size_t max)
         bool obj;
         yyjson_mut_obj_iter o;
         yyjson_mut_arr_iter a;
-    } *st;
+    } * st;
     size_t depth = 0;
     bool deeper = false;
 
@@ -504,8 +504,7 @@ yyjson_doc *patch_apply(yyjson_val *doc, yyjson_val *ops, struct diag *d)
         diag_set(d, NULL, 0, 0, "a JSON Patch must be an array of operations");
         goto done;
     }
-    yyjson_arr_foreach(ops, i, max, op)
-    {
+    yyjson_arr_foreach (ops, i, max, op) {
         if (!yyjson_is_obj(op) || apply_one(&a, op) < 0) {
             const char *name = yyjson_is_obj(op) ? op_str(op, "op") : NULL;
             const char *path = yyjson_is_obj(op) ? op_str(op, "path") : NULL;

@@ -116,8 +116,7 @@ static int container_gpus(yyjson_val *container, const struct where *where,
 
     out->n = 0;
     /* requests first; limits stand in only where requests lack the resource */
-    yyjson_obj_foreach(req, i, max, k, v)
-    {
+    yyjson_obj_foreach (req, i, max, k, v) {
         if ((name = key_name(k)) == NULL || !counted(gpu_globs, name))
             continue;
         if (gpu_amount(v, where, "requests", name, &milli, d) < 0)
@@ -128,8 +127,7 @@ static int container_gpus(yyjson_val *container, const struct where *where,
             *slot = milli;
         }
     }
-    yyjson_obj_foreach(lim, i, max, k, v)
-    {
+    yyjson_obj_foreach (lim, i, max, k, v) {
         if ((name = key_name(k)) == NULL || !counted(gpu_globs, name) ||
             yyjson_obj_get(req, name) != NULL)
             continue;
@@ -189,16 +187,13 @@ int pod_gpu_demand(yyjson_val *spec, const struct strlist *gpu_globs, struct pod
 
     out->n = 0;
     list = yyjson_obj_get(spec, "containers");
-    yyjson_arr_foreach(list, i, max, c)
-    {
+    yyjson_arr_foreach (list, i, max, c) {
         w = (struct where){"spec.containers", i};
-        if (container_gpus(c, &w, gpu_globs, &one, d) < 0 ||
-            demand_merge(&app, &one, 0, d) < 0)
+        if (container_gpus(c, &w, gpu_globs, &one, d) < 0 || demand_merge(&app, &one, 0, d) < 0)
             return -1;
     }
     list = yyjson_obj_get(spec, "initContainers");
-    yyjson_arr_foreach(list, i, max, c)
-    {
+    yyjson_arr_foreach (list, i, max, c) {
         w = (struct where){"spec.initContainers", i};
         if (container_gpus(c, &w, gpu_globs, &one, d) < 0)
             return -1;
@@ -218,8 +213,7 @@ int pod_gpu_demand(yyjson_val *spec, const struct strlist *gpu_globs, struct pod
         demand_merge(out, &init_peak, 1, d) < 0)
         return -1;
     overhead = yyjson_obj_get(spec, "overhead");
-    yyjson_obj_foreach(overhead, i, max, k, v)
-    {
+    yyjson_obj_foreach (overhead, i, max, k, v) {
         if ((name = key_name(k)) == NULL || !counted(gpu_globs, name))
             continue;
         if (quantity_json_milli(v, &milli) < 0 || milli < 0) {

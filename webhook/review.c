@@ -60,8 +60,8 @@ static int get_string(yyjson_val *obj, const char *key, const char *path, const 
 }
 
 /* An object member that may be absent or null (*out = NULL then). */
-static int get_object_or_null(yyjson_val *obj, const char *key, const char *path,
-                              yyjson_val **out, struct diag *d)
+static int get_object_or_null(yyjson_val *obj, const char *key, const char *path, yyjson_val **out,
+                              struct diag *d)
 {
     yyjson_val *v = yyjson_obj_get(obj, key);
 
@@ -105,8 +105,7 @@ static int decode_gvr(yyjson_val *req, struct review_gvr *gvr, struct diag *d)
         return -1;
     }
     if (!yyjson_is_obj(r)) {
-        diag_set(d, NULL, 0, 0, "request.resource: expected an object, got %s",
-                 json_type_desc(r));
+        diag_set(d, NULL, 0, 0, "request.resource: expected an object, got %s", json_type_desc(r));
         return -1;
     }
     if (get_string(r, "group", "request.resource", "", &gvr->group, d) < 0 ||
@@ -145,8 +144,7 @@ static int decode_user(yyjson_val *req, struct review *r, struct diag *d)
     if (u == NULL || yyjson_is_null(u))
         return 0;
     if (!yyjson_is_obj(u)) {
-        diag_set(d, NULL, 0, 0, "request.userInfo: expected an object, got %s",
-                 json_type_desc(u));
+        diag_set(d, NULL, 0, 0, "request.userInfo: expected an object, got %s", json_type_desc(u));
         return -1;
     }
     if (get_string(u, "username", "request.userInfo", "", &r->username, d) < 0)
@@ -159,8 +157,7 @@ static int decode_user(yyjson_val *req, struct review *r, struct diag *d)
                  json_type_desc(groups));
         return -1;
     }
-    yyjson_arr_foreach(groups, i, max, g)
-    {
+    yyjson_arr_foreach (groups, i, max, g) {
         if (!yyjson_is_str(g)) {
             diag_set(d, NULL, 0, 0, "request.userInfo.groups[%zu]: expected a string, got %s", i,
                      json_type_desc(g));
@@ -267,8 +264,8 @@ int review_decode_in(struct review *r, char *body, size_t len, unsigned flags,
      * patch.c within that depth. "\u0000" is taken (the apiserver writes a NUL so and any
      * annotation may hold one; refusing it would be a call error, a bypass under
      * failurePolicy Ignore). */
-    r->doc = json_read(body, len, (flags & JSON_READ_INSITU) | JSON_READ_ANY_ROOT,
-                       REVIEW_DEPTH_MAX, alc, &rd);
+    r->doc = json_read(body, len, (flags & JSON_READ_INSITU) | JSON_READ_ANY_ROOT, REVIEW_DEPTH_MAX,
+                       alc, &rd);
     if (r->doc == NULL) {
         read_error(&rd, d);
         return -1;
@@ -281,8 +278,7 @@ int review_decode_in(struct review *r, char *body, size_t len, unsigned flags,
         goto fail;
     }
     if (!yyjson_is_obj(req)) {
-        diag_set(d, NULL, 0, 0, "review.request: expected an object, got %s",
-                 json_type_desc(req));
+        diag_set(d, NULL, 0, 0, "review.request: expected an object, got %s", json_type_desc(req));
         goto fail;
     }
     if (decode_request(req, r, d) < 0)

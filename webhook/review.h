@@ -43,7 +43,7 @@ struct review {
     const char *name;         /* "" when absent (CREATE with generateName at the mutating stage) */
     const char *ns;           /* request.namespace; "" for cluster-scoped objects */
     enum review_op op;
-    const char *username; /* "" when absent */
+    const char *username;   /* "" when absent */
     yyjson_val *groups;     /* array of strings, or NULL */
     yyjson_val *object;     /* NULL when absent or null (DELETE) */
     yyjson_val *old_object; /* NULL when absent or null (CREATE, CONNECT) */
@@ -69,8 +69,8 @@ struct decision {
     int code;            /* HTTP-style code of a denial; 403 when 0 */
     char *reason;        /* metav1 StatusReason of a denial, e.g. "Forbidden"; owned, may be NULL */
     char *message;       /* owned, may be NULL */
-    yyjson_mut_doc *out;         /* owned: holds patch, warnings and annotations; NULL until one
-                                    of them is made */
+    yyjson_mut_doc *out; /* owned: holds patch, warnings and annotations; NULL until one
+                            of them is made */
     yyjson_mut_val *patch;       /* array of RFC 6902 operations in out, or NULL */
     yyjson_mut_val *warnings;    /* array of strings in out, or NULL */
     yyjson_mut_val *annotations; /* object of string values in out, or NULL */

@@ -284,7 +284,7 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
         return respond_error(s, c, rq, MHD_HTTP_INTERNAL_SERVER_ERROR, url,
                              "could not evaluate the review (out of memory)", NULL);
     }
-    rq->outcome = !dec.allowed                                 ? METRICS_DENIED
+    rq->outcome = !dec.allowed                                     ? METRICS_DENIED
                   : mutating && yyjson_mut_arr_size(dec.patch) > 0 ? METRICS_PATCHED
                                                                    : METRICS_ALLOWED;
     if (log_enabled(LOG_DEBUG))
@@ -610,8 +610,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     }
     if (*upload_data_size > 0) {
         if (!take_body(s, rq, upload_data, *upload_data_size)) {
-            log_event(LOG_WARN, "connection dropped: body far over the limit", "{s:s, s:I}",
-                      "path", url, "bytes", (int64_t)rq->seen);
+            log_event(LOG_WARN, "connection dropped: body far over the limit", "{s:s, s:I}", "path",
+                      url, "bytes", (int64_t)rq->seen);
             return MHD_NO;
         }
         *upload_data_size = 0;

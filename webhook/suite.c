@@ -130,8 +130,7 @@ static void known_keys(struct sfile *s, const char *ptr, yyjson_val *obj,
     size_t i, max;
     char p[1024];
 
-    yyjson_obj_foreach(obj, i, max, k, v)
-    {
+    yyjson_obj_foreach (obj, i, max, k, v) {
         (void)v;
         if (is_one_of(k, allowed))
             continue;
@@ -151,8 +150,7 @@ static int strings(struct sfile *s, const char *ptr, yyjson_val *v, const char *
     if (v == NULL || yyjson_is_str(v))
         return 0;
     if (yyjson_is_arr(v)) {
-        yyjson_arr_foreach(v, i, max, x)
-        {
+        yyjson_arr_foreach (v, i, max, x) {
             all = all && yyjson_is_str(x);
         }
         if (all)
@@ -200,8 +198,7 @@ static void check_expect(struct sfile *s, const struct policy *p, const char *pt
             serr(s, p2, "expect.%s must be a mapping of rule names", name);
             continue;
         }
-        yyjson_obj_foreach(v, i, max, key, x)
-        {
+        yyjson_obj_foreach (v, i, max, key, x) {
             char p3[1024];
 
             snprintf(p3, sizeof(p3), "%s", p2);
@@ -220,8 +217,7 @@ static void check_expect(struct sfile *s, const struct policy *p, const char *pt
     snprintf(p2, sizeof(p2), "%s/patched", ptr);
     if (v != NULL && !yyjson_is_obj(v))
         serr(s, p2, "expect.patched must be a mapping of JSON Pointer to value");
-    yyjson_obj_foreach(v, i, max, key, x)
-    {
+    yyjson_obj_foreach (v, i, max, key, x) {
         const char *k = yyjson_get_str(key);
 
         (void)x;
@@ -310,8 +306,7 @@ static bool contains_any(yyjson_val *list, const char *want)
     size_t i, max;
     yyjson_val *v;
 
-    yyjson_arr_foreach(list, i, max, v)
-    {
+    yyjson_arr_foreach (list, i, max, v) {
         if (yyjson_is_str(v) && strstr(yyjson_get_str(v), want) != NULL)
             return true;
     }
@@ -344,8 +339,7 @@ static yyjson_val *find_rule(yyjson_val *rules, yyjson_val *name)
     size_t i, max;
     yyjson_val *ru, *n;
 
-    yyjson_arr_foreach(rules, i, max, ru)
-    {
+    yyjson_arr_foreach (rules, i, max, ru) {
         n = yyjson_obj_get(ru, "rule");
         if (yyjson_get_len(n) == yyjson_get_len(name) &&
             memcmp(yyjson_get_str(n), yyjson_get_str(name), yyjson_get_len(name)) == 0)
@@ -371,22 +365,19 @@ static int compare(FILE *out, yyjson_val *e, yyjson_val *got)
             fprintf(out, "         (%s)\n", json_get_str(got, "message"));
         diffs++;
     }
-    yyjson_obj_foreach(yyjson_obj_get(e, "rules"), i, max, key, want)
-    {
+    yyjson_obj_foreach (yyjson_obj_get(e, "rules"), i, max, key, want) {
         ru = find_rule(rules, key);
         str = json_get_str(ru, "outcome");
         if (ru != NULL && strcmp(str, yyjson_get_str(want)) != 0) {
             fprintf(out, "       rule %s: expected %s, got %s\n", yyjson_get_str(key),
                     yyjson_get_str(want), str);
-            yyjson_arr_foreach(yyjson_obj_get(ru, "messages"), k, kmax, m)
-            {
+            yyjson_arr_foreach (yyjson_obj_get(ru, "messages"), k, kmax, m) {
                 fprintf(out, "         (%s)\n", yyjson_get_str(m));
             }
             diffs++;
         }
     }
-    yyjson_obj_foreach(yyjson_obj_get(e, "messages"), i, max, key, want)
-    {
+    yyjson_obj_foreach (yyjson_obj_get(e, "messages"), i, max, key, want) {
         ru = find_rule(rules, key);
         for (str = each_first(&it, want); str != NULL; str = each_next(&it)) {
             if (ru != NULL && contains_any(yyjson_obj_get(ru, "messages"), str))
@@ -398,8 +389,7 @@ static int compare(FILE *out, yyjson_val *e, yyjson_val *got)
             diffs++;
         }
     }
-    yyjson_obj_foreach(yyjson_obj_get(e, "patched"), i, max, key, want)
-    {
+    yyjson_obj_foreach (yyjson_obj_get(e, "patched"), i, max, key, want) {
         v = yyjson_ptr_getn(yyjson_obj_get(got, "object"), yyjson_get_str(key),
                             yyjson_get_len(key));
         /* null expects the field absent: Kubernetes drops null fields anyway. yyjson_equals
@@ -586,8 +576,7 @@ static void run_suite(const char *path, struct run *R)
     n = yyjson_arr_size(cases);
     objs = calloc(n ? n : 1, sizeof(*objs));
     /* check every case before running any */
-    yyjson_arr_foreach(cases, i, max, c)
-    {
+    yyjson_arr_foreach (cases, i, max, c) {
         snprintf(ptr, sizeof(ptr), "/spec/cases/%zu", i);
         if (!yyjson_is_obj(c) || !yyjson_is_str(yyjson_obj_get(c, "name"))) {
             serr(&s, ptr, "a case is a mapping with a name");
@@ -620,8 +609,7 @@ static void run_suite(const char *path, struct run *R)
     oo.policy = L.policy;
     oo.view = L.view;
     oo.audit_only = L.audit_only;
-    yyjson_arr_foreach(cases, i, max, c)
-    {
+    yyjson_arr_foreach (cases, i, max, c) {
         run_case(&s, &oo, c, i, objs[i].v, R);
     }
 out:

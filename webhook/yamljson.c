@@ -426,8 +426,7 @@ static int index_marks(struct yamljson_doc *doc)
     doc->mark_keys = calloc(doc->n_marks ? doc->n_marks : 1, sizeof(*doc->mark_keys));
     if (doc->mark_keys == NULL)
         return -1;
-    yyjson_obj_foreach(root, i, max, k, v)
-    {
+    yyjson_obj_foreach (root, i, max, k, v) {
         (void)v;
         doc->mark_keys[n++] = k;
     }
@@ -449,8 +448,8 @@ static int add_doc(struct ybuild *b, yyjson_doc *doc, yyjson_doc *marks)
     }
     b->out->docs = docs;
     nd = &docs[b->out->n++];
-    *nd = (struct yamljson_doc){doc,          yyjson_doc_get_root(doc), b->doc_index, b->doc_line,
-                                b->doc_column, marks,                   NULL,         0};
+    *nd = (struct yamljson_doc){
+        doc, yyjson_doc_get_root(doc), b->doc_index, b->doc_line, b->doc_column, marks, NULL, 0};
     if (marks != NULL && index_marks(nd) < 0) {
         diag_set(b->d, b->name, 0, 0, "out of memory");
         return -1;

@@ -5,11 +5,12 @@
  *
  * For each fixture, times review_decode_in + eval_review + review_encode + the frees (what the
  * server does between reading a body and queueing the answer, in situ on its per-thread arena,
- * without the cluster view, as --no-cluster serves) against yyjson_read_opts + yyjson_write + the frees of the same bytes
- * (yyjson's bare read and write, with the default allocator), and against the read alone.
- * Batches of each alternate, in an order that rotates every rep; each rep gives a ratio, and the
- * figures printed are medians over the reps. Times are the thread's CPU time (the machine is shared).
- * Decision log lines go to /dev/null. Prints one JSON line per fixture for tests/bench/run.py.
+ * without the cluster view, as --no-cluster serves) against yyjson_read_opts + yyjson_write + the
+ * frees of the same bytes (yyjson's bare read and write, with the default allocator), and against
+ * the read alone. Batches of each alternate, in an order that rotates every rep; each rep gives a
+ * ratio, and the figures printed are medians over the reps. Times are the thread's CPU time (the
+ * machine is shared). Decision log lines go to /dev/null. Prints one JSON line per fixture for
+ * tests/bench/run.py.
  *
  * Fixtures: REVIEW_POD (a small GPU pod the default policy patches at /mutate), the bench's
  * training pod (DATA_DIR) at /validate, and Kubernetes' all-fields roundtrip fixtures (K8S_DIR,
@@ -130,8 +131,8 @@ static int review_once(const struct policy *p, const struct fixture *f)
     memcpy(buf, f->body, f->len);
     memset(buf + f->len, 0, YYJSON_PADDING_SIZE);
     diag_clear(&d);
-    if (review_decode_in(&r, buf, f->len, JSON_READ_INSITU, review_arena_reader(a, f->len),
-                         &d) < 0) {
+    if (review_decode_in(&r, buf, f->len, JSON_READ_INSITU, review_arena_reader(a, f->len), &d) <
+        0) {
         fprintf(stderr, "bench_codec: %s: %s\n", f->name, d.msg);
         exit(1);
     }

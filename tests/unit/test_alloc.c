@@ -75,8 +75,8 @@ static bool interposed(void)
 static bool counting;
 
 /* One review as admit() serves it; the response text is freed as libmicrohttpd would. */
-static int serve(const struct policy *p, const char *body, size_t len, bool mutating,
-                 bool *patched, bool *denied)
+static int serve(const struct policy *p, const char *body, size_t len, bool mutating, bool *patched,
+                 bool *denied)
 {
     struct review_arena *a = review_thread_arena();
     char *buf = malloc(len + YYJSON_PADDING_SIZE); /* the body buffer: the server's, not counted */

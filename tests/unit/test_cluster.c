@@ -358,7 +358,7 @@ static void test_reservations(void)
     struct cluster *c = cluster_new(&cfg);
     struct capacity_result r;
     yyjson_val *a = js("{'nodeSelector':{'pool':'a'},'containers':[{'name':'t','resources':"
-                   "{'limits':{'nvidia.com/gpu':'1'}}}]}");
+                       "{'limits':{'nvidia.com/gpu':'1'}}}]}");
     struct capacity_request rqa = {a, &gpus, 4, 4, 0, 0, 0};
 
     for (int k = 0; k < CLUSTER_KINDS; k++) {

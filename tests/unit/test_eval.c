@@ -2213,9 +2213,10 @@ static void test_patch_beside_problem(void)
 {
     struct policy *p = load("mutate.yaml");
     const struct ecase c = {.name = "patch beside a problem", .policy = "", .mutating = true};
-    yyjson_doc *object = js(POD("{'containers':[" CPU_CONTAINER ",{'name':'root','securityContext':"
-                            "{'privileged':true}}],'nodeSelector':{'nvidia.com/gpu.present':'true'"
-                            "},'priorityClassName':'gpu-standard','tolerations':[" TOL "]}"));
+    yyjson_doc *object =
+        js(POD("{'containers':[" CPU_CONTAINER ",{'name':'root','securityContext':"
+               "{'privileged':true}}],'nodeSelector':{'nvidia.com/gpu.present':'true'"
+               "},'priorityClassName':'gpu-standard','tolerations':[" TOL "]}"));
     struct review *r = make_review(&c, harness_val(object));
     struct decision dec;
 
@@ -2256,8 +2257,8 @@ static void test_two_policies_share_lists(void)
         return;
     tols = yyjson_obj_get(yyjson_obj_get(harness_val(patched), "spec"), "tolerations");
     CHECK(yyjson_arr_size(tols) == 2); /* nvidia.com/gpu and sku=gpu, once each */
-    CHECK(yyjson_obj_size(yyjson_obj_get(yyjson_obj_get(harness_val(patched), "spec"),
-                                         "nodeSelector")) == 2);
+    CHECK(yyjson_obj_size(
+              yyjson_obj_get(yyjson_obj_get(harness_val(patched), "spec"), "nodeSelector")) == 2);
     r2 = make_review(&c, harness_val(patched));
     decision_init(&again);
     CHECK(r2 != NULL && eval_review(p, r2, true, false, NULL, &again) == 0);
@@ -2308,8 +2309,7 @@ static void test_reservation_per_review(void)
         CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
         CHECK(dec.allowed && yyjson_mut_arr_size(dec.warnings) == 0);
         if (yyjson_mut_arr_size(dec.warnings) > 0)
-            printf("  admission %d warned: %s\n", i,
-                   first_warning(&dec));
+            printf("  admission %d warned: %s\n", i, first_warning(&dec));
         decision_release(&dec);
         review_free(r);
         yyjson_doc_free(o);
@@ -2342,8 +2342,8 @@ static bool admit(struct policy *p, struct cluster *view, const struct ecase *c,
     allowed = dec.allowed;
     snprintf(text, len, "%s",
              yyjson_mut_arr_size(dec.warnings) ? first_warning(&dec)
-             : dec.message                 ? dec.message
-                                           : "");
+             : dec.message                     ? dec.message
+                                               : "");
     decision_release(&dec);
     review_free(r);
     yyjson_doc_free(o);

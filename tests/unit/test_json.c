@@ -256,9 +256,10 @@ static void wide_objects_are_checked_by_sorting(void)
         CHECK_STR(d.msg, "(root): duplicate key \"k0\"");
     }
     /* a long key is shown cut */
-    doc = rd("{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1,"
-             "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":2}",
-             0, 8, &d);
+    doc =
+        rd("{\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":1,"
+           "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\":2}",
+           0, 8, &d);
     CHECK(doc == NULL);
     CHECK_STR(d.msg, "(root): duplicate key "
                      "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"");
@@ -272,11 +273,12 @@ static void obj_foreach_on_nothing(void)
 
     /* an absent member, a string and an empty object visit nothing, and touch no pointer
      * (UBSan aborts on yyjson 0.10's own macro for NULL) */
-    yyjson_obj_foreach(yyjson_obj_get(root, "none"), i, max, k, v) n++;
-    yyjson_obj_foreach(yyjson_obj_get(root, "b"), i, max, k, v) n++;
+    yyjson_obj_foreach (yyjson_obj_get(root, "none"), i, max, k, v)
+        n++;
+    yyjson_obj_foreach (yyjson_obj_get(root, "b"), i, max, k, v)
+        n++;
     CHECK(n == 0);
-    yyjson_obj_foreach(root, i, max, k, v)
-    {
+    yyjson_obj_foreach (root, i, max, k, v) {
         CHECK(k != NULL && v != NULL);
         n++;
     }

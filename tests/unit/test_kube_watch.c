@@ -68,9 +68,8 @@ static int feed(struct worker *w, const char *text, size_t cut)
 static bool has_node(const char *name)
 {
     yyjson_mut_doc *dump = cluster_dump(k.view);
-    bool found =
-        yyjson_mut_obj_get(yyjson_mut_obj_get(yyjson_mut_doc_get_root(dump), "nodes"), name) !=
-        NULL;
+    bool found = yyjson_mut_obj_get(yyjson_mut_obj_get(yyjson_mut_doc_get_root(dump), "nodes"),
+                                    name) != NULL;
 
     yyjson_mut_doc_free(dump);
     return found;

@@ -44,8 +44,7 @@ static const char *rule_outcome(yyjson_val *res, const char *rule)
     size_t i, max;
     yyjson_val *ru;
 
-    yyjson_arr_foreach(yyjson_obj_get(res, "rules"), i, max, ru)
-    {
+    yyjson_arr_foreach (yyjson_obj_get(res, "rules"), i, max, ru) {
         if (json_str_is(yyjson_obj_get(ru, "rule"), rule))
             return json_get_str(ru, "outcome");
     }

@@ -222,13 +222,12 @@ static void test_pointer_escapes(void)
         snprintf(buf, sizeof(buf), "/metadata");
         CHECK(patch_ptr_append(buf, sizeof(buf), cases[i].token) == 0);
         CHECK_STR(buf, cases[i].want);
-        ops = json_freeze(
-            json_pack(m, "[{s:s, s:s, s:i}]", "op", "add", "path", buf, "value", 1));
+        ops = json_freeze(json_pack(m, "[{s:s, s:s, s:i}]", "op", "add", "path", buf, "value", 1));
         diag_clear(&d);
         got = patch_apply(harness_val(doc), harness_val(ops), &d);
         CHECK(got != NULL && yyjson_obj_size(yyjson_obj_get(harness_val(got), "metadata")) == 1 &&
-              yyjson_is_int(yyjson_obj_get(yyjson_obj_get(harness_val(got), "metadata"),
-                                           cases[i].token)));
+              yyjson_is_int(
+                  yyjson_obj_get(yyjson_obj_get(harness_val(got), "metadata"), cases[i].token)));
         yyjson_doc_free(got);
         yyjson_doc_free(ops);
         yyjson_mut_doc_free(m);

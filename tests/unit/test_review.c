@@ -273,8 +273,8 @@ static void test_patch(void)
 
     decision_init(&dec);
     dec.patch = json_pack(decision_doc(&dec), "[{s:s, s:s, s:[{s:s, s:s, s:s}]}]", "op", "add",
-                          "path", "/spec/tolerations", "value", "key", "nvidia.com/gpu",
-                          "operator", "Exists", "effect", "NoSchedule");
+                          "path", "/spec/tolerations", "value", "key", "nvidia.com/gpu", "operator",
+                          "Exists", "effect", "NoSchedule");
     j = encode_json(r, &dec, true);
     resp = yyjson_obj_get(yyjson_doc_get_root(j), "response");
     CHECK_STR(yyjson_get_str(yyjson_obj_get(resp, "patchType")), "JSONPatch");
@@ -557,8 +557,7 @@ static void test_status_body(void)
     CHECK_STR(yyjson_get_str(yyjson_obj_get(j, "status")), "Failure");
     CHECK_STR(yyjson_get_str(yyjson_obj_get(j, "reason")), "RequestEntityTooLarge");
     CHECK(ival(yyjson_obj_get(j, "code")) == 413);
-    CHECK_STR(yyjson_get_str(yyjson_obj_get(j, "message")),
-              "body of 9 bytes is over the limit");
+    CHECK_STR(yyjson_get_str(yyjson_obj_get(j, "message")), "body of 9 bytes is over the limit");
     yyjson_doc_free(doc);
     free(out);
 
@@ -634,8 +633,7 @@ static void test_decode_in_situ(void)
         memset(body + n, 0, YYJSON_PADDING_SIZE);
         CHECK(review_arena_reader(a, n) == (big ? NULL : &a->pool));
         diag_clear(&d);
-        CHECK(review_decode_in(&r, body, n, JSON_READ_INSITU, review_arena_reader(a, n), &d) ==
-              0);
+        CHECK(review_decode_in(&r, body, n, JSON_READ_INSITU, review_arena_reader(a, n), &d) == 0);
         CHECK(yyjson_get_len(r.uid_json) == 3 && memcmp(r.uid, "a\0b", 3) == 0);
         CHECK_STR(r.name, "p\xc3\xa9");
         CHECK(yyjson_get_len(yyjson_obj_get(r.object, "x")) == (big ? pad : 10));

@@ -264,8 +264,8 @@ static void test_resolve(void)
           json_mut_int64(v, &i) && i == INT64_MIN);
     CHECK(yamljson_resolve_plain(doc, "0x7fffffffffffffff", 18, &v, &why) == 0 &&
           json_mut_int64(v, &i) && i == INT64_MAX);
-    CHECK(yamljson_resolve_plain(doc, "9223372036854775808", 19, &v, &why) == -1 &&
-          why != NULL && strstr(why, "out of range") != NULL);
+    CHECK(yamljson_resolve_plain(doc, "9223372036854775808", 19, &v, &why) == -1 && why != NULL &&
+          strstr(why, "out of range") != NULL);
     CHECK(yamljson_resolve_plain(doc, ".NaN", 4, &v, &why) == -1 && why != NULL);
     yyjson_mut_doc_free(doc);
 }
