@@ -175,7 +175,7 @@ lint:
 # --reps 3" shrinks it). BENCH_QUICK=1 for a short run. Installs wrk, nginx and node if missing;
 # not part of check.
 .PHONY: bench bench-deps
-BENCH_PACKAGES := wrk nginx-light nodejs
+BENCH_PACKAGES := wrk nginx-light nodejs valgrind
 BENCH_VIEW ?= 1
 build/release/bench/bench_view: bench/bench_view.c $(release_LIB_OBJ)
 	@mkdir -p $(@D)
