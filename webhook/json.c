@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 /* The walk's explicit stack: on the C stack up to this depth, allocated beyond it. */
 #define JSON_WALK_STACK 160u
 /* Deeper caps are clamped to this. */
@@ -21,6 +23,17 @@
 #define JSON_KEY_SHOWN 64
 
 static const yyjson_read_flag READ_FLAGS = YYJSON_READ_BIGNUM_AS_RAW;
+
+/* A number json_int64() could not hold and a Kubernetes integer field cannot either: past 64
+ * bits (raw, BIGNUM_AS_RAW) or a uint64 past INT64_MAX. jansson refused both at parse; Go's
+ * encoding/json refuses them for the int64 and int32 fields of the API, and free-form JSON
+ * holds no number a webhook reads. */
+static bool out_of_range(yyjson_val *v)
+{
+    return unsafe_yyjson_is_raw(v) ||
+           (unsafe_yyjson_get_tag(v) == (YYJSON_TYPE_NUM | YYJSON_SUBTYPE_UINT) &&
+            v->uni.u64 > (uint64_t)INT64_MAX);
+}
 
 struct key_ref {
     const char *p;
@@ -94,27 +107,6 @@ static yyjson_val *repeated_key(yyjson_val *obj, bool *oom)
     return found;
 }
 
-/* A key for a message: its first JSON_KEY_SHOWN bytes, a NUL written \u0000, "..." when cut. */
-static void show_key(yyjson_val *k, char *buf, size_t len)
-{
-    const char *s = yyjson_get_str(k);
-    size_t n = yyjson_get_len(k), o = 0;
-
-    for (size_t i = 0; i < n && i < JSON_KEY_SHOWN && o + 7 < len; i++) {
-        if (s[i] == '\0') {
-            memcpy(buf + o, "\\u0000", 6);
-            o += 6;
-        } else {
-            buf[o++] = s[i];
-        }
-    }
-    if (n > JSON_KEY_SHOWN && o + 4 < len) {
-        memcpy(buf + o, "...", 3);
-        o += 3;
-    }
-    buf[o] = '\0';
-}
-
 struct frame {
     yyjson_val *c; /* the container */
     bool obj;
@@ -155,7 +147,10 @@ static void walk_path(const struct frame *st, size_t depth, char *buf, size_t le
     buf[o < len ? o : len - 1] = '\0';
 }
 
-static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct diag *d)
+/* *at: the value at fault where it has text in the document (a repeated key, a raw number), so
+ * that json_read() can say where it is. */
+static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct diag *d,
+                yyjson_val **at)
 {
     size_t depth = 0;
     char where[256];
@@ -164,7 +159,9 @@ static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct d
 
     for (;;) {
         if (v != NULL) {
-            if (yyjson_is_raw(v)) {
+            if (out_of_range(v)) {
+                if (yyjson_is_raw(v))
+                    *at = v;
                 walk_path(st, depth, where, sizeof(where));
                 diag_set(d, NULL, 0, 0, "%s: number out of range", where[0] ? where : "(root)");
                 return -1;
@@ -185,8 +182,10 @@ static int walk(yyjson_val *root, unsigned max_depth, struct frame *st, struct d
                     if (k != NULL) {
                         char shown[JSON_KEY_SHOWN * 6 + 4];
 
+                        *at = k;
                         walk_path(st, depth, where, sizeof(where));
-                        show_key(k, shown, sizeof(shown));
+                        text_excerpt(yyjson_get_str(k), yyjson_get_len(k), JSON_KEY_SHOWN, shown,
+                                     sizeof(shown));
                         diag_set(d, NULL, 0, 0, "%s: duplicate key \"%s\"",
                                  where[0] ? where : "(root)", shown);
                         return -1;
@@ -281,7 +280,7 @@ static bool scan_ok(yyjson_val *root, unsigned max_depth, struct span *st, bool 
             }
             f->key_next = true;
         }
-        if (unsafe_yyjson_is_raw(v))
+        if (out_of_range(v))
             return false;
         if (unsafe_yyjson_is_ctn(v)) {
             struct span *f = &st[depth];
@@ -305,7 +304,7 @@ static bool scan_ok(yyjson_val *root, unsigned max_depth, struct span *st, bool 
     return true;
 }
 
-int json_validate(yyjson_val *root, unsigned max_depth, struct diag *d)
+static int validate_at(yyjson_val *root, unsigned max_depth, struct diag *d, yyjson_val **at)
 {
     struct frame local[JSON_WALK_STACK], *st = local;
     struct span spans_local[JSON_WALK_STACK], *spans = spans_local;
@@ -339,7 +338,7 @@ int json_validate(yyjson_val *root, unsigned max_depth, struct diag *d)
             return -1;
         }
     }
-    rc = walk(root, max_depth, st, d);
+    rc = walk(root, max_depth, st, d, at);
     if (st != local)
         free(st);
     if (rc == 0) /* the two passes disagree: refuse rather than guess */
@@ -347,12 +346,40 @@ int json_validate(yyjson_val *root, unsigned max_depth, struct diag *d)
     return -1;
 }
 
+int json_validate(yyjson_val *root, unsigned max_depth, struct diag *d)
+{
+    yyjson_val *at = NULL;
+
+    return validate_at(root, max_depth, d, &at);
+}
+
+/* Where the text of v is in buf, if v's text is in the document's string pool (a copy of buf
+ * with the same offsets, or buf itself in situ). */
+static void locate(yyjson_doc *doc, const char *buf, size_t len, yyjson_val *v, struct diag *d)
+{
+    const char *s = unsafe_yyjson_get_str(v);
+    const char *pool = doc->str_pool ? doc->str_pool : buf;
+    size_t line = 0, col = 0, chr = 0, pos;
+
+    if (s == NULL || s < pool || (size_t)(s - pool) >= len)
+        return;
+    pos = (size_t)(s - pool);
+    if (yyjson_is_str(v) && pos > 0)
+        pos--; /* the opening quote */
+    if (yyjson_locate_pos(buf, len, pos, &line, &col, &chr)) {
+        d->line = (unsigned)line;
+        d->column = (unsigned)col;
+    }
+}
+
 yyjson_doc *json_read(const char *buf, size_t len, unsigned flags, unsigned max_depth,
                       const yyjson_alc *alc, struct diag *d)
 {
     yyjson_read_flag rf = READ_FLAGS;
     yyjson_read_err err;
+    yyjson_val *at = NULL;
     yyjson_doc *doc;
+    bool was_set = d->set;
 
     if (len == 0) {
         diag_set(d, NULL, 0, 0, "invalid JSON: empty");
@@ -388,7 +415,9 @@ yyjson_doc *json_read(const char *buf, size_t len, unsigned flags, unsigned max_
         yyjson_doc_free(doc);
         return NULL;
     }
-    if (json_validate(yyjson_doc_get_root(doc), max_depth, d) < 0) {
+    if (validate_at(yyjson_doc_get_root(doc), max_depth, d, &at) < 0) {
+        if (at != NULL && !was_set)
+            locate(doc, buf, len, at, d);
         yyjson_doc_free(doc);
         return NULL;
     }

@@ -45,6 +45,13 @@ static void read_refuses_what_yyjson_accepts(void)
     CHECK(rd("{\"n\":[-9223372036854775809]}", 0, 8, &d) == NULL);
     CHECK_STR(d.msg, "/n/0: number out of range");
     CHECK(rd("{\"n\":1e999}", 0, 8, &d) == NULL);
+    /* a uint64 past INT64_MAX fits no integer field of the API (jansson refused it too) */
+    CHECK(rd("{\"n\":18446744073709551615}", 0, 8, &d) == NULL);
+    CHECK_STR(d.msg, "/n: number out of range");
+    CHECK(rd("{\"n\":9223372036854775808}", 0, 8, &d) == NULL);
+    doc = rd("{\"n\":9223372036854775807,\"m\":-9223372036854775808}", 0, 8, &d);
+    CHECK(doc != NULL);
+    yyjson_doc_free(doc);
 
     /* a scalar or array root is not a review, a page or an event */
     CHECK(rd("12", 0, 8, &d) == NULL);
@@ -100,6 +107,31 @@ static void errors_have_line_and_column(void)
     CHECK(rd("{} x", 0, 8, &d) == NULL);
 }
 
+static void refusals_say_where(void)
+{
+    struct diag d;
+    char *buf;
+    size_t n;
+    const char *text = "{\"a\": 1,\n \"env\": [{\"name\": \"x\",\n   \"name\": \"y\"}],\n \"n\": "
+                       "99999999999999999999}";
+
+    /* the repeated key's own line and column, in a copy and in situ */
+    CHECK(rd(text, 0, 8, &d) == NULL);
+    CHECK_STR(d.msg, "/env/0: duplicate key \"name\"");
+    CHECK(d.line == 3 && d.column == 4);
+    n = strlen(text);
+    buf = calloc(1, n + YYJSON_PADDING_SIZE);
+    memcpy(buf, text, n);
+    diag_clear(&d);
+    CHECK(json_read(buf, n, JSON_READ_INSITU, 8, NULL, &d) == NULL);
+    CHECK(d.line == 3 && d.column == 4);
+    free(buf);
+    /* a number past 64 bits keeps its text: it is found too */
+    CHECK(rd("{\"a\": 1,\n \"n\": 99999999999999999999}", 0, 8, &d) == NULL);
+    CHECK_STR(d.msg, "/n: number out of range");
+    CHECK(d.line == 2 && d.column == 7);
+}
+
 static void prefix_reads_one_value(void)
 {
     struct diag d;
@@ -133,10 +165,11 @@ static void insitu_reads_in_place(void)
 
 static void strings_and_integers(void)
 {
-    struct diag d;
-    yyjson_doc *doc = rd("{\"s\":\"a\\u0000b\",\"t\":\"ab\",\"max\":9223372036854775807,"
-                         "\"big\":9223372036854775808,\"neg\":-3,\"r\":1.0}",
-                         0, 8, &d);
+    /* read by yyjson alone: json_read refuses "big", json_int64 must too where a document was
+     * read some other way */
+    static const char text[] = "{\"s\":\"a\\u0000b\",\"t\":\"ab\",\"max\":9223372036854775807,"
+                               "\"big\":9223372036854775808,\"neg\":-3,\"r\":1.0}";
+    yyjson_doc *doc = yyjson_read(text, sizeof(text) - 1, 0);
     yyjson_val *root = yyjson_doc_get_root(doc);
     int64_t v = 0;
 
@@ -291,6 +324,7 @@ int main(void)
     RUN(read_refuses_what_yyjson_accepts);
     RUN(depth_is_capped);
     RUN(errors_have_line_and_column);
+    RUN(refusals_say_where);
     RUN(prefix_reads_one_value);
     RUN(insitu_reads_in_place);
     RUN(strings_and_integers);

@@ -118,7 +118,7 @@ static void test_json(void)
     CHECK_CONTAINS(err, "m.yaml:3:4: document 2: JSON: ");
     /* a repeated key deep down, an integer beyond 64 bits, a scalar */
     CHECK(parse("[1]\n{\"x\": [{\"b\": 1, \"b\": 2}]}", 0, &y, err, sizeof(err)) == -1);
-    CHECK_CONTAINS(err, "m.yaml:2:1: document 2: JSON: ");
+    CHECK_CONTAINS(err, "m.yaml:2:17: document 2: JSON: "); /* the second "b" */
     CHECK_CONTAINS(err, "duplicate key \"b\"");
     CHECK(parse("{\"n\": 18446744073709551616}", 0, &y, err, sizeof(err)) == -1);
     CHECK_CONTAINS(err, "out of range");
