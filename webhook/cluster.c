@@ -430,10 +430,6 @@ static void workload_free(void *ctx, void *p)
     free(w);
 }
 
-/* Nesting of a snapshot document: as deep as a review may be (a List holds its objects two
- * levels down, as a review does). Page and event documents are capped by kube.c. */
-#define CLUSTER_JSON_DEPTH_MAX REVIEW_DEPTH_MAX
-
 /* The string member key of obj, or "" when absent, not a string, or a string with a NUL byte
  * in it: names, kinds and phases are C strings here, and the apiserver allows no NUL in them
  * (jansson, before yyjson, refused "\u0000" when it read the page). */
@@ -901,7 +897,7 @@ static int key_cmp(const void *a, const void *b)
 
 /* v hashed in a canonical form: objects' members in key order (as JSON_SORT_KEYS dumped them
  * before yyjson), so that the same selector written in another order hashes the same. Depth is
- * capped at CLUSTER_JSON_DEPTH_MAX, as the documents it reads were when read; deeper values (or
+ * capped at VIEW_DEPTH_MAX, as the documents it reads were when read; deeper values (or
  * an object too large to sort when out of memory) hash as their compact text. */
 static uint64_t canon_hash(uint64_t h, yyjson_val *v, unsigned depth)
 {
@@ -909,7 +905,7 @@ static uint64_t canon_hash(uint64_t h, yyjson_val *v, unsigned depth)
     size_t i, max, n;
     char num[40];
 
-    if (depth >= CLUSTER_JSON_DEPTH_MAX && yyjson_is_ctn(v)) {
+    if (depth >= VIEW_DEPTH_MAX && yyjson_is_ctn(v)) {
         size_t len;
         char *text = json_write(v, &len);
 
@@ -921,7 +917,7 @@ static uint64_t canon_hash(uint64_t h, yyjson_val *v, unsigned depth)
     case YYJSON_TYPE_OBJ:
         n = yyjson_obj_size(v);
         if (n > sizeof(local) / sizeof(local[0]) && (keys = malloc(n * sizeof(*keys))) == NULL)
-            return canon_hash(h, v, CLUSTER_JSON_DEPTH_MAX);
+            return canon_hash(h, v, VIEW_DEPTH_MAX);
         i = 0;
         yyjson_obj_foreach (v, i, max, k, x)
             keys[i] = k;
@@ -2080,8 +2076,8 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d)
         diag_clear(&one);
         /* arrays are read and skipped (as before yyjson); a scalar is no kubectl output */
         doc = json_read(buf + off, (size_t)size - off,
-                        JSON_READ_PREFIX | JSON_READ_INSITU | JSON_READ_ANY_ROOT,
-                        CLUSTER_JSON_DEPTH_MAX, NULL, &one);
+                        JSON_READ_PREFIX | JSON_READ_INSITU | JSON_READ_ANY_ROOT, VIEW_DEPTH_MAX,
+                        NULL, &one);
         root = yyjson_doc_get_root(doc);
         if (doc != NULL && !yyjson_is_ctn(root)) {
             diag_set(&one, NULL, 0, 0, "expected an object, got %s", json_type_desc(root));

@@ -93,10 +93,6 @@
 #define KUBE_RV_MAX         256u                  /* a resourceVersion */
 #define KUBE_MSG_SHOWN      300                   /* chars of an apiserver message in logs */
 #define KUBE_WHY_MAX        512u
-/* Nesting of a list page or a watch event: the depth a review may have (limits.h). A page holds
- * its objects two levels down (page, items), as a review does (review, request), and an event
- * one level down. */
-#define KUBE_JSON_DEPTH_MAX REVIEW_DEPTH_MAX
 
 /* The kubeconfig file. */
 #define KUBE_KUBECONFIG_MAX_BYTES (4u * 1024u * 1024u)
@@ -998,7 +994,7 @@ static yyjson_mut_val *status_fields(yyjson_mut_doc *doc, struct worker *w, cons
     if (r->status != 0 && r->status != 200 && w->body.len > 0) {
         diag_clear(&d);
         /* not in place: the body is kept as it came */
-        st = json_read(w->body.p, w->body.len, 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
+        st = json_read(w->body.p, w->body.len, 0, VIEW_DEPTH_MAX, NULL, &d);
         msg = yyjson_obj_get(yyjson_doc_get_root(st), "message");
         reason = yyjson_obj_get(yyjson_doc_get_root(st), "reason");
         /* nothing when either is there but not a string (a body that is no Status) */
@@ -1201,7 +1197,7 @@ static int process_line(struct worker *w, char *p, size_t len, bool insitu)
     if (i == len)
         return 0; /* a blank line */
     diag_clear(&d);
-    ev = json_read(p, len, insitu ? JSON_READ_INSITU : 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
+    ev = json_read(p, len, insitu ? JSON_READ_INSITU : 0, VIEW_DEPTH_MAX, NULL, &d);
     if (ev == NULL) {
         rc = broken(w, "malformed event: %s", d.msg);
         goto out;
@@ -1461,8 +1457,8 @@ static int take_page(struct worker *w, bool first, char **next, size_t *count)
     diag_clear(&d);
     /* the error says where and what (yyjson's words, or a JSON Pointer), never the page's text */
     doc = w->body.p != NULL
-              ? json_read(w->body.p, w->body.len, JSON_READ_INSITU, KUBE_JSON_DEPTH_MAX, NULL, &d)
-              : json_read("", 0, 0, KUBE_JSON_DEPTH_MAX, NULL, &d);
+              ? json_read(w->body.p, w->body.len, JSON_READ_INSITU, VIEW_DEPTH_MAX, NULL, &d)
+              : json_read("", 0, 0, VIEW_DEPTH_MAX, NULL, &d);
     root = yyjson_doc_get_root(doc);
     meta = yyjson_obj_get(root, "metadata");
     vrv = yyjson_obj_get(meta, "resourceVersion");

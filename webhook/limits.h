@@ -91,9 +91,18 @@
  * copies recurse without a cap (YYJSON.md §2.4); json_read() stops here. A Pod or workload the
  * apiserver sends nests about 20 deep (its schema prunes unknown fields), so anything deeper
  * comes from another caller. */
-#define REVIEW_DEPTH_MAX  128u
-#define WARNING_MAX_RUNES 256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
-#define AUDIT_KEY_MAX     63u  /* qualified-name part of an audit annotation key */
+#define REVIEW_DEPTH_MAX 128u
+/* Nesting of a list page, a watch event and a snapshot document: a page holds its objects as deep
+ * as a review does (page, items; review, request), so that any object a review may carry fits,
+ * and a deeper one, which no apiserver sends, fails its page with a message. */
+#define VIEW_DEPTH_MAX REVIEW_DEPTH_MAX
+/* Bodies up to this size are read into the worker thread's pool (review.h, struct review_arena):
+ * a Pod of every field is about 60 KB, a typical review 5 KB. The pool is
+ * yyjson_read_max_memory_usage() of it, about 770 KiB per thread, of which a read touches what it
+ * uses. Larger bodies, up to --max-body-bytes, are read with libc's allocator. */
+#define REVIEW_POOL_BODY_BYTES (64u * 1024u)
+#define WARNING_MAX_RUNES      256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
+#define AUDIT_KEY_MAX          63u  /* qualified-name part of an audit annotation key */
 
 /* Policy reload: changes closer together than this are one reload. */
 #define RULES_RELOAD_DEBOUNCE_MS  100

@@ -17,13 +17,6 @@
 #include "limits.h"
 #include "text.h"
 
-/* Bodies up to this size are read into the thread's pool (struct review_arena): a Pod of every
- * field is about 60 KB, a typical review 5 KB. The pool is yyjson_read_max_memory_usage() of it,
- * about 770 KiB per worker thread, of which a read touches what it uses (the pages of a large
- * malloc stay untouched until then). Larger bodies, up to --max-body, are read with libc's
- * allocator. (The lead may move this to limits.h.) */
-#define REVIEW_POOL_BODY_BYTES (64u * 1024u)
-
 #define API_V1      "admission.k8s.io/v1"
 #define API_V1BETA1 "admission.k8s.io/v1beta1"
 
@@ -442,15 +435,16 @@ int decision_annotate(struct decision *dec, const char *key, const char *value)
 
     if (!review_audit_key_valid(key))
         return -1;
-    /* jansson refused a string that is not UTF-8; yyjson's writer would fail the whole
-     * response on it, so it is refused here, as before */
-    if (!text_utf8_valid(v, strlen(v)))
-        return -1;
     if (decision_doc(dec) == NULL)
         return -1;
     if (dec->annotations == NULL && (dec->annotations = yyjson_mut_obj(dec->out)) == NULL)
         return -1;
     s = yyjson_mut_strcpy(dec->out, v);
+    /* yyjson's writer would fail the whole response on text that is not UTF-8 (a user's value
+     * cut by "%.64s" in the middle of a character): the copy's bad bytes become '?', so that
+     * the annotation is kept rather than lost (jansson refused it) */
+    if (s != NULL && !text_utf8_valid(v, strlen(v)))
+        text_utf8_fix((char *)yyjson_mut_get_str(s));
     /* replaces an earlier annotation of the key, as json_object_set_new did */
     return s != NULL ? json_mut_set(dec->out, dec->annotations, key, s) : -1;
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <yyjson.h>
 
+#include "cluster.h"
 #include "eval.h"
 #include "harness.h"
 #include "json.h"
@@ -75,6 +76,8 @@ static bool interposed(void)
 static bool counting;
 
 /* One review as admit() serves it; the response text is freed as libmicrohttpd would. */
+static struct cluster *view; /* NULL: no cluster view, as with --no-cluster */
+
 static int serve(const struct policy *p, const char *body, size_t len, bool mutating, bool *patched,
                  bool *denied)
 {
@@ -96,7 +99,7 @@ static int serve(const struct policy *p, const char *body, size_t len, bool muta
         return -1;
     }
     decision_init_alc(&dec, a ? a->dyn : NULL);
-    if (eval_review(p, &r, mutating, false, NULL, &dec) == 0 &&
+    if (eval_review(p, &r, mutating, false, view, &dec) == 0 &&
         review_encode(&r, &dec, mutating, &out, &out_len) == 0)
         rc = 0;
     *patched = yyjson_mut_arr_size(dec.patch) > 0;
@@ -130,9 +133,9 @@ static void count(const struct policy *p, const char *name, const char *path, bo
     CHECK(was_denied == denied);
     if (counting) {
         per -= 1; /* the body buffer */
-        printf("  %s (%zu bytes, %s%s%s): %lu malloc calls per review\n", name, len,
+        printf("  %s (%zu bytes, %s%s%s%s): %lu malloc calls per review\n", name, len,
                mutating ? "/mutate" : "/validate", patched ? ", patched" : "",
-               was_denied ? ", denied" : "", per);
+               was_denied ? ", denied" : "", view ? ", cluster view" : "", per);
         CHECK(per <= want_max);
     }
     free(body);
@@ -159,6 +162,23 @@ int main(void)
     count(p, "training pod", "tests/bench/data/training-pod-review.json", true, false, 1);
     count(p, "small GPU pod", "tests/data/review-pod.json", true, false, 1);
     count(p, "small GPU pod", "tests/data/review-pod.json", false, true, 2);
+    /* with a cluster view (the seed's node pool) the GPU-node checks read it */
+    {
+        struct cluster_config cfg = {.allocatable_grace_s = 120};
+        struct diag d;
+
+        diag_clear(&d);
+        view = cluster_new(&cfg);
+        CHECK(view != NULL &&
+              cluster_load_snapshot(view, "tests/data/snapshots/seed-000.json", &d) == 0);
+        cluster_mark_snapshot(view);
+        count(p, "training pod", "tests/bench/data/training-pod-review.json", false, false, 1);
+        count(p, "small GPU pod", "tests/data/review-pod.json", true, false, 1);
+        /* its capacity warning is one more: the warning's cleaned text (decision_warn) */
+        count(p, "stalled ReplicaSet", "tests/data/review-stall-replicaset.json", false, false, 2);
+        cluster_free(view);
+        view = NULL;
+    }
     policy_unref(p);
     close(devnull);
     TEST_MAIN_END("test_alloc");
