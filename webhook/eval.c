@@ -19,6 +19,7 @@
 #include "log.h"
 #include "patch.h"
 #include "pod.h"
+#include "text.h"
 
 /*
  * Reading the review (YYJSON.md §2). Values are the review's immutable yyjson_val *, its depth
@@ -626,12 +627,16 @@ static bool env_sets_visible_devices(yyjson_val *c)
 static void visible_devices_value(yyjson_val *c, char *out, size_t len)
 {
     yyjson_val *e = visible_devices_entry(c);
-    const char *v = json_str(yyjson_obj_get(e, "value"));
+    yyjson_val *v = yyjson_obj_get(e, "value");
+    char shown[64 * 6 + 4];
 
-    if (yyjson_obj_get(e, "valueFrom") != NULL)
+    if (yyjson_obj_get(e, "valueFrom") != NULL) {
         snprintf(out, len, " from valueFrom");
-    else
-        snprintf(out, len, "=\"%.64s\"", v ? v : "");
+        return;
+    }
+    text_excerpt(yyjson_is_str(v) ? yyjson_get_str(v) : "", yyjson_get_len(v), 64, shown,
+                 sizeof(shown));
+    snprintf(out, len, "=\"%s\"", shown);
 }
 
 /* Calls fn on every container and init container until it returns true; that container. */
@@ -1315,7 +1320,7 @@ static bool claims_devices(yyjson_val *spec)
  */
 static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_demand *dm, bool dra)
 {
-    char why[300], value[80];
+    char why[300], value[64 * 6 + 32];
     yyjson_val *x;
     const char *hp, *key, *val = NULL;
     bool reachable = dm->n > 0 || dra;
@@ -1383,12 +1388,16 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
                     "volume-mount device list entry, and the pod can reach GPU nodes (%s); "
                     "remove the volume (use an emptyDir where a container needs an empty file)",
                     why);
-    if (ru->deny_dev_host_path && (key = cdi_nvidia_annotation(c, &val)))
+    if (ru->deny_dev_host_path && (key = cdi_nvidia_annotation(c, &val))) {
+        char shown[64 + 4];
+
+        text_excerpt(val, strlen(val), 64, shown, sizeof(shown));
         add_problem(c->problem, sizeof(c->problem),
-                    "annotation %s: %.64s asks the container runtime for NVIDIA devices around "
-                    "the device plugin, and the pod can reach GPU nodes (%s); remove it and "
-                    "request resources.limits[\"%s\"]",
-                    key, val, why, ru->default_resource);
+                    "annotation %s: %s asks the container runtime for NVIDIA devices around the "
+                    "device plugin, and the pod can reach GPU nodes (%s); remove it and request "
+                    "resources.limits[\"%s\"]",
+                    key, shown, why, ru->default_resource);
+    }
 }
 
 static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)

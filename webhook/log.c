@@ -13,6 +13,7 @@
 
 #include "json.h"
 #include "limits.h"
+#include "text.h"
 
 static enum log_level min_level = LOG_INFO;
 static int log_fd = STDERR_FILENO;
@@ -97,6 +98,16 @@ static void emit(const yyjson_alc *alc, yyjson_mut_doc *doc, yyjson_mut_val *lin
     size_t len = 0;
     char *text = yyjson_mut_val_write_opts(line, YYJSON_WRITE_NOFLAG, alc, &len, &err);
 
+    if (text == NULL && err.code == YYJSON_WRITE_ERROR_INVALID_STRING) {
+        /* a field cut in the middle of a character ("%.64s" of a user's value): the line is
+         * written anyway, each invalid byte as '?', rather than lost (a denial that leaves no
+         * log line is one an attacker can provoke). Only string contents can hold them. */
+        text = yyjson_mut_val_write_opts(line, YYJSON_WRITE_ALLOW_INVALID_UNICODE, alc, &len, &err);
+        if (text != NULL) {
+            text_utf8_fix(text);
+            len = strlen(text);
+        }
+    }
     if (text == NULL)
         return;
     if (len + 1 > LOG_LINE_MAX) {

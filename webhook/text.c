@@ -95,3 +95,26 @@ void text_utf8_fix(char *s)
         free(clean);
     }
 }
+
+void text_excerpt(const char *s, size_t n, size_t max, char *out, size_t len)
+{
+    size_t take = n < max ? n : max, o = 0;
+
+    /* back off to the start of the character the cut falls in */
+    while (take < n && take > 0 && ((unsigned char)s[take] & 0xC0) == 0x80)
+        take--;
+    for (size_t i = 0; i < take && o + 7 < len; i++) {
+        if (s[i] == '\0') {
+            memcpy(out + o, "\\u0000", 6);
+            o += 6;
+        } else {
+            out[o++] = s[i];
+        }
+    }
+    if (take < n && o + 4 <= len) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o] = '\0';
+    text_utf8_fix(out); /* whatever s was, the excerpt is UTF-8 */
+}

@@ -12,5 +12,8 @@ char *text_utf8_clean(const char *text, size_t max_runes, bool controls_to_space
 bool text_utf8_valid(const char *text, size_t n);
 /* In place: replaces invalid bytes by '?'. */
 void text_utf8_fix(char *s);
+/* A user's value for a message, into out (size len, NUL-terminated): at most max bytes of the
+ * n bytes of s, never cutting a UTF-8 character, a NUL written \u0000, "..." when cut. */
+void text_excerpt(const char *s, size_t n, size_t max, char *out, size_t len);
 
 #endif

@@ -1126,6 +1126,22 @@ static const struct ecase cases[] = {
                    "'value':'all,'}]}]}"),
      .allowed = 0,
      .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"all,\", which"},
+    {.name =
+         "per container: NVIDIA_VISIBLE_DEVICES=\"void\\u0000all\" is refused, shown with its NUL",
+     .policy = "rules/default.yaml",
+     .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES',"
+                   "'value':'void\\u0000all'}]}]}"),
+     .allowed = 0,
+     .message = "container \"c\" sets NVIDIA_VISIBLE_DEVICES=\"void\\u0000all\", which"},
+    {.name = "per container: a long NVIDIA_VISIBLE_DEVICES is shown cut between characters",
+     .policy = "rules/default.yaml",
+     .object =
+         POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES',"
+             "'value':'all,"
+             "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\xc3\xa9\xc3\xa9'}]}]}"),
+     .allowed = 0,
+     .message = "NVIDIA_VISIBLE_DEVICES=\"all,"
+                "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\", which"},
     {.name = "per container: NVIDIA_VISIBLE_DEVICES from valueFrom is refused",
      .policy = "rules/default.yaml",
      .object = POD("{'containers':[{'name':'c','env':[{'name':'NVIDIA_VISIBLE_DEVICES','valueFrom':"

@@ -257,6 +257,12 @@ static void test_deny(void)
     st = resp_get(j, "status");
     CHECK_STR(yyjson_get_str(yyjson_obj_get(st, "message")), "bad ? byte");
     yyjson_doc_free(j);
+    /* and so is an audit annotation cut in the middle of a character ("%.2s" of "aé") */
+    CHECK(decision_annotate(&dec, "gpu-request", "would deny: a\xc3") == 0);
+    j = encode_json(r, &dec, false);
+    CHECK_STR(yyjson_get_str(yyjson_obj_get(resp_get(j, "auditAnnotations"), "gpu-request")),
+              "would deny: a?");
+    yyjson_doc_free(j);
     decision_release(&dec);
     review_free(r);
 }
