@@ -55,13 +55,6 @@ build/$(1)/tests/test_%: build/$(1)/tests/unit/test_%.o $$($(1)_LIB_OBJ)
 	@echo "  LD [$(1)] $$@"
 	$$(Q)$$(CC) $(2) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
 
-# test_kube_watch includes webhook/kube.c whole, to reach its static functions: not kube.o
-build/$(1)/tests/test_kube_watch: build/$(1)/tests/unit/test_kube_watch.o \
-		$$(filter-out build/$(1)/webhook/kube.o,$$($(1)_LIB_OBJ))
-	@mkdir -p $$(@D)
-	@echo "  LD [$(1)] $$@"
-	$$(Q)$$(CC) $(2) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
-
 -include $$(patsubst %.o,%.d,$$($(1)_OBJ))
 -include $$(patsubst %,build/$(1)/tests/unit/%.d,$$(UNIT_NAMES))
 endef
@@ -353,8 +346,6 @@ FUZZ_CHECK_SECONDS ?= 15
 FUZZ_TARGETS ?= review rules watch snapshot kubeconfig bypass json
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
-# the targets that include webhook/kube.c to reach its static decoders
-FUZZ_KUBE := watch kubeconfig
 # the HTTP server and certificate maker are not linked: no target reaches them (and clang's
 # -Wformat-nonliteral objects to libmicrohttpd's log callback, which gcc accepts)
 fuzz_LIB_OBJ := $(patsubst %.c,build/fuzz/%.o,$(filter-out webhook/server.c webhook/certgen.c,$(LIB_SRC)))
@@ -371,8 +362,7 @@ build/fuzz/%.o: %.c
 build/fuzz/tests/fuzz/fuzz_support.o: FUZZ_CFLAGS += -DFUZZ_SRCDIR='"$(CURDIR)"'
 
 define fuzz_target
-build/fuzz/fuzz_$(1): build/fuzz/tests/fuzz/fuzz_$(1).o $$(fuzz_SUPPORT_OBJ) \
-		$$(if $$(filter $(1),$$(FUZZ_KUBE)),$$(filter-out build/fuzz/webhook/kube.o,$$(fuzz_LIB_OBJ)),$$(fuzz_LIB_OBJ))
+build/fuzz/fuzz_$(1): build/fuzz/tests/fuzz/fuzz_$(1).o $$(fuzz_SUPPORT_OBJ) $$(fuzz_LIB_OBJ)
 	@echo "  LD [fuzz] $$@"
 	$$(Q)$$(FUZZ_CC) -fsanitize=fuzzer $$(FUZZ_SAN) $$^ -o $$@ $$(PKG_LIBS) $$(LDLIBS_EXTRA)
 -include build/fuzz/tests/fuzz/fuzz_$(1).d

@@ -1,8 +1,9 @@
 /*
- * kube.c: the API-server client (see kube.h): configuration (kubeconfig or in-cluster), one
- * list+watch thread per cluster kind, and the HTTP underneath (libcurl with OpenSSL).
+ * kube.c: the API-server client (see kube.h): one list+watch thread per cluster kind, and the
+ * HTTP underneath (libcurl with OpenSSL). Where to connect and with which credentials comes
+ * from kubeconfig.c; the workers' state is in kube_watch.h, so that tests reach the decoder.
  *
- * Invariants: struct target and the kube's settings are read-only once the threads run; each
+ * Invariants: the target and the kube's settings are read-only once the threads run; each
  * worker owns its curl handles, buffers, token copy and resourceVersion, so the threads share
  * nothing but the stop flag (atomic, and also guarded by k->lock so a backoff sleep cannot miss
  * it) and the view (which has its own lock). Every transfer runs on the worker's own multi
@@ -31,10 +32,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -45,21 +42,14 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <yaml.h>
 
-#include "certs.h"
 #include "json.h"
+#include "kube_watch.h"
+#include "kubeconfig.h"
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
 #include "text.h"
-
-/* Where the kubelet mounts the service account's token and CA (a test build may move it). */
-#ifndef KUBE_SA_DIR
-#define KUBE_SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
-#endif
-#define KUBE_SA_TOKEN KUBE_SA_DIR "/token"
-#define KUBE_SA_CA    KUBE_SA_DIR "/ca.crt"
 
 #define KUBE_DEFAULT_WATCH_TIMEOUT_S 300u /* client-go asks 5-10 minutes */
 #define KUBE_MAX_WATCH_TIMEOUT_S     3600u
@@ -84,20 +74,11 @@
 
 /* Token files are re-read this often (client-go: every minute), and after a 401. */
 #define KUBE_TOKEN_REFRESH_S 60.0
-#define KUBE_TOKEN_MAX_BYTES (64u * 1024u)
 
 /* Bounds on what the apiserver (or something posing as it) can make us hold. */
 #define KUBE_LIST_BODY_MAX  (64u * 1024u * 1024u) /* one list page; past it the page halves */
-#define KUBE_LINE_MAX       (16u * 1024u * 1024u) /* one watch event */
 #define KUBE_ERROR_BODY_MAX (16u * 1024u)         /* a failed request's Status, for the log */
-#define KUBE_RV_MAX         256u                  /* a resourceVersion */
 #define KUBE_MSG_SHOWN      300                   /* chars of an apiserver message in logs */
-#define KUBE_WHY_MAX        512u
-
-/* The kubeconfig file. */
-#define KUBE_KUBECONFIG_MAX_BYTES (4u * 1024u * 1024u)
-#define KUBE_YAML_DEPTH_MAX       32u
-#define KUBE_YAML_NODES_MAX       100000u
 
 #define KUBE_USER_AGENT "gpuadmit (kube client)"
 
@@ -134,29 +115,6 @@ static char *str_printf(const char *fmt, ...)
 out:
     return s;
 }
-
-/* Frees a string that may hold a secret, wiping it first. */
-static void secret_free(char *s)
-{
-    if (s == NULL)
-        return;
-    OPENSSL_cleanse(s, strlen(s));
-    free(s);
-}
-
-static void blob_free(unsigned char *p, size_t len)
-{
-    if (p == NULL)
-        return;
-    OPENSSL_cleanse(p, len);
-    free(p);
-}
-
-/* A byte buffer that grows by doubling up to a caller's cap. */
-struct buf {
-    char *p;
-    size_t len, cap;
-};
 
 /* Appends n bytes; -1 (buffer unchanged) past max bytes or out of memory. The bytes are
  * followed by YYJSON_PADDING_SIZE zero bytes (a NUL among them), so that a page or an event can
@@ -205,761 +163,14 @@ static const char *plain_str(yyjson_val *v)
     return s != NULL && strlen(s) == yyjson_get_len(v) ? s : NULL;
 }
 
-static void buf_free(struct buf *b)
+void kube_buf_free(struct buf *b)
 {
     free(b->p);
     memset(b, 0, sizeof(*b));
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Where and how to connect: read once by kube_start(), read-only afterwards */
-
-struct target {
-    char *server;        /* "https://host:port[/prefix]", no trailing '/' */
-    char *ca_path;       /* CA bundle file, or */
-    unsigned char *ca;   /* inline PEM CA bundle; neither: the system's CAs */
-    size_t ca_len;       /**/
-    bool insecure;       /* insecure-skip-tls-verify */
-    char *token;         /* a static bearer token (wiped), or */
-    char *token_path;    /* a file holding it, re-read as it rotates (wins over token) */
-    char *cert_path;     /* client certificate: files, or */
-    char *key_path;      /**/
-    unsigned char *cert; /* inline PEM */
-    size_t cert_len;     /**/
-    unsigned char *key;  /* inline PEM (wiped) */
-    size_t key_len;      /**/
-    const char *source;  /* "in-cluster" or the kubeconfig path: borrowed from the config */
-};
-
-static void target_free(struct target *t)
-{
-    free(t->server);
-    free(t->ca_path);
-    blob_free(t->ca, t->ca_len);
-    secret_free(t->token);
-    free(t->token_path);
-    free(t->cert_path);
-    free(t->key_path);
-    blob_free(t->cert, t->cert_len);
-    blob_free(t->key, t->key_len);
-    memset(t, 0, sizeof(*t));
-}
-
-/* Decodes standard base64 (whitespace ignored) into a new buffer. -1 when it is not base64. */
-static int base64_decode(const char *in, unsigned char **out, size_t *out_len)
-{
-    size_t n = strlen(in), m = 0, pad = 0, i;
-    char *clean = malloc(n + 1);
-    unsigned char *dec = NULL;
-    int got, rc = -1;
-
-    *out = NULL;
-    if (clean == NULL)
-        goto out;
-    for (i = 0; i < n; i++)
-        if (in[i] != ' ' && in[i] != '\n' && in[i] != '\r' && in[i] != '\t')
-            clean[m++] = in[i];
-    clean[m] = '\0';
-    if (m == 0 || m % 4 != 0 || m > (size_t)INT32_MAX)
-        goto out;
-    for (i = m; i > 0 && clean[i - 1] == '=' && pad < 2; i--)
-        pad++;
-    dec = malloc(m / 4 * 3 + 1);
-    if (dec == NULL)
-        goto out;
-    /* EVP_DecodeBlock refuses bad characters, but counts padding as zero bytes */
-    got = EVP_DecodeBlock(dec, (const unsigned char *)clean, (int)m);
-    if (got < 0 || (size_t)got < pad)
-        goto out;
-    *out_len = (size_t)got - pad;
-    dec[*out_len] = '\0';
-    *out = dec;
-    dec = NULL;
-    rc = 0;
-out:
-    if (clean != NULL) {
-        OPENSSL_cleanse(clean, m);
-        free(clean);
-    }
-    blob_free(dec, m / 4 * 3 + 1);
-    return rc;
-}
-
-/* Checks that pem holds at least one PEM certificate. */
-static int check_ca_pem(const unsigned char *pem, size_t len, const char *file, const char *what,
-                        struct diag *d)
-{
-    BIO *bio = NULL;
-    X509 *x;
-    unsigned n = 0;
-
-    ERR_clear_error();
-    if (len <= (size_t)INT32_MAX)
-        bio = BIO_new_mem_buf(pem, (int)len);
-    while (bio != NULL && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
-        n++;
-        X509_free(x);
-    }
-    ERR_clear_error(); /* the loop ends on "no start line" */
-    BIO_free(bio);
-    if (n == 0)
-        diag_set(d, file, 0, 0, "%s: no PEM certificate found", what);
-    return n > 0 ? 0 : -1;
-}
-
-static int check_ca_file(const char *path, struct diag *d)
-{
-    char *pem = NULL;
-    size_t len = 0;
-    int rc = -1;
-
-    if (certs_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
-        goto out;
-    rc = check_ca_pem((const unsigned char *)pem, len, path, "the CA bundle", d);
-out:
-    certs_buf_free(pem, len);
-    return rc;
-}
-
-/* Checks a client certificate and key (files or inline) as a matching pair. */
-static int check_client_pair(const struct target *t, struct diag *d)
-{
-    char *cert = NULL, *key = NULL;
-    size_t cert_len = 0, key_len = 0;
-    struct certs_info info;
-    struct diag pair;
-    int rc = -1;
-
-    if (t->cert_path != NULL &&
-        certs_read_file(t->cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0)
-        goto out;
-    if (t->key_path != NULL &&
-        certs_read_file(t->key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
-        goto out;
-    diag_clear(&pair);
-    if (certs_check_pair(cert ? cert : (const char *)t->cert, cert ? cert_len : t->cert_len,
-                         key ? key : (const char *)t->key, key ? key_len : t->key_len, &info,
-                         &pair) < 0) {
-        diag_set(d, t->source, 0, 0, "client certificate: %s", pair.msg);
-        goto out;
-    }
-    rc = 0;
-out:
-    certs_buf_free(cert, cert_len);
-    certs_buf_free(key, key_len);
-    return rc;
-}
-
-/* Reads a bearer token file: its content without surrounding whitespace. Refuses an empty token
- * and control characters (a newline inside would split the header). New string (wiped). */
-static char *token_read(const char *path, struct diag *d)
-{
-    char *raw = NULL, *tok = NULL;
-    size_t len = 0, a = 0, b, i;
-
-    if (certs_read_file(path, KUBE_TOKEN_MAX_BYTES, &raw, &len, d) < 0)
-        goto out;
-    b = len;
-    while (a < b && strchr(" \t\r\n", raw[a]) != NULL)
-        a++;
-    while (b > a && strchr(" \t\r\n", raw[b - 1]) != NULL)
-        b--;
-    if (a == b) {
-        diag_set(d, path, 0, 0, "the token file is empty");
-        goto out;
-    }
-    for (i = a; i < b; i++) {
-        if ((unsigned char)raw[i] < 0x21 || raw[i] == 0x7f) {
-            diag_set(d, path, 0, 0, "the token holds a space or control character");
-            goto out;
-        }
-    }
-    tok = strndup(raw + a, b - a);
-    if (tok == NULL)
-        diag_set(d, path, 0, 0, "out of memory");
-out:
-    certs_buf_free(raw, len);
-    return tok;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* The kubeconfig: a small YAML tree from libyaml events, then the current context */
-
-enum ykind { Y_SCALAR, Y_SEQ, Y_MAP };
-
-struct ynode {
-    enum ykind kind;
-    bool plain; /* a plain scalar (so "null", "~" and "" mean null) */
-    unsigned line, column;
-    char *s;             /* scalars; may hold a secret: wiped on free */
-    struct ynode **kids; /* sequence items; mapping keys and values alternating */
-    size_t n, cap;
-};
-
-struct yload {
-    const char *file;
-    struct diag *d;
-    struct ynode *root;
-    struct ynode *stack[KUBE_YAML_DEPTH_MAX];
-    size_t depth, nodes, docs;
-};
-
-static void ynode_free(struct ynode *n)
-{
-    if (n == NULL)
-        return;
-    for (size_t i = 0; i < n->n; i++)
-        ynode_free(n->kids[i]); /* depth is capped at KUBE_YAML_DEPTH_MAX */
-    free(n->kids);
-    secret_free(n->s);
-    free(n);
-}
-
-static int yerr(struct yload *y, const yaml_mark_t *m, const char *msg)
-{
-    diag_set(y->d, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1, "%s", msg);
-    return -1;
-}
-
-/* A new node, attached to the open container or made the root. */
-static struct ynode *ynode_add(struct yload *y, enum ykind kind, const yaml_mark_t *m)
-{
-    struct ynode *n = NULL, *parent, **kids;
-    size_t ncap;
-
-    if (++y->nodes > KUBE_YAML_NODES_MAX) {
-        diag_set(y->d, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
-                 "more than %u YAML nodes", KUBE_YAML_NODES_MAX);
-        return NULL;
-    }
-    if (y->depth == 0 && y->root != NULL) {
-        yerr(y, m, "more than one document");
-        return NULL;
-    }
-    n = calloc(1, sizeof(*n));
-    if (n == NULL) {
-        yerr(y, m, "out of memory");
-        return NULL;
-    }
-    n->kind = kind;
-    n->line = (unsigned)m->line + 1;
-    n->column = (unsigned)m->column + 1;
-    if (y->depth == 0) {
-        y->root = n;
-        return n;
-    }
-    parent = y->stack[y->depth - 1];
-    if (parent->n == parent->cap) {
-        ncap = parent->cap ? parent->cap * 2 : 8;
-        kids = reallocarray(parent->kids, ncap, sizeof(*kids));
-        if (kids == NULL) {
-            free(n);
-            yerr(y, m, "out of memory");
-            return NULL;
-        }
-        parent->kids = kids;
-        parent->cap = ncap;
-    }
-    parent->kids[parent->n++] = n;
-    return n;
-}
-
-static bool core_tag(const yaml_char_t *tag)
-{
-    return tag == NULL || strncmp((const char *)tag, "tag:yaml.org,2002:", 18) == 0;
-}
-
-static int yload_event(struct yload *y, const yaml_event_t *ev)
-{
-    const yaml_mark_t *m = &ev->start_mark;
-    struct ynode *n;
-    size_t len;
-
-    switch (ev->type) {
-    case YAML_ALIAS_EVENT: return yerr(y, m, "YAML aliases are not supported in a kubeconfig");
-    case YAML_SCALAR_EVENT:
-        if (ev->data.scalar.anchor != NULL || !core_tag(ev->data.scalar.tag))
-            return yerr(y, m, "YAML anchors and tags are not supported in a kubeconfig");
-        len = ev->data.scalar.length;
-        if (memchr(ev->data.scalar.value, '\0', len) != NULL)
-            return yerr(y, m, "a NUL character is not allowed in a value");
-        if ((n = ynode_add(y, Y_SCALAR, m)) == NULL)
-            return -1;
-        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        n->s = strndup((const char *)ev->data.scalar.value, len);
-        return n->s == NULL ? yerr(y, m, "out of memory") : 0;
-    case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT:
-        if (ev->type == YAML_MAPPING_START_EVENT
-                ? ev->data.mapping_start.anchor != NULL || !core_tag(ev->data.mapping_start.tag)
-                : ev->data.sequence_start.anchor != NULL || !core_tag(ev->data.sequence_start.tag))
-            return yerr(y, m, "YAML anchors and tags are not supported in a kubeconfig");
-        if (y->depth >= KUBE_YAML_DEPTH_MAX)
-            return yerr(y, m, "nested too deeply");
-        n = ynode_add(y, ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ, m);
-        if (n == NULL)
-            return -1;
-        y->stack[y->depth++] = n;
-        return 0;
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        y->depth--; /* libyaml guarantees the nesting */
-        return 0;
-    default: return 0;
-    }
-}
-
-/* Reads a kubeconfig file into a tree. NULL with d filled. */
-static struct ynode *yload_file(const char *path, struct diag *d)
-{
-    char *text = NULL;
-    size_t len = 0;
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    struct yload y = {.file = path, .d = d};
-    bool inited = false, done = false;
-    struct ynode *root = NULL;
-
-    if (certs_read_file(path, KUBE_KUBECONFIG_MAX_BYTES, &text, &len, d) < 0)
-        goto out;
-    if (!yaml_parser_initialize(&parser)) {
-        diag_set(d, path, 0, 0, "out of memory");
-        goto out;
-    }
-    inited = true;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    while (!done) {
-        if (!yaml_parser_parse(&parser, &ev)) {
-            diag_set(d, path, (unsigned)parser.problem_mark.line + 1,
-                     (unsigned)parser.problem_mark.column + 1, "YAML: %s",
-                     parser.problem ? parser.problem : "syntax error");
-            goto out;
-        }
-        done = ev.type == YAML_STREAM_END_EVENT;
-        if (yload_event(&y, &ev) < 0) {
-            yaml_event_delete(&ev);
-            goto out;
-        }
-        yaml_event_delete(&ev);
-    }
-    if (y.root == NULL) {
-        diag_set(d, path, 0, 0, "the kubeconfig is empty");
-        goto out;
-    }
-    root = y.root;
-    y.root = NULL;
-out:
-    if (inited)
-        yaml_parser_delete(&parser);
-    ynode_free(y.root);
-    certs_buf_free(text, len);
-    return root;
-}
-
-/* The reading of one kubeconfig. */
-struct kcfg {
-    const char *file;
-    char *dir; /* relative paths in the file are relative to its directory */
-    struct diag *d;
-};
-
-static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
-{
-    char msg[DIAG_MSG_MAX];
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    diag_set(K->d, K->file, n ? n->line : 0, n ? n->column : 0, "%s", msg);
-    return -1;
-}
-
-static bool is_null(const struct ynode *n)
-{
-    return n == NULL || (n->kind == Y_SCALAR && n->plain &&
-                         (n->s[0] == '\0' || strcmp(n->s, "~") == 0 || strcmp(n->s, "null") == 0 ||
-                          strcmp(n->s, "Null") == 0 || strcmp(n->s, "NULL") == 0));
-}
-
-/* Checks that n is a mapping with distinct scalar keys. */
-static int check_map(struct kcfg *K, const struct ynode *n, const char *what)
-{
-    if (n == NULL || n->kind != Y_MAP)
-        return kerr(K, n, "%s must be a mapping", what);
-    for (size_t i = 0; i < n->n; i += 2) {
-        if (n->kids[i]->kind != Y_SCALAR)
-            return kerr(K, n->kids[i], "%s: keys must be strings", what);
-        for (size_t j = 0; j < i; j += 2)
-            if (strcmp(n->kids[i]->s, n->kids[j]->s) == 0)
-                return kerr(K, n->kids[i], "%s: duplicate key \"%.64s\"", what, n->kids[i]->s);
-    }
-    return 0;
-}
-
-/* The value of key in a checked mapping; NULL when absent or null. */
-static const struct ynode *get(const struct ynode *map, const char *key)
-{
-    for (size_t i = 0; i + 1 < map->n; i += 2)
-        if (strcmp(map->kids[i]->s, key) == 0)
-            return is_null(map->kids[i + 1]) ? NULL : map->kids[i + 1];
-    return NULL;
-}
-
-/* A string value, or NULL when absent; -1 when not a scalar. */
-static int get_str(struct kcfg *K, const struct ynode *map, const char *key, const char *what,
-                   const char **out)
-{
-    const struct ynode *v = get(map, key);
-
-    *out = NULL;
-    if (v == NULL)
-        return 0;
-    if (v->kind != Y_SCALAR)
-        return kerr(K, v, "%s.%s must be a string", what, key);
-    *out = v->s;
-    return 0;
-}
-
-static int get_bool(struct kcfg *K, const struct ynode *map, const char *key, const char *what,
-                    bool *out)
-{
-    static const char *const yes[] = {"true", "True", "TRUE"};
-    static const char *const no[] = {"false", "False", "FALSE"};
-    const struct ynode *v = get(map, key);
-
-    *out = false;
-    if (v == NULL)
-        return 0;
-    for (size_t i = 0; v->kind == Y_SCALAR && v->plain && i < 3; i++) {
-        if (strcmp(v->s, yes[i]) == 0 || strcmp(v->s, no[i]) == 0) {
-            *out = strcmp(v->s, yes[i]) == 0;
-            return 0;
-        }
-    }
-    return kerr(K, v, "%s.%s must be true or false", what, key);
-}
-
-/* In root[list] (a sequence of {name, item: {...}}), the mapping `item` of the entry called
- * name. NULL (recorded) when absent or malformed. */
-static const struct ynode *find_named(struct kcfg *K, const struct ynode *root, const char *list,
-                                      const char *item, const char *name)
-{
-    const struct ynode *seq = get(root, list), *found = NULL, *e, *v;
-    const char *n;
-
-    if (seq == NULL || seq->kind != Y_SEQ) {
-        kerr(K, seq, "%s must be a sequence holding %s \"%.64s\"", list, item, name);
-        return NULL;
-    }
-    for (size_t i = 0; i < seq->n; i++) {
-        e = seq->kids[i];
-        if (check_map(K, e, list) < 0 || get_str(K, e, "name", list, &n) < 0)
-            return NULL;
-        if (n == NULL || strcmp(n, name) != 0)
-            continue;
-        if (found != NULL) {
-            kerr(K, e, "two %s are called \"%.64s\"", list, name);
-            return NULL;
-        }
-        v = get(e, item);
-        if (check_map(K, v, item) < 0)
-            return NULL;
-        found = v;
-    }
-    if (found == NULL)
-        kerr(K, seq, "no %s called \"%.64s\" in %s", item, name, list);
-    return found;
-}
-
-/* A path from the file, made absolute against the file's directory. */
-static char *resolve(struct kcfg *K, const char *path)
-{
-    char *p = path[0] == '/' ? strdup(path) : str_printf("%s/%s", K->dir, path);
-
-    if (p == NULL)
-        kerr(K, NULL, "out of memory");
-    return p;
-}
-
-/* Refuses keys whose meaning we would silently get wrong by ignoring them. */
-static int refuse_keys(struct kcfg *K, const struct ynode *map, const char *what,
-                       const char *const *keys, size_t n, const char *why)
-{
-    for (size_t i = 0; i < n; i++) {
-        const struct ynode *v = get(map, keys[i]);
-        if (v != NULL)
-            return kerr(K, v, "%s.%s is not supported: %s", what, keys[i], why);
-    }
-    return 0;
-}
-
-/* One of a path key and a base64 data key: a resolved path, or decoded bytes. */
-static int path_or_data(struct kcfg *K, const struct ynode *map, const char *what,
-                        const char *path_key, const char *data_key, char **path,
-                        unsigned char **data, size_t *len)
-{
-    const char *p, *b64;
-
-    if (get_str(K, map, path_key, what, &p) < 0 || get_str(K, map, data_key, what, &b64) < 0)
-        return -1;
-    if (p != NULL && b64 != NULL)
-        return kerr(K, get(map, data_key), "%s: %s and %s are both set; keep one", what, path_key,
-                    data_key);
-    if (p != NULL && (*path = resolve(K, p)) == NULL)
-        return -1;
-    if (b64 != NULL && base64_decode(b64, data, len) < 0)
-        return kerr(K, get(map, data_key), "%s.%s is not valid base64", what, data_key);
-    return 0;
-}
-
-static int read_cluster(struct kcfg *K, const struct ynode *c, struct target *t)
-{
-    static const char *const unsupported[] = {"proxy-url", "tls-server-name"};
-    const char *server;
-    size_t len;
-
-    if (refuse_keys(K, c, "cluster", unsupported, 2, "connect to the server directly") < 0 ||
-        get_str(K, c, "server", "cluster", &server) < 0 ||
-        get_bool(K, c, "insecure-skip-tls-verify", "cluster", &t->insecure) < 0 ||
-        path_or_data(K, c, "cluster", "certificate-authority", "certificate-authority-data",
-                     &t->ca_path, &t->ca, &t->ca_len) < 0)
-        return -1;
-    if (server == NULL)
-        return kerr(K, c, "cluster.server is missing");
-    if (strncmp(server, "https://", 8) != 0 || server[8] == '\0' || server[8] == '/')
-        return kerr(K, get(c, "server"), "cluster.server must be an https:// URL, not \"%.64s\"",
-                    server);
-    if (strpbrk(server, " \t\r\n?#") != NULL)
-        return kerr(K, get(c, "server"), "cluster.server must not hold spaces, '?' or '#'");
-    if (t->insecure && (t->ca_path != NULL || t->ca != NULL))
-        return kerr(K, get(c, "insecure-skip-tls-verify"),
-                    "cluster: insecure-skip-tls-verify together with a certificate authority");
-    t->server = strdup(server);
-    if (t->server == NULL)
-        return kerr(K, NULL, "out of memory");
-    len = strlen(t->server);
-    while (len > 8 && t->server[len - 1] == '/')
-        t->server[--len] = '\0';
-    if (t->ca_path != NULL)
-        return check_ca_file(t->ca_path, K->d);
-    if (t->ca != NULL)
-        return check_ca_pem(t->ca, t->ca_len, K->file, "cluster.certificate-authority-data", K->d);
-    return 0;
-}
-
-static int read_user(struct kcfg *K, const struct ynode *u, struct target *t)
-{
-    static const char *const plugins[] = {"exec", "auth-provider"};
-    static const char *const other[] = {"username", "password",  "as",
-                                        "as-uid",   "as-groups", "as-user-extra"};
-    const char *token, *token_file;
-
-    if (refuse_keys(K, u, "user", plugins, 2,
-                    "credential plugins cannot run here; use token, tokenFile or a client "
-                    "certificate (e.g. a ServiceAccount token)") < 0 ||
-        refuse_keys(K, u, "user", other, 6, "use token, tokenFile or a client certificate") < 0 ||
-        get_str(K, u, "token", "user", &token) < 0 ||
-        get_str(K, u, "tokenFile", "user", &token_file) < 0 ||
-        path_or_data(K, u, "user", "client-certificate", "client-certificate-data", &t->cert_path,
-                     &t->cert, &t->cert_len) < 0 ||
-        path_or_data(K, u, "user", "client-key", "client-key-data", &t->key_path, &t->key,
-                     &t->key_len) < 0)
-        return -1;
-    if ((t->cert_path || t->cert) != (t->key_path || t->key))
-        return kerr(K, u, "user: a client certificate needs its key, and a key its certificate");
-    if (token != NULL && (t->token = strdup(token)) == NULL)
-        return kerr(K, NULL, "out of memory");
-    if (token_file != NULL && (t->token_path = resolve(K, token_file)) == NULL)
-        return -1;
-    return 0;
-}
-
-/* The current context's server and credentials from a kubeconfig file. */
-static int target_from_kubeconfig(const char *path, struct target *t, struct diag *d)
-{
-    struct kcfg K = {.file = path, .d = d};
-    struct ynode *root = NULL;
-    const struct ynode *ctx, *cluster, *user = NULL;
-    const char *current, *cluster_name, *user_name, *slash = strrchr(path, '/');
-    char *tok = NULL;
-    int rc = -1;
-
-    t->source = path;
-    K.dir = slash == NULL   ? strdup(".")
-            : slash == path ? strdup("/")
-                            : strndup(path, (size_t)(slash - path));
-    if (K.dir == NULL) {
-        diag_set(d, path, 0, 0, "out of memory");
-        goto out;
-    }
-    root = yload_file(path, d);
-    if (root == NULL || check_map(&K, root, "the kubeconfig") < 0 ||
-        get_str(&K, root, "current-context", "kubeconfig", &current) < 0)
-        goto out;
-    if (current == NULL || current[0] == '\0') {
-        kerr(&K, root, "no current-context");
-        goto out;
-    }
-    if ((ctx = find_named(&K, root, "contexts", "context", current)) == NULL ||
-        get_str(&K, ctx, "cluster", "context", &cluster_name) < 0 ||
-        get_str(&K, ctx, "user", "context", &user_name) < 0)
-        goto out;
-    if (cluster_name == NULL || cluster_name[0] == '\0') {
-        kerr(&K, ctx, "context \"%.64s\" names no cluster", current);
-        goto out;
-    }
-    if ((cluster = find_named(&K, root, "clusters", "cluster", cluster_name)) == NULL ||
-        read_cluster(&K, cluster, t) < 0)
-        goto out;
-    /* a context without a user connects anonymously, as kubectl does */
-    if (user_name != NULL && user_name[0] != '\0' &&
-        ((user = find_named(&K, root, "users", "user", user_name)) == NULL ||
-         read_user(&K, user, t) < 0))
-        goto out;
-    if ((t->cert_path || t->cert) && check_client_pair(t, d) < 0)
-        goto out;
-    if (t->token_path != NULL && (tok = token_read(t->token_path, d)) == NULL)
-        goto out;
-    rc = 0;
-out:
-    secret_free(tok);
-    ynode_free(root);
-    free(K.dir);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* In-cluster configuration */
-
-bool kube_in_cluster(void)
-{
-    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-
-    return host != NULL && host[0] != '\0' && port != NULL && port[0] != '\0';
-}
-
-static int target_in_cluster(struct target *t, struct diag *d)
-{
-    const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-    char *end, *tok = NULL, hostbuf[3 * 200 + 1]; /* every byte may become "%25" */
-    long long p;
-    size_t i, j = 0;
-    int rc = -1;
-
-    t->source = "in-cluster";
-    if (!kube_in_cluster()) {
-        diag_set(d, NULL, 0, 0,
-                 "not running in a cluster (KUBERNETES_SERVICE_HOST and "
-                 "KUBERNETES_SERVICE_PORT are unset) and no --kubeconfig given");
-        goto out;
-    }
-    errno = 0;
-    p = strtoll(port, &end, 10);
-    if (errno != 0 || *end != '\0' || p < 1 || p > 65535) {
-        diag_set(d, NULL, 0, 0, "KUBERNETES_SERVICE_PORT is not a port number: \"%.32s\"", port);
-        goto out;
-    }
-    if (strpbrk(host, "/?#@[] \t\r\n") != NULL || strlen(host) > 200) {
-        diag_set(d, NULL, 0, 0, "KUBERNETES_SERVICE_HOST is not a host: \"%.64s\"", host);
-        goto out;
-    }
-    /* an IPv6 literal goes in brackets (net.JoinHostPort), its zone's '%' escaped for the URL */
-    for (i = 0; host[i] != '\0'; i++) {
-        if (j + 4 > sizeof(hostbuf))
-            break; /* cannot happen: the host is at most 200 bytes */
-        if (host[i] == '%') {
-            memcpy(hostbuf + j, "%25", 3);
-            j += 3;
-        } else {
-            hostbuf[j++] = host[i];
-        }
-    }
-    hostbuf[j] = '\0';
-    t->server = strchr(host, ':') != NULL ? str_printf("https://[%s]:%lld", hostbuf, p)
-                                          : str_printf("https://%s:%lld", hostbuf, p);
-    t->token_path = strdup(KUBE_SA_TOKEN);
-    t->ca_path = strdup(KUBE_SA_CA);
-    if (t->server == NULL || t->token_path == NULL || t->ca_path == NULL) {
-        diag_set(d, NULL, 0, 0, "out of memory");
-        goto out;
-    }
-    if ((tok = token_read(t->token_path, d)) == NULL || check_ca_file(t->ca_path, d) < 0)
-        goto out;
-    rc = 0;
-out:
-    secret_free(tok);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------------------------ */
 /* Workers: one thread per kind */
-
-enum verdict {
-    V_OK,      /* keep reading */
-    V_GONE,    /* a 410 ERROR event: relist */
-    V_ERROR,   /* another ERROR event: relist after a backoff */
-    V_BROKEN,  /* a line we cannot use: relist */
-    V_TOO_BIG, /* a list page past KUBE_LIST_BODY_MAX */
-    V_NOMEM,   /* out of memory while reading */
-};
-
-enum req_mode { REQ_LIST, REQ_WATCH };
-
-/* How one request ended. */
-struct reply {
-    CURLcode res;        /* the transport's result */
-    long status;         /* HTTP status; 0 when none came */
-    long retry_after_ms; /* the server's Retry-After, 0 when none */
-    bool stopped;        /* kube_stop() cut it */
-    bool silent;         /* a watch that went quiet for too long */
-};
-
-struct kube;
-
-struct worker {
-    struct kube *k;
-    enum cluster_kind kind;
-    const char *plural;
-    pthread_t thread;
-    bool running;
-    CURLM *multi;
-    CURL *easy;
-    char errbuf[CURL_ERROR_SIZE];
-    uint64_t rng;
-    unsigned failures; /* failed requests in a row, for the backoff */
-    unsigned relists;  /* relists forced by the stream since a watch last ended cleanly */
-    unsigned page;     /* list limit; halves when a page is too big to hold */
-    char rv[KUBE_RV_MAX + 1];
-    /* the bearer token read from t->token_path (wiped) */
-    char *token;
-    double token_at;
-    bool token_warned;
-    /* the transfer in progress */
-    enum req_mode mode;
-    long status;     /* of the response, once known; 0 before */
-    struct buf body; /* a list page, or the Status of a failed request */
-    struct buf line; /* a watch event not yet complete */
-    double last_data;
-    enum verdict verdict;
-    unsigned events; /* of the current watch, bookmarks included */
-    char why[KUBE_WHY_MAX];
-};
-
-struct kube {
-    struct target t;
-    struct cluster *view;
-    struct metrics *metrics; /* borrowed, or NULL */
-    unsigned watch_timeout_s, list_page;
-    double silence_s;
-    atomic_bool stop;
-    pthread_mutex_t lock; /* with wake: backoff sleeps and the stop flag */
-    pthread_cond_t wake;
-    bool sync_inited, curl_inited;
-    struct worker w[CLUSTER_KINDS];
-};
 
 static bool stopping(struct kube *k)
 {
@@ -1026,7 +237,7 @@ static yyjson_mut_val *status_fields(yyjson_mut_doc *doc, struct worker *w, cons
  * previous token, as client-go does. True when the token changed. */
 static bool token_refresh(struct worker *w, bool force)
 {
-    const struct target *t = &w->k->t;
+    const struct kubeconfig_target *t = &w->k->t;
     struct diag d;
     char msg[DIAG_MSG_MAX + 300];
     char *fresh;
@@ -1038,7 +249,7 @@ static bool token_refresh(struct worker *w, bool force)
         return false;
     w->token_at = now;
     diag_clear(&d);
-    fresh = token_read(t->token_path, &d);
+    fresh = kubeconfig_token_read(t->token_path, &d);
     if (fresh == NULL) {
         if (!w->token_warned)
             log_event(LOG_WARN, "cannot read the token file; keeping the previous token",
@@ -1048,7 +259,7 @@ static bool token_refresh(struct worker *w, bool force)
     }
     w->token_warned = false;
     changed = w->token == NULL || strcmp(w->token, fresh) != 0;
-    secret_free(w->token);
+    kubeconfig_secret_free(w->token);
     w->token = fresh;
     return changed;
 }
@@ -1076,7 +287,7 @@ static struct curl_slist *headers_new(const struct worker *w)
         return h;
     auth = str_printf("Authorization: Bearer %s", tok);
     n = auth ? curl_slist_append(h, auth) : NULL;
-    secret_free(auth);
+    kubeconfig_secret_free(auth);
     if (n == NULL) {
         headers_free(h);
         return NULL;
@@ -1087,7 +298,7 @@ static struct curl_slist *headers_new(const struct worker *w)
 static int process_line(struct worker *w, char *p, size_t len, bool insitu);
 
 /* Splits the watch stream into lines; chunk boundaries mean nothing. -1 to abort the stream. */
-static int watch_feed(struct worker *w, const char *p, size_t n)
+int kube_watch_feed(struct worker *w, const char *p, size_t n)
 {
     const char *nl;
     size_t take;
@@ -1133,7 +344,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
         return n;
     }
     if (w->mode == REQ_WATCH)
-        return watch_feed(w, p, n) < 0 ? 0 : n;
+        return kube_watch_feed(w, p, n) < 0 ? 0 : n;
     if (buf_add(&w->body, p, n, KUBE_LIST_BODY_MAX) < 0) {
         w->verdict = w->body.len + n > KUBE_LIST_BODY_MAX ? V_TOO_BIG : V_NOMEM;
         return 0;
@@ -1242,7 +453,7 @@ out:
 /* Prepares the easy handle for one GET. */
 static int setup(struct worker *w, const char *url, struct curl_slist *headers)
 {
-    const struct target *t = &w->k->t;
+    const struct kubeconfig_target *t = &w->k->t;
     CURL *h = w->easy;
     CURLcode e = CURLE_OK;
     struct curl_blob ca = {t->ca, t->ca_len, CURL_BLOB_NOCOPY};
@@ -1499,14 +710,7 @@ out:
     return rc;
 }
 
-/* A list in progress. */
-struct listing {
-    char *cont;     /* the next page's continue token; NULL for the first page */
-    unsigned pages; /* pages taken */
-    size_t items;
-};
-
-static void listing_restart(struct listing *L)
+void kube_listing_restart(struct listing *L)
 {
     free(L->cont);
     memset(L, 0, sizeof(*L));
@@ -1527,7 +731,7 @@ static char *list_url(struct worker *w, const char *cont)
 }
 
 /* After a page that failed: readies the retry and waits. False when stopping. */
-static bool list_retry(struct worker *w, const struct reply *r, struct listing *L)
+bool kube_list_retry(struct worker *w, const struct reply *r, struct listing *L)
 {
     if (w->verdict == V_TOO_BIG && w->page > 1) {
         w->page /= 2;
@@ -1539,7 +743,7 @@ static bool list_retry(struct worker *w, const struct reply *r, struct listing *
         /* the continue token expired: the list starts over, at once the first time */
         log_event(LOG_WARN, "list restarted: continue token expired (410)", "{s:s, s:i}", "kind",
                   w->plural, "pages", (int)L->pages);
-        listing_restart(L);
+        kube_listing_restart(L);
         return w->failures++ == 0 || sleep_ms(w->k, backoff_ms(w, &w->failures, 0));
     }
     return retry_after_failure(w, r, "list");
@@ -1566,13 +770,13 @@ static int list_all(struct worker *w)
         if (r.stopped)
             goto out;
         if (r.res != CURLE_OK || r.status != 200) {
-            if (!list_retry(w, &r, &L))
+            if (!kube_list_retry(w, &r, &L))
                 goto out;
             continue;
         }
         if (take_page(w, L.pages == 0, &next, &L.items) < 0) {
             /* not a list: start over after a pause */
-            listing_restart(&L);
+            kube_listing_restart(&L);
             if (!sleep_ms(w->k, backoff_ms(w, &w->failures, 0)))
                 goto out;
             continue;
@@ -1592,13 +796,11 @@ static int list_all(struct worker *w)
     }
 out:
     /* a big page's buffer is not worth keeping through the watch */
-    buf_free(&w->body);
+    kube_buf_free(&w->body);
     free(url);
-    listing_restart(&L);
+    kube_listing_restart(&L);
     return rc;
 }
-
-enum wres { W_REWATCH, W_RELIST, W_STOP };
 
 /* The URL of a watch from w->rv (new string), or NULL when out of memory. */
 static char *watch_url(struct worker *w)
@@ -1631,7 +833,7 @@ static enum wres watch_ended(struct worker *w, double start)
 }
 
 /* What a finished watch means: watch again from w->rv, relist, or stop. */
-static enum wres watch_outcome(struct worker *w, const struct reply *r, double start)
+enum wres kube_watch_outcome(struct worker *w, const struct reply *r, double start)
 {
     char text[SHOWN_SIZE(KUBE_MSG_SHOWN)];
 
@@ -1679,11 +881,11 @@ static enum wres watch_once(struct worker *w)
     if (log_enabled(LOG_DEBUG))
         log_event(LOG_DEBUG, "watch", "{s:s, s:s}", "kind", w->plural, "resourceVersion", w->rv);
     request(w, url, REQ_WATCH, &r);
-    res = r.stopped ? W_STOP : watch_outcome(w, &r, start);
+    res = r.stopped ? W_STOP : kube_watch_outcome(w, &r, start);
 out:
     /* an event can be 16 MiB: do not keep its buffer between watches */
-    buf_free(&w->line);
-    buf_free(&w->body);
+    kube_buf_free(&w->line);
+    kube_buf_free(&w->body);
     free(url);
     return res;
 }
@@ -1709,9 +911,9 @@ static void *worker_main(void *arg)
         if (!sleep_ms(w->k, backoff_ms(w, &w->relists, 0)))
             break;
     }
-    buf_free(&w->body);
-    buf_free(&w->line);
-    secret_free(w->token);
+    kube_buf_free(&w->body);
+    kube_buf_free(&w->line);
+    kubeconfig_secret_free(w->token);
     w->token = NULL;
     return NULL;
 }
@@ -1749,7 +951,7 @@ static uint64_t seed(unsigned salt)
 
 static void log_start(const struct kube *k)
 {
-    const struct target *t = &k->t;
+    const struct kubeconfig_target *t = &k->t;
     const char *auth = t->token_path             ? "token file"
                        : t->token                ? "token"
                        : t->cert || t->cert_path ? "client certificate"
@@ -1833,8 +1035,8 @@ struct kube *kube_start(const struct kube_config *cfg, struct cluster *view, str
     margin = k->watch_timeout_s / 10;
     k->silence_s = k->watch_timeout_s +
                    (margin > KUBE_SILENCE_MARGIN_MIN_S ? margin : KUBE_SILENCE_MARGIN_MIN_S);
-    if ((cfg->kubeconfig ? target_from_kubeconfig(cfg->kubeconfig, &k->t, d)
-                         : target_in_cluster(&k->t, d)) < 0)
+    if ((cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, &k->t, d)
+                         : kubeconfig_load_in_cluster(&k->t, d)) < 0)
         goto fail;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1889,6 +1091,6 @@ void kube_stop(struct kube *k)
         pthread_cond_destroy(&k->wake);
         pthread_mutex_destroy(&k->lock);
     }
-    target_free(&k->t);
+    kubeconfig_target_free(&k->t);
     free(k);
 }

@@ -12,8 +12,6 @@
 #ifndef GPUADMIT_KUBE_H
 #define GPUADMIT_KUBE_H
 
-#include <stdbool.h>
-
 #include "cluster.h"
 #include "diag.h"
 #include "metrics.h"
@@ -27,11 +25,8 @@ struct kube_config {
 
 struct kube;
 
-/* True when this process runs in a pod (KUBERNETES_SERVICE_HOST and _PORT are set). */
-bool kube_in_cluster(void);
-
-/* Reads the configuration (kubeconfig or in-cluster files) and starts feeding view (borrowed;
- * must outlive the client). It initialises libcurl (curl_global_init, which is not
+/* Reads the configuration (kubeconfig or in-cluster files: kubeconfig.h) and starts feeding view
+ * (borrowed; must outlive the client). It initialises libcurl (curl_global_init, which is not
  * thread-safe): call it from the main thread before any other thread starts.
  *
  * NULL with d filled when the configuration is unusable (missing

@@ -25,6 +25,7 @@
 #include "eval.h"
 #include "json.h"
 #include "kube.h"
+#include "kubeconfig.h"
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
@@ -579,7 +580,7 @@ static int cmd_serve(int argc, char **argv)
     }
     o.server.policies = policies;
     o.server.metrics = metrics;
-    if (o.snapshot == NULL && !o.no_cluster && (o.kubeconfig != NULL || kube_in_cluster())) {
+    if (o.snapshot == NULL && !o.no_cluster && (o.kubeconfig != NULL || kubeconfig_in_cluster())) {
         struct cluster_config cc = {o.allocatable_grace_s};
         struct kube_config kc = {o.kubeconfig, o.watch_timeout_s, o.list_page, metrics};
 

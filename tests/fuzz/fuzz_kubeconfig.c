@@ -1,21 +1,21 @@
 /*
- * fuzz_kubeconfig: the kubeconfig loader of kube.c (target_from_kubeconfig: the YAML event
- * loader with its caps, then the current context's cluster and user) on arbitrary bytes, through
- * a memory file. kube.c is included whole so that its static functions are reached unchanged.
+ * fuzz_kubeconfig: the kubeconfig loader (kubeconfig_load: the YAML event loader with its caps,
+ * then the current context's cluster and user) on arbitrary bytes, through a memory file.
  *
  * A load either fills a target with an https:// server and no trailing '/', or fails with a
  * message; a target never holds both a token file and nothing to read, nor a certificate without
  * its key. Files the input names are read as the loader reads them (regular files only, with
  * size caps); stdin is /dev/null so that nothing can wait on a terminal.
  */
-#include "../../webhook/kube.c"
-
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include "fuzz_support.h"
+#include "kubeconfig.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -36,7 +36,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    struct target t;
+    struct kubeconfig_target t;
     struct diag d;
     char path[64];
     int fd = memfd_create("kubeconfig", MFD_CLOEXEC);
@@ -46,7 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     memset(&t, 0, sizeof(t));
     diag_clear(&d);
-    if (target_from_kubeconfig(path, &t, &d) < 0) {
+    if (kubeconfig_load(path, &t, &d) < 0) {
         FUZZ_ASSERT(d.set && d.msg[0] != '\0', "a refused kubeconfig without a message");
     } else {
         size_t n;
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     "a client certificate without its key, or a key without its certificate");
         FUZZ_ASSERT(!(t.ca && t.ca_path), "both an inline CA and a CA file");
     }
-    target_free(&t);
+    kubeconfig_target_free(&t);
     close(fd);
     return 0;
 }

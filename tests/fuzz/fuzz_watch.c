@@ -1,7 +1,7 @@
 /*
- * fuzz_watch: the watch-stream decoder of kube.c (watch_feed, which splits the stream into
- * events across chunk boundaries, and process_line, which applies each event to the view).
- * kube.c is included whole, so that its static functions are reached as they are, unchanged.
+ * fuzz_watch: the watch-stream decoder of kube.c (kube_watch_feed, which splits the stream into
+ * events across chunk boundaries and applies each event to the view), reached through
+ * kube_watch.h.
  *
  * Input: byte 0 picks the first kind; bytes 1-4 give the chunk sizes (1-256 bytes, in turn); the
  * rest is the stream, where a form feed (never valid inside a JSON event) moves to the next
@@ -9,11 +9,11 @@
  * ends that kind's part, as the client would relist. After each part, and at the end, the view
  * must be consistent (fuzz_view_check); an empty relist of every kind must empty it.
  */
-#include "../../webhook/kube.c"
-
 #include <stdint.h>
+#include <string.h>
 
 #include "fuzz_support.h"
+#include "kube_watch.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -40,7 +40,7 @@ static void feed(struct worker *w, const uint8_t *p, size_t n, const uint8_t *si
         chunk = (size_t)sizes[turn++ % 4] + 1;
         if (chunk > n - off)
             chunk = n - off;
-        if (watch_feed(w, (const char *)p + off, chunk) < 0) {
+        if (kube_watch_feed(w, (const char *)p + off, chunk) < 0) {
             FUZZ_ASSERT(w->verdict != V_OK, "a refused stream without a verdict");
             FUZZ_ASSERT(w->verdict != V_BROKEN || w->why[0] != '\0', "broken without a reason");
             return;
@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < CLUSTER_KINDS; i++) {
         cluster_list_begin(k.view, (enum cluster_kind)i);
         cluster_list_end(k.view, (enum cluster_kind)i);
-        buf_free(&k.w[i].line);
-        buf_free(&k.w[i].body);
+        kube_buf_free(&k.w[i].line);
+        kube_buf_free(&k.w[i].body);
     }
     FUZZ_ASSERT(fuzz_view_check(k.view) == 0, "records left after an empty relist");
     cluster_free(k.view);

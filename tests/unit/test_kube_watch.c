@@ -1,8 +1,8 @@
 /*
  * test_kube_watch.c: what the list+watch client does when a watch or a list page ends, without
- * a network: kube.c is included whole (as tests/fuzz/fuzz_watch.c does), so that the stream
- * decoder (watch_feed) and the decisions after a request (watch_outcome, list_retry) are
- * reached as they are. The Makefile links this test without kube.o.
+ * a network: through kube_watch.h (as tests/fuzz/fuzz_watch.c), the stream decoder
+ * (kube_watch_feed) and the decisions after a request (kube_watch_outcome, kube_list_retry) are
+ * reached as they are.
  *
  * Expected: as client-go's reflector (k8s.io/client-go/tools/cache/reflector.go) and the
  * apiserver's watch protocol have it. A watch whose resourceVersion is too old ends with 410
@@ -12,9 +12,13 @@
  * (410) starts the list over. A watch that ends cleanly resumes from the last resourceVersion
  * it saw, bookmarks included.
  */
-#include "../../webhook/kube.c"
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "harness.h"
+#include "kube_watch.h"
+#include "log.h"
 
 #define NODE_EVENT(type, name, rv)                                                                 \
     "{\"type\":\"" type "\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"" name          \
@@ -27,6 +31,14 @@
 
 static struct kube k;
 
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 /* A node worker of a client that is stopping, so that no path under test sleeps a backoff
  * (a path that would sleep returns W_STOP or false instead). */
 static struct worker *fresh_worker(void)
@@ -36,8 +48,8 @@ static struct worker *fresh_worker(void)
 
     if (k.view != NULL)
         cluster_free(k.view);
-    buf_free(&w->line);
-    buf_free(&w->body);
+    kube_buf_free(&w->line);
+    kube_buf_free(&w->body);
     memset(w, 0, sizeof(*w));
     k.view = cluster_new(&cfg);
     w->k = &k;
@@ -60,9 +72,9 @@ static int feed(struct worker *w, const char *text, size_t cut)
 
     if (cut > n)
         cut = n;
-    if (watch_feed(w, text, cut) < 0)
+    if (kube_watch_feed(w, text, cut) < 0)
         return -1;
-    return watch_feed(w, text + cut, n - cut);
+    return kube_watch_feed(w, text + cut, n - cut);
 }
 
 static bool has_node(const char *name)
@@ -87,7 +99,7 @@ static void test_error_event_410_relists(void)
     CHECK_CONTAINS(w->why, "too old resource version");
     CHECK(has_node("g1")); /* what came before the ERROR is kept */
     CHECK_STR(w->rv, "5"); /* and its resourceVersion */
-    CHECK(watch_outcome(w, &r, now_s()) == W_RELIST);
+    CHECK(kube_watch_outcome(w, &r, now_s()) == W_RELIST);
 }
 
 static void test_http_410_relists(void)
@@ -96,7 +108,7 @@ static void test_http_410_relists(void)
     struct reply r = {.res = CURLE_OK, .status = 410};
 
     w->mode = REQ_WATCH;
-    CHECK(watch_outcome(w, &r, now_s()) == W_RELIST);
+    CHECK(kube_watch_outcome(w, &r, now_s()) == W_RELIST);
 }
 
 /* Any other ERROR event is logged and relisted too (after the relist backoff, in
@@ -109,7 +121,7 @@ static void test_other_error_event_relists(void)
     w->mode = REQ_WATCH;
     CHECK(feed(w, ERROR_EVENT(500, "InternalError"), 10) == -1);
     CHECK(w->verdict == V_ERROR);
-    CHECK(watch_outcome(w, &r, now_s()) == W_RELIST);
+    CHECK(kube_watch_outcome(w, &r, now_s()) == W_RELIST);
 }
 
 /* A watch the server ended cleanly is resumed, from the last resourceVersion, bookmarks
@@ -127,8 +139,8 @@ static void test_clean_end_resumes(void)
              100) == 0);
     CHECK(w->verdict == V_OK && w->events == 2);
     CHECK_STR(w->rv, "9");
-    CHECK(watch_outcome(w, &ok, now_s()) == W_REWATCH);
-    CHECK(watch_outcome(w, &failed, now_s()) == W_STOP); /* it would sleep first: stopping */
+    CHECK(kube_watch_outcome(w, &ok, now_s()) == W_REWATCH);
+    CHECK(kube_watch_outcome(w, &failed, now_s()) == W_STOP); /* it would sleep first: stopping */
 }
 
 static void test_list_continue_410_restarts(void)
@@ -138,9 +150,9 @@ static void test_list_continue_410_restarts(void)
     struct listing L = {.cont = strdup("page-3-token"), .pages = 2, .items = 1000};
 
     w->mode = REQ_LIST;
-    CHECK(list_retry(w, &gone, &L)); /* the first time at once, without a backoff */
+    CHECK(kube_list_retry(w, &gone, &L)); /* the first time at once, without a backoff */
     CHECK(L.cont == NULL && L.pages == 0 && L.items == 0);
-    listing_restart(&L);
+    kube_listing_restart(&L);
 }
 
 /* One event may be KUBE_LINE_MAX bytes long, and not one more: past it the stream is broken
@@ -157,11 +169,11 @@ static void test_event_size_limit(void)
     while (rc == 0 && fed < KUBE_LINE_MAX) {
         size_t n = KUBE_LINE_MAX - fed < piece ? KUBE_LINE_MAX - fed : piece;
 
-        rc = watch_feed(w, x, n);
+        rc = kube_watch_feed(w, x, n);
         fed += n;
     }
     CHECK(rc == 0 && w->verdict == V_OK && w->line.len == KUBE_LINE_MAX);
-    CHECK(watch_feed(w, x, 1) == -1);
+    CHECK(kube_watch_feed(w, x, 1) == -1);
     CHECK(w->verdict == V_BROKEN);
     CHECK_CONTAINS(w->why, "an event longer than 16777216 bytes");
     free(x);
@@ -182,8 +194,8 @@ int main(void)
     RUN(test_clean_end_resumes);
     RUN(test_list_continue_410_restarts);
     RUN(test_event_size_limit);
-    buf_free(&k.w[CLUSTER_NODES].line);
-    buf_free(&k.w[CLUSTER_NODES].body);
+    kube_buf_free(&k.w[CLUSTER_NODES].line);
+    kube_buf_free(&k.w[CLUSTER_NODES].body);
     cluster_free(k.view);
     pthread_cond_destroy(&k.wake);
     pthread_mutex_destroy(&k.lock);
