@@ -167,11 +167,25 @@ static void append_members(yyjson_mut_doc *doc, yyjson_mut_val *line, yyjson_mut
     }
 }
 
+/* The line of level and msg with the members of fields (an object of any document, or NULL),
+ * built in doc and written. */
+static void write_line(const yyjson_alc *alc, yyjson_mut_doc *doc, enum log_level level,
+                       const char *msg, yyjson_mut_val *fields)
+{
+    yyjson_mut_val *line = line_head(doc, level, msg);
+
+    if (line == NULL)
+        return;
+    if (yyjson_mut_is_obj(fields))
+        append_members(doc, line, fields);
+    emit(alc, doc, line);
+}
+
 void log_event(enum log_level level, const char *msg, const char *fmt, ...)
 {
     const yyjson_alc *alc;
     yyjson_mut_doc *doc;
-    yyjson_mut_val *line, *fields = NULL;
+    yyjson_mut_val *fields = NULL;
 
     if (!log_enabled(level))
         return;
@@ -179,7 +193,6 @@ void log_event(enum log_level level, const char *msg, const char *fmt, ...)
     doc = yyjson_mut_doc_new(alc);
     if (doc == NULL)
         return;
-    line = line_head(doc, level, msg);
     if (fmt != NULL) {
         va_list ap;
 
@@ -187,11 +200,7 @@ void log_event(enum log_level level, const char *msg, const char *fmt, ...)
         fields = json_vpack(doc, fmt, &ap);
         va_end(ap);
     }
-    if (line != NULL) {
-        if (yyjson_mut_is_obj(fields))
-            append_members(doc, line, fields);
-        emit(alc, doc, line);
-    }
+    write_line(alc, doc, level, msg, fields);
     yyjson_mut_doc_free(doc);
 }
 
@@ -199,7 +208,6 @@ void log_event_obj(enum log_level level, const char *msg, yyjson_mut_val *fields
 {
     const yyjson_alc *alc;
     yyjson_mut_doc *doc;
-    yyjson_mut_val *line;
 
     if (!log_enabled(level))
         return;
@@ -207,11 +215,6 @@ void log_event_obj(enum log_level level, const char *msg, yyjson_mut_val *fields
     doc = yyjson_mut_doc_new(alc);
     if (doc == NULL)
         return;
-    line = line_head(doc, level, msg);
-    if (line != NULL) {
-        if (yyjson_mut_is_obj(fields))
-            append_members(doc, line, fields);
-        emit(alc, doc, line);
-    }
+    write_line(alc, doc, level, msg, fields);
     yyjson_mut_doc_free(doc);
 }
