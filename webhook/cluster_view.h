@@ -16,22 +16,7 @@
 
 #include "cluster.h"
 #include "limits.h"
-
-/* A string-keyed hash table of records (chained; grows at one entry per bucket). */
-struct table_entry {
-    struct table_entry *next;
-    char *key;
-    void *value;
-    size_t hash;  /* of key: a lookup compares it first, and does not read the keys it passes */
-    unsigned gen; /* the list generation that last saw it */
-};
-
-struct table {
-    struct table_entry **buckets;
-    size_t n_buckets, n;
-    void (*free_value)(void *ctx, void *value);
-    void *ctx; /* the view, for records that hold interned names */
-};
+#include "table.h"
 
 /* One extended resource of a node. Amounts are whole units. */
 struct node_res {
@@ -282,8 +267,6 @@ struct cluster {
     double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */
     bool snapshot;
 };
-
-void *table_get(const struct table *t, const char *key);
 
 double cluster_now(void);
 /* The allocatable a decision uses: the last nonzero one during the grace after a drop to 0. */
