@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capacity_cache.h"
 #include "cluster_view.h"
 #include "json.h"
 #include "pod.h"
@@ -347,29 +348,29 @@ static int held_cmp(const void *a, const void *b)
 
 /* The reservations that count against rq, in the order they were made (held_sort them for
  * held_on). -1 when out of memory: the decision then fails rather than forget what is held. */
-static int held_load(struct cluster *c, struct held *h, const struct capacity_request *rq,
-                     double now)
+static int held_load(struct capacity_cache *cache, struct held *h,
+                     const struct capacity_request *rq, double now)
 {
     size_t live = 0;
 
     h->r = NULL;
     h->by_node = NULL;
     h->n = 0;
-    pthread_mutex_lock(&c->reserve_lock);
-    for (size_t i = 0; i < c->n_reservations; i++)
-        live += held_counts(&c->reservations[i], rq, now);
+    pthread_mutex_lock(&cache->reserve_lock);
+    for (size_t i = 0; i < cache->n_reservations; i++)
+        live += held_counts(&cache->reservations[i], rq, now);
     if (live > 0 && ((h->r = malloc(live * sizeof(*h->r))) == NULL ||
                      (h->by_node = malloc(live * sizeof(*h->by_node))) == NULL)) {
         free(h->r);
         h->r = NULL;
-        pthread_mutex_unlock(&c->reserve_lock);
+        pthread_mutex_unlock(&cache->reserve_lock);
         return -1;
     }
-    for (size_t i = 0; live > 0 && i < c->n_reservations; i++) {
-        if (held_counts(&c->reservations[i], rq, now))
-            h->r[h->n++] = c->reservations[i];
+    for (size_t i = 0; live > 0 && i < cache->n_reservations; i++) {
+        if (held_counts(&cache->reservations[i], rq, now))
+            h->r[h->n++] = cache->reservations[i];
     }
-    pthread_mutex_unlock(&c->reserve_lock);
+    pthread_mutex_unlock(&cache->reserve_lock);
     return 0;
 }
 
@@ -965,11 +966,11 @@ static void elig_unref(struct elig_set *s)
 }
 
 /* A decision is done with the set it read. */
-static void elig_release(struct cluster *c, struct elig_set *s)
+static void elig_release(struct capacity_cache *cache, struct elig_set *s)
 {
-    pthread_mutex_lock(&c->elig_lock);
+    pthread_mutex_lock(&cache->elig_lock);
     elig_unref(s);
-    pthread_mutex_unlock(&c->elig_lock);
+    pthread_mutex_unlock(&cache->elig_lock);
 }
 
 static void elig_clear(struct elig_entry *e)
@@ -981,6 +982,32 @@ static void elig_clear(struct elig_entry *e)
     memset(e, 0, sizeof(*e));
 }
 
+struct capacity_cache *capacity_cache_new(void)
+{
+    struct capacity_cache *cache = calloc(1, sizeof(*cache));
+
+    if (cache == NULL)
+        return NULL;
+    pthread_mutex_init(&cache->elig_lock, NULL);
+    pthread_mutex_init(&cache->reserve_lock, NULL);
+    return cache;
+}
+
+void capacity_cache_free(struct capacity_cache *cache)
+{
+    if (cache == NULL)
+        return;
+    /* no decision runs any more: the entries hold the only references, a set shared by an
+     * eligible-set entry and a waiting-set entry two of them */
+    for (int i = 0; i < ELIG_CACHE_MAX; i++) {
+        elig_clear(&cache->elig[i]);
+        elig_unref(cache->wait_sets[i].set);
+    }
+    pthread_mutex_destroy(&cache->elig_lock);
+    pthread_mutex_destroy(&cache->reserve_lock);
+    free(cache);
+}
+
 static bool key_is(const struct elig_entry *e, const char *key, size_t len)
 {
     return e->key != NULL && e->key_len == len && memcmp(e->key, key, len) == 0;
@@ -988,16 +1015,16 @@ static bool key_is(const struct elig_entry *e, const char *key, size_t len)
 
 /* Remembers a scan's outcome under key (len bytes, copied), sharing set; out of memory, it is
  * simply not remembered. */
-static void elig_store(struct cluster *c, const char *key, size_t len, struct elig_set *set,
-                       const struct capacity_result *out)
+static void elig_store(struct capacity_cache *cache, unsigned long gen, const char *key, size_t len,
+                       struct elig_set *set, const struct capacity_result *out)
 {
-    struct elig_entry *slot = &c->elig[0];
+    struct elig_entry *slot = &cache->elig[0];
 
-    pthread_mutex_lock(&c->elig_lock);
+    pthread_mutex_lock(&cache->elig_lock);
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
-        struct elig_entry *e = &c->elig[i];
+        struct elig_entry *e = &cache->elig[i];
 
-        if (e->key == NULL || key_is(e, key, len) || e->gen != c->node_gen) {
+        if (e->key == NULL || key_is(e, key, len) || e->gen != gen) {
             slot = e;
             break;
         }
@@ -1008,8 +1035,8 @@ static void elig_store(struct cluster *c, const char *key, size_t len, struct el
     if ((slot->key = malloc(len)) != NULL)
         memcpy(slot->key, key, len);
     slot->key_len = len;
-    slot->gen = c->node_gen;
-    slot->used = ++c->elig_tick;
+    slot->gen = gen;
+    slot->used = ++cache->elig_tick;
     slot->set = set;
     set->refs++;
     slot->reasons = strdup(out->reasons);
@@ -1017,7 +1044,7 @@ static void elig_store(struct cluster *c, const char *key, size_t len, struct el
     slot->all_shared = out->all_shared;
     if (slot->key == NULL || slot->reasons == NULL || slot->shared_why == NULL)
         elig_clear(slot);
-    pthread_mutex_unlock(&c->elig_lock);
+    pthread_mutex_unlock(&cache->elig_lock);
 }
 
 /* Copies s into buf (len bytes, as snprintf("%s") would). */
@@ -1030,26 +1057,26 @@ static void copy_text(char *buf, size_t len, const char *s)
 
 /* What is remembered under key while no node has changed where pods can go, its set shared
  * (release it with elig_release); false when nothing is. */
-static bool elig_lookup(struct cluster *c, const char *key, size_t len, struct capacity_result *out,
-                        struct elig_set **set)
+static bool elig_lookup(struct capacity_cache *cache, unsigned long gen, const char *key,
+                        size_t len, struct capacity_result *out, struct elig_set **set)
 {
     bool hit = false;
 
-    pthread_mutex_lock(&c->elig_lock);
+    pthread_mutex_lock(&cache->elig_lock);
     for (int i = 0; !hit && i < ELIG_CACHE_MAX; i++) {
-        struct elig_entry *e = &c->elig[i];
+        struct elig_entry *e = &cache->elig[i];
 
-        if (e->gen != c->node_gen || !key_is(e, key, len))
+        if (e->gen != gen || !key_is(e, key, len))
             continue;
         e->set->refs++;
         *set = e->set;
-        e->used = ++c->elig_tick;
+        e->used = ++cache->elig_tick;
         copy_text(out->reasons, sizeof(out->reasons), e->reasons);
         copy_text(out->shared_why, sizeof(out->shared_why), e->shared_why);
         out->all_shared = e->all_shared;
         hit = true;
     }
-    pthread_mutex_unlock(&c->elig_lock);
+    pthread_mutex_unlock(&cache->elig_lock);
     return hit;
 }
 
@@ -1067,14 +1094,14 @@ static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
         key = NULL;
     else if (need > sizeof(inline_key) && (key = malloc(need)) != NULL)
         place_key(rq->pod_spec, out, key, need); /* a long template: the key on the heap */
-    if (key != NULL && elig_lookup(c, key, need, out, set)) {
+    if (key != NULL && elig_lookup(c->cap, c->node_gen, key, need, out, set)) {
         rc = 0;
         goto out;
     }
     if (scan_nodes(c, rq, out, rn, set) < 0)
         goto out;
     if (key != NULL)
-        elig_store(c, key, need, *set, out);
+        elig_store(c->cap, c->node_gen, key, need, *set, out);
     rc = 0;
 out:
     if (key != inline_key)
@@ -1117,36 +1144,38 @@ static int eligible_nodes(struct cluster *c, const struct capacity_request *rq,
 
 /* The eligible set of waiting pods of place for resource res (interned), while no node has
  * changed where pods go; shared (release it with elig_release), or NULL. */
-static struct elig_set *wait_set_lookup(struct cluster *c, uint64_t place, const char *res)
+static struct elig_set *wait_set_lookup(struct capacity_cache *cache, unsigned long gen,
+                                        uint64_t place, const char *res)
 {
     struct elig_set *set = NULL;
 
-    pthread_mutex_lock(&c->elig_lock);
+    pthread_mutex_lock(&cache->elig_lock);
     for (int i = 0; set == NULL && i < ELIG_CACHE_MAX; i++) {
-        if (c->wait_sets[i].set != NULL && c->wait_sets[i].place == place &&
-            c->wait_sets[i].res == res && c->wait_sets[i].gen == c->node_gen) {
-            set = c->wait_sets[i].set;
+        if (cache->wait_sets[i].set != NULL && cache->wait_sets[i].place == place &&
+            cache->wait_sets[i].res == res && cache->wait_sets[i].gen == gen) {
+            set = cache->wait_sets[i].set;
             set->refs++;
         }
     }
-    pthread_mutex_unlock(&c->elig_lock);
+    pthread_mutex_unlock(&cache->elig_lock);
     return set;
 }
 
 /* Remembers set (shared) as the eligible set of waiting pods of place, in turn. */
-static void wait_set_store(struct cluster *c, uint64_t place, const char *res, struct elig_set *set)
+static void wait_set_store(struct capacity_cache *cache, unsigned long gen, uint64_t place,
+                           const char *res, struct elig_set *set)
 {
     unsigned i;
 
-    pthread_mutex_lock(&c->elig_lock);
-    i = c->wait_sets_next++ % ELIG_CACHE_MAX;
-    elig_unref(c->wait_sets[i].set);
-    c->wait_sets[i].place = place;
-    c->wait_sets[i].res = res;
-    c->wait_sets[i].gen = c->node_gen;
-    c->wait_sets[i].set = set;
+    pthread_mutex_lock(&cache->elig_lock);
+    i = cache->wait_sets_next++ % ELIG_CACHE_MAX;
+    elig_unref(cache->wait_sets[i].set);
+    cache->wait_sets[i].place = place;
+    cache->wait_sets[i].res = res;
+    cache->wait_sets[i].gen = gen;
+    cache->wait_sets[i].set = set;
     set->refs++;
-    pthread_mutex_unlock(&c->elig_lock);
+    pthread_mutex_unlock(&cache->elig_lock);
 }
 
 /* Whether two eligible sets share a node: one merge of their by_slot lists, sorted by slot
@@ -1190,7 +1219,7 @@ static struct elig_set *group_set(struct cluster *c, const struct capacity_reque
                                   const struct wait_group *g, struct capacity_result **gout)
 {
     struct capacity_request grq = {g->first->spec, rq->gpu_globs, 0, 0, 0, 0, 0};
-    struct elig_set *gset = wait_set_lookup(c, g->place, rn[0]);
+    struct elig_set *gset = wait_set_lookup(c->cap, c->node_gen, g->place, rn[0]);
 
     if (gset != NULL)
         return gset;
@@ -1201,7 +1230,7 @@ static struct elig_set *group_set(struct cluster *c, const struct capacity_reque
     (*gout)->reasons[0] = (*gout)->shared_why[0] = '\0';
     if (eligible_nodes(c, &grq, *gout, rn, &gset) < 0)
         return NULL;
-    wait_set_store(c, g->place, rn[0], gset);
+    wait_set_store(c->cap, c->node_gen, g->place, rn[0], gset);
     return gset;
 }
 
@@ -1250,19 +1279,19 @@ static void waiting_groups(struct cluster *c, const struct capacity_request *rq,
         if (gset == NULL) {
             group_merge(&rest, &places[k]);
         } else if (!sets_overlap(set, gset)) {
-            elig_release(c, gset); /* they go elsewhere: they take none of these GPUs */
+            elig_release(c->cap, gset); /* they go elsewhere: they take none of these GPUs */
         } else if (wt->n == WAIT_GROUPS_MAX) {
             group_merge(&rest, &places[k]);
-            elig_release(c, gset);
+            elig_release(c->cap, gset);
         } else {
             wt->g[wt->n] = places[k];
             wt->g[wt->n++].gset = gset;
         }
     }
     if (rest.first != NULL) {
-        pthread_mutex_lock(&c->elig_lock);
+        pthread_mutex_lock(&c->cap->elig_lock);
         set->refs++; /* released in waiting_done, as every group's */
-        pthread_mutex_unlock(&c->elig_lock);
+        pthread_mutex_unlock(&c->cap->elig_lock);
         rest.gset = set;
         wt->g[wt->n++] = rest;
     }
@@ -1283,7 +1312,7 @@ static void waiting_done(struct cluster *c, struct capacity_result *out, struct 
 
         if (g->gset == NULL)
             continue;
-        elig_release(c, g->gset);
+        elig_release(c->cap, g->gset);
         take = g->gpus < g->both ? g->gpus : g->both;
         if (take <= 0)
             continue;
@@ -1338,7 +1367,7 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         return -1;
     if (!out->judged)
         return 0;
-    if (held_load(c, &held, rq, now) < 0) {
+    if (held_load(c->cap, &held, rq, now) < 0) {
         snprintf(out->reasons, sizeof(out->reasons), "out of memory reading reservations");
         return -1;
     }
@@ -1374,7 +1403,7 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
         waiting_done(c, out, &wt);
     list_nodes(c, set, out, rn, now, &held);
     pthread_rwlock_unlock(&c->lock);
-    elig_release(c, set);
+    elig_release(c->cap, set);
     held_free(&held);
     if (out->eligible > NODES_LISTED) {
         size_t l = strlen(out->nodes);
@@ -1451,6 +1480,7 @@ void capacity_explain(const struct capacity_request *rq, const struct capacity_r
 void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int64_t pods,
                       double window_s)
 {
+    struct capacity_cache *cache = c->cap;
     struct capacity_result out;
     const char *rn[CAPACITY_RESOURCES_MAX];
     struct elig_set *set;
@@ -1462,7 +1492,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     memset(&out, 0, sizeof(out));
     if (pods <= 0 || read_demand(rq, &out) < 0 || !out.judged)
         return;
-    if (held_load(c, &held, rq, now) < 0)
+    if (held_load(c->cap, &held, rq, now) < 0)
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     held_sort(&held);
     pthread_rwlock_rdlock(&c->lock);
@@ -1472,12 +1502,12 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
         held_free(&held);
         return; /* out of memory: nothing is reserved, as if the window were 0 */
     }
-    pthread_mutex_lock(&c->reserve_lock);
-    for (size_t i = w = 0; i < c->n_reservations; i++) { /* drop the expired and replaced */
-        if (held_counts(&c->reservations[i], rq, now))
-            c->reservations[w++] = c->reservations[i];
+    pthread_mutex_lock(&cache->reserve_lock);
+    for (size_t i = w = 0; i < cache->n_reservations; i++) { /* drop the expired and replaced */
+        if (held_counts(&cache->reservations[i], rq, now))
+            cache->reservations[w++] = cache->reservations[i];
     }
-    c->n_reservations = w;
+    cache->n_reservations = w;
     template_priority(c, rq->pod_spec, &out.priority, &out.preempts);
     /* where the scheduler would put them, roughly: the eligible nodes with room, in turn */
     for (size_t i = 0; i < set->n && pods > 0; i++) {
@@ -1488,12 +1518,12 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
         for (size_t r = 0; take > 0 && r < out.n_res; r++) {
             struct reservation *rv;
 
-            if (c->n_reservations == CLUSTER_RESERVATIONS_MAX) { /* the oldest goes */
-                memmove(c->reservations, c->reservations + 1,
-                        (CLUSTER_RESERVATIONS_MAX - 1) * sizeof(*c->reservations));
-                c->n_reservations--;
+            if (cache->n_reservations == CAPACITY_RESERVATIONS_MAX) { /* the oldest goes */
+                memmove(cache->reservations, cache->reservations + 1,
+                        (CAPACITY_RESERVATIONS_MAX - 1) * sizeof(*cache->reservations));
+                cache->n_reservations--;
             }
-            rv = &c->reservations[c->n_reservations++];
+            rv = &cache->reservations[cache->n_reservations++];
             rv->until = now + window_s;
             rv->key = rq->key;
             rv->base = rq->base;
@@ -1507,25 +1537,27 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
         if (take > 0)
             pods -= take;
     }
-    pthread_mutex_unlock(&c->reserve_lock);
+    pthread_mutex_unlock(&cache->reserve_lock);
     pthread_rwlock_unlock(&c->lock);
-    elig_release(c, set);
+    elig_release(c->cap, set);
     held_free(&held);
 }
 
 void capacity_shrink(struct cluster *c, uint64_t key, int64_t replicas)
 {
     double now = cluster_now();
-    uint64_t base_seen[CLUSTER_RESERVATIONS_MAX];
+    uint64_t base_seen[CAPACITY_RESERVATIONS_MAX];
     size_t n_bases = 0;
+    struct capacity_cache *cache;
 
     if (c == NULL || key == 0)
         return;
-    pthread_mutex_lock(&c->reserve_lock);
+    cache = c->cap;
+    pthread_mutex_lock(&cache->reserve_lock);
     /* each admission of key (one base) in turn: its entries lie side by side, a node's
      * resources together, in the order the pods were placed */
-    for (size_t i = 0; i < c->n_reservations; i++) {
-        const struct reservation *first = &c->reservations[i];
+    for (size_t i = 0; i < cache->n_reservations; i++) {
+        const struct reservation *first = &cache->reservations[i];
         int64_t keep, placed = 0;
         const char *node = NULL;
         int64_t node_keep = 0;
@@ -1539,8 +1571,8 @@ void capacity_shrink(struct cluster *c, uint64_t key, int64_t replicas)
             continue;
         base_seen[n_bases++] = (uint64_t)first->base;
         keep = replicas > first->base ? replicas - first->base : 0;
-        for (size_t k = i; k < c->n_reservations; k++) {
-            struct reservation *r = &c->reservations[k];
+        for (size_t k = i; k < cache->n_reservations; k++) {
+            struct reservation *r = &cache->reservations[k];
 
             if (r->key != key || r->base != first->base || r->until <= now)
                 continue;
@@ -1557,9 +1589,9 @@ void capacity_shrink(struct cluster *c, uint64_t key, int64_t replicas)
             }
         }
         if (first->target > first->base + keep)
-            for (size_t k = i; k < c->n_reservations; k++)
-                if (c->reservations[k].key == key && c->reservations[k].base == first->base)
-                    c->reservations[k].target = first->base + keep;
+            for (size_t k = i; k < cache->n_reservations; k++)
+                if (cache->reservations[k].key == key && cache->reservations[k].base == first->base)
+                    cache->reservations[k].target = first->base + keep;
     }
-    pthread_mutex_unlock(&c->reserve_lock);
+    pthread_mutex_unlock(&cache->reserve_lock);
 }

@@ -64,6 +64,14 @@ struct capacity_result {
     char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
 };
 
+/* What decisions remember of one view between calls: the eligible nodes of recent templates
+ * and the admitted increases held back. The view owns it: cluster_new makes it and
+ * cluster_free frees it, as what it remembers points into the view's records.
+ * capacity_cache_new: new (capacity_cache_free()), or NULL when out of memory. */
+struct capacity_cache;
+struct capacity_cache *capacity_cache_new(void);
+void capacity_cache_free(struct capacity_cache *cache);
+
 /* Judges rq against the view (read-locked for the call). Returns 0, or -1 when the template's
  * GPU amounts do not parse (msg in out->reasons). */
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,

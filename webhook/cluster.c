@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capacity.h"
 #include "cluster_view.h"
 #include "json.h"
 #include "limits.h"
@@ -1361,8 +1362,8 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
     pthread_rwlock_init(&c->lock, &attr);
     pthread_rwlockattr_destroy(&attr);
-    pthread_mutex_init(&c->reserve_lock, NULL);
-    pthread_mutex_init(&c->elig_lock, NULL);
+    if ((c->cap = capacity_cache_new()) == NULL)
+        rc = -1;
     /* the names first: node and binding records drop theirs when freed */
     rc |= table_init(&c->rnames, noop_free, c);
     rc |= table_init(&c->kinds[CLUSTER_NODES], node_free, c);
@@ -1406,21 +1407,8 @@ void cluster_free(struct cluster *c)
     free(c->waiting);
     table_free(&c->rnames); /* empty by now: every user is gone */
     free(c->sums);
-    /* no decision runs any more: the cache entries hold the only references, a set shared by
-     * an eligible-set entry and a waiting-set entry two of them */
-    for (int i = 0; i < ELIG_CACHE_MAX; i++) {
-        struct elig_set *sets[2] = {c->elig[i].set, c->wait_sets[i].set};
-
-        for (int k = 0; k < 2; k++)
-            if (sets[k] != NULL && --sets[k]->refs == 0)
-                free(sets[k]);
-        free(c->elig[i].key);
-        free(c->elig[i].reasons);
-        free(c->elig[i].shared_why);
-    }
+    capacity_cache_free(c->cap); /* no decision runs any more */
     pthread_rwlock_destroy(&c->lock);
-    pthread_mutex_destroy(&c->reserve_lock);
-    pthread_mutex_destroy(&c->elig_lock);
     free(c);
 }
 

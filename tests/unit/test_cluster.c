@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "capacity.h"
+#include "capacity_cache.h"
 #include "cluster_view.h"
 #include "cluster.h"
 #include "harness.h"
@@ -973,10 +974,10 @@ static int remembered(const struct cluster *c, size_t *longest)
 
     *longest = 0;
     for (int i = 0; i < ELIG_CACHE_MAX; i++) {
-        if (c->elig[i].key != NULL && c->elig[i].gen == c->node_gen) {
+        if (c->cap->elig[i].key != NULL && c->cap->elig[i].gen == c->node_gen) {
             n++;
-            if (c->elig[i].key_len > *longest)
-                *longest = c->elig[i].key_len;
+            if (c->cap->elig[i].key_len > *longest)
+                *longest = c->cap->elig[i].key_len;
         }
     }
     return n;
