@@ -1,11 +1,13 @@
 /*
  * yamljson.c: YAML and JSON documents into yyjson documents (see yamljson.h).
  *
- * One pass over libyaml's events builds each document's tree in a mutable document, which is
- * frozen into an immutable one at the document's end (the copy recurses, but no deeper than
- * YAMLJSON_DEPTH_MAX). A stack of open containers holds the mapping key waiting for its value
- * and, with YAMLJSON_MARKS, the length of the node's JSON Pointer in a shared buffer. Invariants:
- * the stack never exceeds YAMLJSON_DEPTH_MAX (checked before a push); every value made here
+ * The reader (yamltree.h) makes a tree within the caps; one pass over its nodes, in the order of
+ * the text, builds each document in a mutable document, which is frozen into an immutable one at
+ * the document's end (the copy recurses, but no deeper than YAMLJSON_DEPTH_MAX). Going in the
+ * order of the text, the first error is the one a reader of events would meet first. A stack of
+ * open containers holds the mapping key waiting for its value and, with YAMLJSON_MARKS, the
+ * length of the node's JSON Pointer in a shared buffer. Invariants: the stack never exceeds
+ * YAMLJSON_DEPTH_MAX (the reader's cap); every value made here
  * belongs to the document being built (a pending key too, until its value comes), and that
  * document to the builder until it is frozen into the result. Repeated keys are found with one
  * hash set per document of (mapping, key), as yyjson's own lookups are linear.
@@ -17,22 +19,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "json.h"
 #include "limits.h"
 #include "patch.h"
+#include "yamltree.h"
 
 #define CORE_TAG "tag:yaml.org,2002:"
 /* Slots of a document's key set when it is first needed (a power of two). */
 #define YAMLJSON_KEYSET_MIN 64u
 
 struct frame {
-    yyjson_mut_val *node; /* in ybuild.doc */
-    yyjson_mut_val *key;  /* in ybuild.doc: a mapping's key waiting for its value, or NULL */
-    uint64_t map;         /* a mapping's number in the document, for the key set */
-    size_t ptr_len;       /* length of this node's pointer in ybuild.ptr */
-    bool ptr_ok;          /* the pointer fitted; marks are kept below it */
+    const struct yamltree_node *tnode; /* the reader's node */
+    yyjson_mut_val *node;              /* in ybuild.doc */
+    yyjson_mut_val *key; /* in ybuild.doc: a mapping's key waiting for its value, or NULL */
+    uint64_t map;        /* a mapping's number in the document, for the key set */
+    size_t ptr_len;      /* length of this node's pointer in ybuild.ptr */
+    bool ptr_ok;         /* the pointer fitted; marks are kept below it */
 };
 
 /* One key of one mapping; s is NULL in a free slot. s points into ybuild.doc. */
@@ -61,9 +64,9 @@ struct ybuild {
     char ptr[YAMLJSON_POINTER_MAX];
 };
 
-static int yerr(struct ybuild *b, const yaml_mark_t *m, const char *fmt, ...)
+static int yerr(struct ybuild *b, const struct yamltree_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int yerr(struct ybuild *b, const yaml_mark_t *m, const char *fmt, ...)
+static int yerr(struct ybuild *b, const struct yamltree_node *n, const char *fmt, ...)
 {
     char msg[DIAG_MSG_MAX];
     va_list ap;
@@ -71,8 +74,7 @@ static int yerr(struct ybuild *b, const yaml_mark_t *m, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    diag_set(b->d, b->name, (unsigned)m->line + 1, (unsigned)m->column + 1, "document %u: %s",
-             b->doc_index, msg);
+    diag_set(b->d, b->name, n->line, n->column, "document %u: %s", b->doc_index, msg);
     return -1;
 }
 
@@ -151,16 +153,6 @@ static void drop_doc(struct ybuild *b)
 
 /* ---- scalars ---- */
 
-static bool all_in(const char *s, size_t len, const char *set)
-{
-    if (len == 0)
-        return false;
-    for (size_t i = 0; i < len; i++)
-        if (s[i] == '\0' || strchr(set, s[i]) == NULL)
-            return false;
-    return true;
-}
-
 static bool one_of(const char *s, const char *const *words)
 {
     for (; *words; words++)
@@ -169,42 +161,9 @@ static bool one_of(const char *s, const char *const *words)
     return false;
 }
 
-/* [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)? : YAML 1.2 core schema floats */
-static bool is_float(const char *s)
-{
-    size_t digits = 0;
-
-    if (*s == '-' || *s == '+')
-        s++;
-    for (; *s >= '0' && *s <= '9'; s++)
-        digits++;
-    if (*s == '.')
-        for (s++; *s >= '0' && *s <= '9'; s++)
-            digits++;
-    if (digits == 0)
-        return false;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '-' || *s == '+')
-            s++;
-        if (!(*s >= '0' && *s <= '9'))
-            return false;
-        while (*s >= '0' && *s <= '9')
-            s++;
-    }
-    return *s == '\0';
-}
-
 int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjson_mut_val **out,
                            const char **why)
 {
-    static const char *const nulls[] = {"", "~", "null", "Null", "NULL", NULL};
-    static const char *const trues[] = {"true", "True", "TRUE", NULL};
-    static const char *const falses[] = {"false", "False", "FALSE", NULL};
-    static const char *const specials[] = {".inf",  ".Inf",  ".INF",  "+.inf", "+.Inf",
-                                           "+.INF", "-.inf", "-.Inf", "-.INF", ".nan",
-                                           ".NaN",  ".NAN",  NULL};
-    const char *digits = s + (s[0] == '-' || s[0] == '+');
     char *end;
     long long v;
     double f;
@@ -213,19 +172,14 @@ int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjso
     *out = NULL;
     if (memchr(s, '\0', len) != NULL) /* "\0" can only come from a quoted scalar, but be sure */
         return (*out = yyjson_mut_strncpy(doc, s, len)) ? 0 : -1;
-    if (one_of(s, nulls))
-        return (*out = yyjson_mut_null(doc)) ? 0 : -1;
-    if (one_of(s, trues) || one_of(s, falses))
-        return (*out = yyjson_mut_bool(doc, one_of(s, trues))) ? 0 : -1;
-    if (one_of(s, specials)) {
-        *why = "infinity and NaN have no JSON form; quote the value for a string";
-        return -1;
-    }
-    if (strncmp(s, "0o", 2) == 0 && all_in(s + 2, len - 2, "01234567"))
-        base = 8;
-    else if (strncmp(s, "0x", 2) == 0 && all_in(s + 2, len - 2, "0123456789abcdefABCDEF"))
-        base = 16;
-    if (base != 10 || all_in(digits, len - (size_t)(digits - s), "0123456789")) {
+    switch (yamltree_resolve(s)) {
+    case YAMLTREE_NULL: return (*out = yyjson_mut_null(doc)) ? 0 : -1;
+    case YAMLTREE_BOOL: return (*out = yyjson_mut_bool(doc, s[0] == 't' || s[0] == 'T')) ? 0 : -1;
+    case YAMLTREE_INT:
+        if (strncmp(s, "0o", 2) == 0)
+            base = 8;
+        else if (strncmp(s, "0x", 2) == 0)
+            base = 16;
         errno = 0;
         v = strtoll(base == 10 ? s : s + 2, &end, base);
         if (errno != 0 || *end != '\0') {
@@ -235,8 +189,11 @@ int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjso
         /* as json_read() makes them: unsigned when not negative */
         *out = v >= 0 ? yyjson_mut_uint(doc, (uint64_t)v) : yyjson_mut_sint(doc, (int64_t)v);
         return *out ? 0 : -1;
-    }
-    if (is_float(s)) {
+    case YAMLTREE_FLOAT:
+        if (strpbrk(s, "0123456789") == NULL) { /* .inf, .nan */
+            *why = "infinity and NaN have no JSON form; quote the value for a string";
+            return -1;
+        }
         errno = 0;
         f = strtod(s, &end);
         if (errno == ERANGE && (f > 1 || f < -1)) {
@@ -244,18 +201,19 @@ int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjso
             return -1;
         }
         return (*out = yyjson_mut_real(doc, f)) ? 0 : -1;
+    case YAMLTREE_STR: break;
     }
     return (*out = yyjson_mut_strncpy(doc, s, len)) ? 0 : -1;
 }
 
-/* The value of a scalar event, in b->doc, or NULL with the error recorded. */
-static yyjson_mut_val *scalar_value(struct ybuild *b, const yaml_event_t *ev)
+/* The value of a scalar, in b->doc, or NULL with the error recorded. */
+static yyjson_mut_val *scalar_value(struct ybuild *b, const struct yamltree_node *n)
 {
-    const char *s = (const char *)ev->data.scalar.value, *tag = (const char *)ev->data.scalar.tag;
+    const char *s = n->s, *tag = n->tag;
     const char *why = "out of memory", *t;
-    size_t len = ev->data.scalar.length;
+    size_t len = n->len;
     yyjson_mut_val *v = NULL;
-    bool plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+    bool plain = n->plain;
 
     if (tag == NULL) {
         if (!plain)
@@ -273,21 +231,21 @@ static yyjson_mut_val *scalar_value(struct ybuild *b, const yaml_event_t *ev)
               : strcmp(t, "float") == 0 ? yyjson_mut_is_num(v)
               : strcmp(t, "bool") == 0  ? yyjson_mut_is_bool(v)
                                         : yyjson_mut_is_null(v))) {
-            yerr(b, &ev->start_mark, "\"%.64s\" is not a valid !!%s", s, t);
+            yerr(b, n, "\"%.64s\" is not a valid !!%s", s, t);
             return NULL; /* v stays in b->doc, unattached, until the document is dropped */
         }
     } else {
-        yerr(b, &ev->start_mark, "unsupported YAML tag %.64s", tag);
+        yerr(b, n, "unsupported YAML tag %.64s", tag);
         return NULL;
     }
     if (v == NULL)
-        yerr(b, &ev->start_mark, "%s", why);
+        yerr(b, n, "%s", why);
     return v;
 }
 
 /* ---- the tree ---- */
 
-static void mark(struct ybuild *b, const yaml_mark_t *m)
+static void mark(struct ybuild *b, const struct yamltree_node *n)
 {
     yyjson_mut_val *k, *at;
 
@@ -296,27 +254,26 @@ static void mark(struct ybuild *b, const yaml_mark_t *m)
     /* every pointer is marked once (keys are unique, and keys whose pointer would be ambiguous
      * are not marked), so adding never makes a duplicate; out of memory only loses marks */
     k = yyjson_mut_strcpy(b->marks, b->ptr);
-    at = json_pack(b->marks, "[I, I]", (int64_t)m->line + 1, (int64_t)m->column + 1);
+    at = json_pack(b->marks, "[I, I]", (int64_t)n->line, (int64_t)n->column);
     if (k != NULL && at != NULL)
         yyjson_mut_obj_add(yyjson_mut_doc_get_root(b->marks), k, at);
 }
 
 /* Attaches v (in b->doc) to the open container, or makes it the root; leaves b->ptr at v's
- * pointer. *ptr_ok is false when that pointer did not fit (v's marks are not kept). */
-static int attach(struct ybuild *b, yyjson_mut_val *v, const yaml_mark_t *m, bool *ptr_ok)
+ * pointer. *ptr_ok is false when that pointer did not fit (v's marks are not kept). The reader
+ * counted the node against YAMLJSON_NODES_MAX. */
+static int attach(struct ybuild *b, yyjson_mut_val *v, const struct yamltree_node *n, bool *ptr_ok)
 {
     struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
     char idx[32];
     bool ok;
 
     *ptr_ok = f == NULL || f->ptr_ok;
-    if (++b->nodes > YAMLJSON_NODES_MAX)
-        return yerr(b, m, "more than %u YAML nodes", YAMLJSON_NODES_MAX);
     if (f == NULL) {
         b->root = v;
         yyjson_mut_doc_set_root(b->doc, v);
         b->ptr[0] = '\0';
-        mark(b, m);
+        mark(b, n);
         return 0;
     }
     b->ptr[f->ptr_len] = '\0';
@@ -336,72 +293,76 @@ static int attach(struct ybuild *b, yyjson_mut_val *v, const yaml_mark_t *m, boo
         f->key = NULL;
     }
     if (!ok)
-        return yerr(b, m, "out of memory");
+        return yerr(b, n, "out of memory");
     if (*ptr_ok)
-        mark(b, m);
+        mark(b, n);
     return 0;
 }
 
-static bool awaiting_key(const struct ybuild *b)
+/* The checks on a scalar that come before it is counted; its value in *v (NULL for a key). */
+static int scalar_checks(struct ybuild *b, const struct yamltree_node *n, yyjson_mut_val **v)
 {
-    const struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
-
-    return f != NULL && yyjson_mut_is_obj(f->node) && f->key == NULL;
+    *v = NULL;
+    if (n->anchored)
+        return yerr(b, n, "YAML anchors are not supported");
+    if (!n->is_key && (*v = scalar_value(b, n)) == NULL)
+        return -1;
+    return 0;
 }
 
-static int on_scalar(struct ybuild *b, const yaml_event_t *ev)
+static int on_scalar(struct ybuild *b, const struct yamltree_node *n)
 {
     struct frame *f = b->depth ? &b->stack[b->depth - 1] : NULL;
-    const char *s = (const char *)ev->data.scalar.value;
-    size_t len = ev->data.scalar.length;
     yyjson_mut_val *v;
     bool ok;
     int added;
 
-    if (ev->data.scalar.anchor != NULL)
-        return yerr(b, &ev->start_mark, "YAML anchors are not supported");
-    if (awaiting_key(b)) {
-        if (++b->nodes > YAMLJSON_NODES_MAX)
-            return yerr(b, &ev->start_mark, "more than %u YAML nodes", YAMLJSON_NODES_MAX);
+    if (scalar_checks(b, n, &v) < 0)
+        return -1;
+    if (n->is_key) {
         /* a key is its text, as sigs.k8s.io/yaml makes it: "1: x" has the key "1" */
-        f->key = yyjson_mut_strncpy(b->doc, s, len);
+        f->key = yyjson_mut_strncpy(b->doc, n->s, n->len);
         if (f->key == NULL)
-            return yerr(b, &ev->start_mark, "out of memory");
-        added = key_add(b, f->map, yyjson_mut_get_str(f->key), len);
+            return yerr(b, n, "out of memory");
+        added = key_add(b, f->map, yyjson_mut_get_str(f->key), n->len);
         if (added < 0)
-            return yerr(b, &ev->start_mark, "out of memory");
+            return yerr(b, n, "out of memory");
         if (added == 0)
-            return yerr(b, &ev->start_mark, "duplicate key \"%.64s\"", s);
+            return yerr(b, n, "duplicate key \"%.64s\"", n->s);
         return 0;
     }
-    v = scalar_value(b, ev);
-    return v == NULL ? -1 : attach(b, v, &ev->start_mark, &ok);
+    return attach(b, v, n, &ok);
 }
 
-static int on_start(struct ybuild *b, const yaml_event_t *ev)
+/* The checks on a mapping or sequence that come before its depth and its count. */
+static int container_checks(struct ybuild *b, const struct yamltree_node *n)
 {
-    bool map = ev->type == YAML_MAPPING_START_EVENT;
-    const char *anchor =
-        (const char *)(map ? ev->data.mapping_start.anchor : ev->data.sequence_start.anchor);
-    const char *tag =
-        (const char *)(map ? ev->data.mapping_start.tag : ev->data.sequence_start.tag);
+    bool map = n->kind == YAMLTREE_MAP;
+
+    if (n->anchored)
+        return yerr(b, n, "YAML anchors are not supported");
+    if (n->tag != NULL && strcmp(n->tag, map ? CORE_TAG "map" : CORE_TAG "seq") != 0)
+        return yerr(b, n, "unsupported YAML tag %.64s", n->tag);
+    if (n->is_key)
+        return yerr(b, n, "a key must be a string, not a %s", map ? "mapping" : "sequence");
+    return 0;
+}
+
+static int on_container(struct ybuild *b, const struct yamltree_node *n)
+{
+    bool map = n->kind == YAMLTREE_MAP;
     yyjson_mut_val *v;
     bool ok;
 
-    if (anchor != NULL)
-        return yerr(b, &ev->start_mark, "YAML anchors are not supported");
-    if (tag != NULL && strcmp(tag, map ? CORE_TAG "map" : CORE_TAG "seq") != 0)
-        return yerr(b, &ev->start_mark, "unsupported YAML tag %.64s", tag);
-    if (awaiting_key(b))
-        return yerr(b, &ev->start_mark, "a key must be a string, not a %s",
-                    map ? "mapping" : "sequence");
-    if (b->depth >= YAMLJSON_DEPTH_MAX)
-        return yerr(b, &ev->start_mark, "nested deeper than %u", YAMLJSON_DEPTH_MAX);
+    if (container_checks(b, n) < 0)
+        return -1;
     v = map ? yyjson_mut_obj(b->doc) : yyjson_mut_arr(b->doc);
     if (v == NULL)
-        return yerr(b, &ev->start_mark, "out of memory");
-    if (attach(b, v, &ev->start_mark, &ok) < 0)
+        return yerr(b, n, "out of memory");
+    if (attach(b, v, n, &ok) < 0)
         return -1;
+    /* the reader kept the depth within YAMLJSON_DEPTH_MAX */
+    b->stack[b->depth].tnode = n;
     b->stack[b->depth].node = v;
     b->stack[b->depth].key = NULL;
     b->stack[b->depth].map = map ? ++b->maps : 0;
@@ -409,6 +370,16 @@ static int on_start(struct ybuild *b, const yaml_event_t *ev)
     b->stack[b->depth].ptr_ok = ok;
     b->depth++;
     return 0;
+}
+
+/* One node, in the order of the text: the containers that ended before it are closed first. */
+static int on_node(struct ybuild *b, const struct yamltree_node *n)
+{
+    while (b->depth > 0 && b->stack[b->depth - 1].tnode != n->parent)
+        b->depth--;
+    if (n->kind == YAMLTREE_SCALAR)
+        return on_scalar(b, n);
+    return on_container(b, n);
 }
 
 static int key_cmp(const void *a, const void *b)
@@ -476,13 +447,17 @@ static int on_doc_end(struct ybuild *b)
         }
     }
     drop_doc(b);
+    b->depth = 0;
     return rc;
 }
 
 /* A new document to build into (and its marks). */
-static int on_doc_start(struct ybuild *b, const yaml_event_t *ev)
+static int on_doc_start(struct ybuild *b, const struct yamltree_doc *doc)
 {
     drop_doc(b);
+    b->doc_index = doc->index;
+    b->doc_line = doc->line;
+    b->doc_column = doc->column;
     b->doc = yyjson_mut_doc_new(NULL);
     if (b->doc != NULL && (b->flags & YAMLJSON_MARKS)) {
         b->marks = yyjson_mut_doc_new(NULL);
@@ -490,81 +465,72 @@ static int on_doc_start(struct ybuild *b, const yaml_event_t *ev)
             yyjson_mut_doc_set_root(b->marks, yyjson_mut_obj(b->marks));
     }
     if (b->doc == NULL ||
-        ((b->flags & YAMLJSON_MARKS) && yyjson_mut_doc_get_root(b->marks) == NULL))
-        return yerr(b, &ev->start_mark, "out of memory");
+        ((b->flags & YAMLJSON_MARKS) && yyjson_mut_doc_get_root(b->marks) == NULL)) {
+        diag_set(b->d, b->name, doc->line, doc->column, "document %u: out of memory", doc->index);
+        return -1;
+    }
     return 0;
 }
 
-static int on_event(struct ybuild *b, const yaml_event_t *ev)
+/* Why the reader stopped, in yamljson's words; a node a cap refused is checked first, as it
+ * would have been before its count. */
+static int read_failed(struct ybuild *b, const struct yamltree_error *e)
 {
-    switch (ev->type) {
-    case YAML_DOCUMENT_START_EVENT:
-        if (++b->doc_index > YAMLJSON_DOCS_MAX)
-            return yerr(b, &ev->start_mark, "more than %u documents", YAMLJSON_DOCS_MAX);
-        b->doc_line = (unsigned)ev->start_mark.line + 1;
-        b->doc_column = (unsigned)ev->start_mark.column + 1;
-        return on_doc_start(b, ev);
-    case YAML_DOCUMENT_END_EVENT: return on_doc_end(b);
-    case YAML_ALIAS_EVENT: return yerr(b, &ev->start_mark, "YAML aliases are not supported");
-    case YAML_SCALAR_EVENT:
-        if (b->depth == 0) { /* the content starts here, not at an implicit document start */
-            b->doc_line = (unsigned)ev->start_mark.line + 1;
-            b->doc_column = (unsigned)ev->start_mark.column + 1;
-        }
-        return on_scalar(b, ev);
-    case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT:
-        if (b->depth == 0) {
-            b->doc_line = (unsigned)ev->start_mark.line + 1;
-            b->doc_column = (unsigned)ev->start_mark.column + 1;
-        }
-        return on_start(b, ev);
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        b->depth--; /* libyaml guarantees the nesting; a pending key cannot be left over */
-        return 0;
-    default: return 0;
+    const struct yamltree_node *at = e->at;
+    yyjson_mut_val *v;
+    char ctx[160] = "";
+
+    b->doc_index = e->doc;
+    if (at != NULL && b->doc != NULL &&
+        (at->kind == YAMLTREE_SCALAR ? scalar_checks(b, at, &v) : container_checks(b, at)) < 0)
+        return -1;
+    switch (e->code) {
+    case YAMLTREE_E_DEPTH: return yerr(b, at, "nested deeper than %u", YAMLJSON_DEPTH_MAX);
+    case YAMLTREE_E_NODES: return yerr(b, at, "more than %u YAML nodes", YAMLJSON_NODES_MAX);
+    case YAMLTREE_E_DOCS:
+        diag_set(b->d, b->name, e->line, e->column, "document %u: more than %u documents", e->doc,
+                 YAMLJSON_DOCS_MAX);
+        return -1;
+    case YAMLTREE_E_ALIAS:
+        diag_set(b->d, b->name, e->line, e->column, "document %u: YAML aliases are not supported",
+                 e->doc);
+        return -1;
+    case YAMLTREE_E_SYNTAX:
+        if (e->context != NULL)
+            snprintf(ctx, sizeof(ctx), " (%s that starts at %u:%u)", e->context, e->context_line,
+                     e->context_column);
+        diag_set(b->d, b->name, e->line, e->column, "document %u: YAML: %s%s", e->doc ? e->doc : 1,
+                 e->problem ? e->problem : "error", ctx);
+        return -1;
+    case YAMLTREE_E_MEMORY:
+    case YAMLTREE_OK: break;
     }
+    diag_set(b->d, b->name, e->line, e->column, "out of memory");
+    return -1;
 }
 
 static int parse_yaml(struct ybuild *b, const char *text, size_t len)
 {
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    bool done = false;
-    int rc = -1;
+    static const struct yamltree_limits lim = {YAMLJSON_DEPTH_MAX, YAMLJSON_NODES_MAX,
+                                               YAMLJSON_DOCS_MAX};
+    struct yamltree t;
+    int read = yamltree_read(text, len, &lim, 0, &t), rc = 0;
+    size_t i = 0;
 
-    if (!yaml_parser_initialize(&parser)) {
-        diag_set(b->d, b->name, 0, 0, "out of memory");
-        return -1;
+    /* the documents in turn, each node in the order of the text: the first error is the one a
+     * reader of events would meet first */
+    for (size_t k = 0; rc == 0 && k < t.n_docs; k++) {
+        rc = on_doc_start(b, &t.docs[k]);
+        for (; rc == 0 && i < t.n_nodes && t.nodes[i]->doc == t.docs[k].index; i++)
+            rc = on_node(b, t.nodes[i]);
+        if (rc == 0 && t.docs[k].ended)
+            rc = on_doc_end(b);
     }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    while (!done) {
-        if (!yaml_parser_parse(&parser, &ev)) {
-            char ctx[160] = "";
-
-            if (parser.context != NULL)
-                snprintf(ctx, sizeof(ctx), " (%s that starts at %u:%u)", parser.context,
-                         (unsigned)parser.context_mark.line + 1,
-                         (unsigned)parser.context_mark.column + 1);
-            diag_set(b->d, b->name, (unsigned)parser.problem_mark.line + 1,
-                     (unsigned)parser.problem_mark.column + 1, "document %u: YAML: %s%s",
-                     b->doc_index ? b->doc_index : 1, parser.problem ? parser.problem : "error",
-                     ctx);
-            rc = -1;
-            goto out;
-        }
-        done = ev.type == YAML_STREAM_END_EVENT;
-        rc = on_event(b, &ev);
-        yaml_event_delete(&ev);
-        if (rc < 0)
-            goto out;
-    }
-    rc = 0;
-out:
+    if (rc == 0 && read < 0)
+        rc = read_failed(b, &t.err);
     b->depth = 0;
     drop_doc(b);
-    yaml_parser_delete(&parser);
+    yamltree_free(&t);
     return rc;
 }
 

@@ -1,10 +1,11 @@
 /*
  * yamljson.h: multi-document YAML (or JSON) into yyjson documents, with positions.
  *
- * For Kubernetes manifests and the CLI's own files (test suites). Reads with libyaml's event
- * API and caps what a file may cost (limits.h: size, nesting, nodes, documents). Scalars
- * resolve as YAML 1.2's core schema, which is what kubectl (sigs.k8s.io/yaml) accepts in
- * practice: quoted and block scalars are strings; a plain scalar is null (`null`, `~`, empty),
+ * For Kubernetes manifests and the CLI's own files (test suites). Reads with the bounded YAML
+ * reader (yamltree.h) and caps what a file may cost (limits.h: size, nesting, nodes, documents).
+ * Scalars resolve as YAML 1.2's core schema (yamltree_resolve), which is what kubectl
+ * (sigs.k8s.io/yaml) accepts in practice: quoted and block scalars are strings; a plain scalar
+ * is null (`null`, `~`, empty),
  * a boolean (`true`/`false` in three casings; YAML 1.1's yes/no/on/off stay strings), an
  * integer (decimal, 0o octal, 0x hex; outside int64 is an error), a float, or else a string.
  * `.inf` and `.nan` are errors (JSON has neither). Explicit core tags (!!str, !!int, ...) are
