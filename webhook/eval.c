@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "capacity.h"
+#include "decision.h"
 #include "json.h"
 #include "log.h"
 #include "patch.h"

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 
 #include "cluster.h"
+#include "decision.h"
 #include "policy.h"
 #include "review.h"
 

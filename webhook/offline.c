@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "decision.h"
 #include "eval.h"
 #include "json.h"
 #include "limits.h"

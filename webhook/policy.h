@@ -18,7 +18,6 @@
 #include <stdint.h>
 
 #include "diag.h"
-#include "review.h"
 
 enum rule_type {
     RULE_GPU_REQUEST,

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "decision.h"
 #include "limits.h"
 #include "log.h"
 #include "eval.h"
