@@ -224,7 +224,7 @@ static enum fail_level reached(yyjson_val *res, bool have_view)
         const char *out = field(ru, "outcome");
         const char *type = field(ru, "type");
 
-        if (!have_view && strcmp(type, "capacity") == 0)
+        if (!have_view && strcmp(type, policy_rule_type_name(RULE_CAPACITY)) == 0)
             continue;
         if (strcmp(out, "warn") == 0 || strcmp(out, "deny") == 0)
             return FAIL_WARN;

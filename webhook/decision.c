@@ -48,8 +48,8 @@ void decision_release(struct decision *dec)
     dec->alc = alc;
 }
 
-int decision_note(struct decision *dec, const struct rule *rule, int enforcement,
-                  const char *outcome)
+int decision_note(struct decision *dec, const struct rule *rule, enum rule_enforcement enforcement,
+                  enum finding finding)
 {
     struct decision_note *grown;
 
@@ -64,7 +64,7 @@ int decision_note(struct decision *dec, const struct rule *rule, int enforcement
             memcpy(grown, dec->notes_inline, sizeof(dec->notes_inline));
         dec->notes = grown;
     }
-    dec->notes[dec->n_notes++] = (struct decision_note){rule, enforcement, outcome};
+    dec->notes[dec->n_notes++] = (struct decision_note){rule, enforcement, finding};
     return 0;
 }
 

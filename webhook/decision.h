@@ -12,16 +12,16 @@
 #include <stddef.h>
 #include <yyjson.h>
 
-struct rule; /* policy.h */
+#include "policy.h"
 
 /* Notes a decision keeps without a malloc; more go to the heap. */
 #define DECISION_NOTES_INLINE 8
 
 /* One rule finding, as its "decision" log line has it, for the metrics. */
 struct decision_note {
-    const struct rule *rule; /* borrowed from the policy the decision was made with */
-    int enforcement;         /* enum rule_enforcement, as logged */
-    const char *outcome;     /* static: "deny", "patch", "warn", "would_deny", "would_patch" */
+    const struct rule *rule;           /* borrowed from the policy the decision was made with */
+    enum rule_enforcement enforcement; /* as logged */
+    enum finding finding;
 };
 
 /* What the policy decided about one review. Fields start zeroed by decision_init(). */
@@ -57,7 +57,7 @@ int decision_warn(struct decision *dec, const char *text);
 /* An audit annotation; -1 when the key is not a valid qualified-name part (PROTOCOL.md §5). */
 int decision_annotate(struct decision *dec, const char *key, const char *value);
 /* Records a finding (see struct decision_note); -1 when out of memory. */
-int decision_note(struct decision *dec, const struct rule *rule, int enforcement,
-                  const char *outcome);
+int decision_note(struct decision *dec, const struct rule *rule, enum rule_enforcement enforcement,
+                  enum finding finding);
 
 #endif

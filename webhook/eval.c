@@ -1829,8 +1829,6 @@ static const rule_fn rule_fns[] = {
     [RULE_CAPACITY] = NULL, /* judged by its own pass: capacity_pass() */
 };
 
-static const char *const enforcement_names[] = {"Enforce", "Warn", "Audit"};
-
 /* One review's evaluation. On /mutate two working copies are kept: "real" carries only what
  * enforcing rules patch (the patch that is sent), "pred" what every Mutate rule would patch if it
  * were enforced, so that Warn and Audit report what enforcing would really do, each rule seeing
@@ -1858,12 +1856,9 @@ struct run {
     struct demand_memo memo;
 };
 
-static const char *const rule_type_names[] = {"gpu-request", "priority-class", "tolerations",
-                                              "node-selector", "capacity"};
-
 /* One rule's outcome in the caller's trace (gpuadmit check and test), when it asked for one. */
 static void trace_rule(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
-                       const char *outcome, const char *message)
+                       enum rule_outcome outcome, const char *message)
 {
     yyjson_mut_val *e;
 
@@ -1871,41 +1866,39 @@ static void trace_rule(struct run *rn, const struct rule *ru, enum rule_enforcem
         return;
     e = json_pack(rn->tdoc, "{s:s, s:s, s:s, s:s, s:s, s:s}", "stage",
                   rn->mutating ? "mutate" : "validate", "rule", ru->name, "type",
-                  rule_type_names[ru->type], "enforcement", enforcement_names[eff], "outcome",
-                  outcome, "message", message);
+                  policy_rule_type_name(ru->type), "enforcement", policy_enforcement_name(eff),
+                  "outcome", policy_outcome_name(outcome), "message", message);
     /* a trace entry that cannot be made is left out (out of memory), as before */
     if (e != NULL)
         yyjson_mut_arr_append(rn->trace, e);
 }
 
-/* The decision log line of one finding, its note for the metrics (counted means the same as
- * logged) and its trace entry. outcome is "denied", "patched", "warned", or under Audit the
- * label "would patch" / "would deny" / "would warn"; metric is what the rule did or would do
- * ("deny", "patch", "warn", "would_deny", "would_patch", "would_warn"). The kind is the review's
- * (Pod, Deployment, Scale, HorizontalPodAutoscaler). */
+/* The decision log line of one finding f, its note for the metrics (counted means the same as
+ * logged) and its trace entry. The line's outcome is the finding's words ("denied", "would
+ * patch", ...), "warned" for any finding under Warn, or label when given (an Audit report's
+ * own). The kind is the review's (Pod, Deployment, Scale, HorizontalPodAutoscaler). */
 static void log_decision(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
-                         const char *outcome, const char *message, const char *metric)
+                         enum finding f, const char *label, const char *message)
 {
     const struct review *r = rn->r;
+    const char *outcome = label                 ? label
+                          : eff == ENFORCE_WARN ? policy_finding_text(FINDING_WARN)
+                                                : policy_finding_text(f);
     char text[MSG_MAX + 200];
 
     /* a note that cannot be kept costs a count, never the decision */
-    (void)decision_note(rn->dec, ru, (int)eff, metric);
+    (void)decision_note(rn->dec, ru, eff, f);
     rn->findings++;
     if (rn->trace != NULL) {
         if (eff == ENFORCE_AUDIT)
             snprintf(text, sizeof(text), "%s: %s", outcome, message);
-        trace_rule(rn, ru, eff,
-                   eff == ENFORCE_AUDIT              ? "audit"
-                   : strcmp(outcome, "denied") == 0  ? "deny"
-                   : strcmp(outcome, "patched") == 0 ? "patch"
-                                                     : "warn",
+        trace_rule(rn, ru, eff, policy_finding_outcome(f, eff),
                    eff == ENFORCE_AUDIT ? text : message);
     }
     log_event(LOG_INFO, "decision", "{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "uid",
               r->uid, "kind", r->kind.kind, "namespace", r->ns, "name", r->name, "operation",
               review_op_name(r->op), "user", r->username, "rule", ru->name, "enforcement",
-              enforcement_names[eff], "outcome", outcome, "message", message);
+              policy_enforcement_name(eff), "outcome", outcome, "message", message);
 }
 
 static void record_deny(struct run *rn, const struct rule *ru, const char *problems)
@@ -1916,25 +1909,24 @@ static void record_deny(struct run *rn, const struct rule *ru, const char *probl
     snprintf(text, sizeof(text), "%s[%s] %s", rn->n_deny ? "; " : "", ru->name, what);
     strncat(rn->deny, text, sizeof(rn->deny) - strlen(rn->deny) - 1);
     rn->n_deny++;
-    log_decision(rn, ru, ENFORCE_ENFORCE, "denied", what, "deny");
+    log_decision(rn, ru, ENFORCE_ENFORCE, FINDING_DENY, NULL, what);
 }
 
-/* A Warn or Audit finding: label ("would patch", "would deny", or for capacity under Audit
- * "would warn") and the problems. */
+/* A Warn or Audit finding f (would_patch, would_deny, or for capacity under Audit would_warn)
+ * and the problems; label words it (the finding's own words when NULL). */
 static void record_report(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
-                          const char *label, const char *problems)
+                          enum finding f, const char *label, const char *problems)
 {
     char what[MSG_MAX + 64], body[MSG_MAX + 96], text[MSG_MAX + 160];
     const char *p = problems, *end;
-    const char *metric = strcmp(label, "would patch") == 0  ? "would_patch"
-                         : strcmp(label, "would warn") == 0 ? "would_warn"
-                                                            : "would_deny";
 
+    if (label == NULL)
+        label = policy_finding_text(f);
     join_problems(problems, what, sizeof(what));
     snprintf(body, sizeof(body), "%s: %s", label, what);
     if (eff != ENFORCE_WARN) {
         decision_annotate(rn->dec, ru->name, body);
-        log_decision(rn, ru, eff, label, what, metric);
+        log_decision(rn, ru, eff, f, label, what);
         return;
     }
     for (; *p; p = *end ? end + 1 : end) {
@@ -1944,7 +1936,7 @@ static void record_report(struct run *rn, const struct rule *ru, enum rule_enfor
         snprintf(text, sizeof(text), "gpuadmit [%s]: %s: %.*s", ru->name, label, (int)(end - p), p);
         decision_warn(rn->dec, text);
     }
-    log_decision(rn, ru, eff, "warned", body, metric);
+    log_decision(rn, ru, eff, f, NULL, body);
 }
 
 static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
@@ -1981,12 +1973,12 @@ static void note(struct run *rn, const struct rule *ru, enum rule_enforcement ef
         return;
     if (eff == ENFORCE_AUDIT) {
         decision_annotate(rn->dec, ru->name, c->note);
-        log_decision(rn, ru, eff, "would warn", c->note, "would_warn");
+        log_decision(rn, ru, eff, FINDING_WOULD_WARN, NULL, c->note);
         return;
     }
     snprintf(text, sizeof(text), "gpuadmit [%s]: %s", ru->name, c->note);
     decision_warn(rn->dec, text);
-    log_decision(rn, ru, eff, "warned", c->note, "warn");
+    log_decision(rn, ru, eff, FINDING_WARN, NULL, c->note);
 }
 
 /* /mutate: Mutate rules patch (Enforce) or report what they would do (Warn, Audit). */
@@ -2004,7 +1996,7 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
         if (v == V_FIXED || (v == V_PROBLEM && c.fixed[0] != '\0')) {
             snprintf(text, sizeof(text), "patched: %s", c.fixed);
             decision_annotate(rn->dec, ru->name, text);
-            log_decision(rn, ru, eff, "patched", c.fixed, "patch");
+            log_decision(rn, ru, eff, FINDING_PATCH, NULL, c.fixed);
         }
         note(rn, ru, eff, &c);
         /* a problem it cannot patch is denied at /validate */
@@ -2018,9 +2010,9 @@ static int mutate_rule(struct run *rn, const struct policy_doc *doc, const struc
     v = run_rule(rn, doc, ru, &rn->pred, &c);
     note(rn, ru, eff, &c);
     if (v == V_FIXED)
-        record_report(rn, ru, eff, "would patch", c.fixable);
+        record_report(rn, ru, eff, FINDING_WOULD_PATCH, NULL, c.fixable);
     else if (v == V_PROBLEM)
-        record_report(rn, ru, eff, "would deny", c.problem);
+        record_report(rn, ru, eff, FINDING_WOULD_DENY, NULL, c.problem);
     return 0;
 }
 
@@ -2047,13 +2039,14 @@ static void validate_rule(struct run *rn, const struct policy_doc *doc, const st
         return;
     if (update)
         record_report(rn, ru, eff == ENFORCE_AUDIT ? ENFORCE_AUDIT : ENFORCE_WARN,
+                      FINDING_WOULD_DENY,
                       "not enforced on a pod update (the pod's fields cannot change now; fix "
                       "what creates the pod)",
                       c.problem);
     else if (eff == ENFORCE_ENFORCE)
         record_deny(rn, ru, c.problem);
     else
-        record_report(rn, ru, eff, "would deny", c.problem);
+        record_report(rn, ru, eff, FINDING_WOULD_DENY, NULL, c.problem);
 }
 
 /* Whether the value at path differs between object and oldObject. Absent from oldObject: a change
@@ -2126,7 +2119,7 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc, int phase)
         if (rn->findings == before &&
             (rn->mutating ? ru->action == ACTION_MUTATE
                           : ru->action == ACTION_DENY || eff == ENFORCE_ENFORCE))
-            trace_rule(rn, ru, eff, "pass", "");
+            trace_rule(rn, ru, eff, OUTCOME_PASS, "");
     }
     return 0;
 }
@@ -2467,11 +2460,11 @@ static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enf
         snprintf(text, sizeof(text), "warned: %s", what);
         decision_annotate(rn->dec, ru->name, text);
         /* under Warn, a finding that enforcing would deny counts as would_deny */
-        log_decision(rn, ru, eff, "warned", what,
-                     eff == ENFORCE_WARN && denies ? "would_deny" : "warn");
+        log_decision(rn, ru, eff, eff == ENFORCE_WARN && denies ? FINDING_WOULD_DENY : FINDING_WARN,
+                     NULL, what);
     } else {
         /* Audit reports what enforcing would do: deny, or only warn */
-        record_report(rn, ru, eff, denies ? "would deny" : "would warn", what);
+        record_report(rn, ru, eff, denies ? FINDING_WOULD_DENY : FINDING_WOULD_WARN, NULL, what);
     }
 }
 
@@ -2749,7 +2742,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
                 continue;
             capacity_rule(rn, doc, ru, eff, &ct);
             if (rn->findings == before)
-                trace_rule(rn, ru, eff, "pass", "");
+                trace_rule(rn, ru, eff, OUTCOME_PASS, "");
         }
     }
     /* reserve only what is admitted for real: not a dry run, and nothing denied it here */

@@ -32,14 +32,6 @@ static const char *const op_names[] = {"CREATE", "UPDATE", "DELETE", "CONNECT", 
 static const char *const endpoint_names[] = {"mutate", "validate"};
 static const char *const outcome_names[] = {"allowed", "denied", "patched", "error"};
 static const char *const tls_phase_names[] = {"before_client_hello", "after_client_hello"};
-static const char *const enforcement_names[] = {"Enforce", "Warn", "Audit"};
-#define N_ENFORCEMENTS 3
-static const char *const rule_type_names[] = {"gpu-request", "priority-class", "tolerations",
-                                              "node-selector", "capacity"};
-#define N_RULE_TYPES (sizeof(rule_type_names) / sizeof(rule_type_names[0]))
-static const char *const rule_outcome_names[] = {"deny",       "patch",       "warn",
-                                                 "would_deny", "would_patch", "would_warn"};
-#define N_RULE_OUTCOMES (sizeof(rule_outcome_names) / sizeof(rule_outcome_names[0]))
 
 /* The statuses the server answers with; anything else is code="other". */
 static const unsigned http_codes[] = {400, 403, 404, 405, 413, 415, 500, 503};
@@ -73,7 +65,7 @@ struct rule_key {
 
 struct rule_slot {
     _Atomic(struct rule_key *) key; /* NULL: free; claimed once, never released */
-    counter n[N_ENFORCEMENTS][N_RULE_OUTCOMES];
+    counter n[ENFORCEMENTS][FINDINGS];
 };
 
 struct metrics {
@@ -203,13 +195,12 @@ static struct rule_slot *rule_slot(struct metrics *m, const char *rule, enum rul
 }
 
 void metrics_rule_outcome(struct metrics *m, const char *rule, enum rule_type type,
-                          enum rule_enforcement enforcement, const char *outcome)
+                          enum rule_enforcement enforcement, enum finding finding)
 {
-    unsigned o = index_of(rule_outcome_names, N_RULE_OUTCOMES + 1, outcome);
-
-    if (m == NULL || rule == NULL || o >= N_RULE_OUTCOMES || (unsigned)enforcement >= 3)
+    if (m == NULL || rule == NULL || (unsigned)finding >= FINDINGS ||
+        (unsigned)enforcement >= ENFORCEMENTS)
         return;
-    bump(&rule_slot(m, rule, type)->n[enforcement][o], 1);
+    bump(&rule_slot(m, rule, type)->n[enforcement][finding], 1);
 }
 
 void metrics_rules_declare(struct metrics *m, const struct policy *p)
@@ -320,8 +311,8 @@ static void render_requests(FILE *f, struct metrics *m)
  * its first load, so that increase() sees its first finding (a series born at 1 is not) */
 static void render_rule_slot(FILE *f, struct rule_slot *s, const char *name, int type)
 {
-    for (size_t e = 0; e < N_ENFORCEMENTS; e++)
-        for (size_t o = 0; o < N_RULE_OUTCOMES; o++) {
+    for (int e = 0; e < ENFORCEMENTS; e++)
+        for (int o = 0; o < FINDINGS; o++) {
             uint64_t v = get(&s->n[e][o]);
 
             if (v == 0 && type < 0)
@@ -329,8 +320,8 @@ static void render_rule_slot(FILE *f, struct rule_slot *s, const char *name, int
             fputs("gpuadmit_rule_outcomes_total{rule=\"", f);
             metrics_write_label_value(f, name);
             fprintf(f, "\",type=\"%s\",enforcement=\"%s\",outcome=\"%s\"} %llu\n",
-                    type >= 0 && (size_t)type < N_RULE_TYPES ? rule_type_names[type] : "other",
-                    enforcement_names[e], rule_outcome_names[o], (unsigned long long)v);
+                    type >= 0 && type < RULE_TYPES ? policy_rule_type_name(type) : "other",
+                    policy_enforcement_name(e), policy_finding_name(o), (unsigned long long)v);
         }
 }
 

@@ -59,10 +59,10 @@ void metrics_request(struct metrics *m, enum metrics_endpoint ep, unsigned kind,
                      enum metrics_outcome outcome, uint64_t ns);
 /* One HTTP error answer (any status >= 400) on any route. */
 void metrics_http_error(struct metrics *m, unsigned status);
-/* One rule finding, as logged in a "decision" line: outcome is "deny", "patch", "warn",
- * "would_deny" or "would_patch"; enforcement 0..2 (Enforce, Warn, Audit). */
+/* One rule finding, as logged in a "decision" line; the series' outcome label is
+ * policy_finding_name(finding). Values out of range are ignored. */
 void metrics_rule_outcome(struct metrics *m, const char *rule, enum rule_type type,
-                          enum rule_enforcement enforcement, const char *outcome);
+                          enum rule_enforcement enforcement, enum finding finding);
 /* Shows every rule of p (all its outcome series, at 0) from now on. */
 void metrics_rules_declare(struct metrics *m, const struct policy *p);
 void metrics_tls_failure(struct metrics *m, enum metrics_tls_phase phase);

@@ -24,15 +24,13 @@
 #include "rules.h"
 #include "yamljson.h"
 
-/* The outcomes from weakest to strongest: a rule's outcome is its strongest in both phases. */
-static const char *const outcomes[] = {"skip", "pass", "patch", "audit", "warn", "deny"};
-
+/* How strong an outcome is (enum rule_outcome runs from the weakest to the strongest): a rule's
+ * outcome is its strongest in both phases. */
 static int outcome_rank(const char *o)
 {
-    for (int i = 0; i < (int)(sizeof(outcomes) / sizeof(outcomes[0])); i++)
-        if (strcmp(o, outcomes[i]) == 0)
-            return i;
-    return 0;
+    int rank = policy_outcome_of(o);
+
+    return rank < 0 ? OUTCOME_SKIP : rank;
 }
 
 /* The route of kind in group for a CREATE, by the resource name the apiserver would use (the
@@ -141,19 +139,17 @@ static int fold_trace(yyjson_mut_doc *doc, yyjson_mut_val *rules, yyjson_mut_val
 /* Every rule of the policy, "skip" until the trace says otherwise; in doc. */
 static yyjson_mut_val *rule_list(yyjson_mut_doc *doc, const struct policy *p)
 {
-    static const char *const types[] = {"gpu-request", "priority-class", "tolerations",
-                                        "node-selector", "capacity"};
-    static const char *const enf[] = {"Enforce", "Warn", "Audit"};
     yyjson_mut_val *rules = yyjson_mut_arr(doc);
 
     for (size_t i = 0; rules != NULL && i < p->n_docs; i++)
         for (size_t k = 0; rules != NULL && k < p->docs[i].n_rules; k++) {
             const struct rule *ru = &p->docs[i].rules[k];
 
-            if (!yyjson_mut_arr_append(rules, json_pack(doc, "{s:s, s:s, s:s, s:s, s:[]}", "rule",
-                                                        ru->name, "type", types[ru->type],
-                                                        "enforcement", enf[ru->enforcement],
-                                                        "outcome", "skip", "messages")))
+            if (!yyjson_mut_arr_append(
+                    rules, json_pack(doc, "{s:s, s:s, s:s, s:s, s:[]}", "rule", ru->name, "type",
+                                     policy_rule_type_name(ru->type), "enforcement",
+                                     policy_enforcement_name(ru->enforcement), "outcome",
+                                     policy_outcome_name(OUTCOME_SKIP), "messages")))
                 rules = NULL;
         }
     return rules;

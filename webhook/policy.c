@@ -1,11 +1,84 @@
 /*
- * policy.c: policy snapshots' lifetime and the holder of the one in force (see policy.h).
+ * policy.c: policy snapshots' lifetime, the holder of the one in force, and the names of the
+ * policy's vocabulary (see policy.h).
  * The holder's lock is held only to copy a pointer and bump a count, never while evaluating.
+ * Each name is written once, here: a table indexed by its enum, sized by the enum's count, so
+ * that a value added to an enum without its name is a NULL the unit tests catch.
  */
 #include "policy.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+
+static const char *const rule_type_names[RULE_TYPES] = {
+    [RULE_GPU_REQUEST] = "gpu-request", [RULE_PRIORITY_CLASS] = "priority-class",
+    [RULE_TOLERATIONS] = "tolerations", [RULE_NODE_SELECTOR] = "node-selector",
+    [RULE_CAPACITY] = "capacity",
+};
+
+static const char *const enforcement_names[ENFORCEMENTS] = {
+    [ENFORCE_ENFORCE] = "Enforce",
+    [ENFORCE_WARN] = "Warn",
+    [ENFORCE_AUDIT] = "Audit",
+};
+
+/* A finding's metrics label, and its words in decision logs and messages. */
+static const struct {
+    const char *name, *text;
+} findings[FINDINGS] = {
+    [FINDING_DENY] = {"deny", "denied"},
+    [FINDING_PATCH] = {"patch", "patched"},
+    [FINDING_WARN] = {"warn", "warned"},
+    [FINDING_WOULD_DENY] = {"would_deny", "would deny"},
+    [FINDING_WOULD_PATCH] = {"would_patch", "would patch"},
+    [FINDING_WOULD_WARN] = {"would_warn", "would warn"},
+};
+
+static const char *const outcome_names[OUTCOMES] = {
+    [OUTCOME_SKIP] = "skip",   [OUTCOME_PASS] = "pass", [OUTCOME_PATCH] = "patch",
+    [OUTCOME_AUDIT] = "audit", [OUTCOME_WARN] = "warn", [OUTCOME_DENY] = "deny",
+};
+
+const char *policy_rule_type_name(enum rule_type t)
+{
+    return (unsigned)t < RULE_TYPES ? rule_type_names[t] : NULL;
+}
+
+const char *policy_enforcement_name(enum rule_enforcement e)
+{
+    return (unsigned)e < ENFORCEMENTS ? enforcement_names[e] : NULL;
+}
+
+const char *policy_finding_name(enum finding f)
+{
+    return (unsigned)f < FINDINGS ? findings[f].name : NULL;
+}
+
+const char *policy_finding_text(enum finding f)
+{
+    return (unsigned)f < FINDINGS ? findings[f].text : NULL;
+}
+
+const char *policy_outcome_name(enum rule_outcome o)
+{
+    return (unsigned)o < OUTCOMES ? outcome_names[o] : NULL;
+}
+
+int policy_outcome_of(const char *name)
+{
+    for (int i = 0; name != NULL && i < OUTCOMES; i++)
+        if (strcmp(name, outcome_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+enum rule_outcome policy_finding_outcome(enum finding f, enum rule_enforcement eff)
+{
+    if (eff == ENFORCE_AUDIT)
+        return OUTCOME_AUDIT;
+    return f == FINDING_DENY ? OUTCOME_DENY : f == FINDING_PATCH ? OUTCOME_PATCH : OUTCOME_WARN;
+}
 
 struct policy_holder {
     pthread_mutex_t lock;

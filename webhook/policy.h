@@ -19,17 +19,60 @@
 
 #include "diag.h"
 
+/* A rule's type; its name (policy_rule_type_name) is what rule files write, and logs, traces
+ * and metrics show. RULE_TYPES counts them. */
 enum rule_type {
     RULE_GPU_REQUEST,
     RULE_PRIORITY_CLASS,
     RULE_TOLERATIONS,
     RULE_NODE_SELECTOR,
-    RULE_CAPACITY
+    RULE_CAPACITY,
+    RULE_TYPES
 };
 /* What the capacity rule does while the cluster view is not synced or too old. */
 enum stale_mode { STALE_ALLOW, STALE_WARN, STALE_DENY };
 enum rule_action { ACTION_DENY, ACTION_MUTATE };
-enum rule_enforcement { ENFORCE_ENFORCE, ENFORCE_WARN, ENFORCE_AUDIT };
+/* How a rule acts on what it finds; ENFORCEMENTS counts them. */
+enum rule_enforcement { ENFORCE_ENFORCE, ENFORCE_WARN, ENFORCE_AUDIT, ENFORCEMENTS };
+
+/* What one rule found about one review: one "decision" log line, one count of the metrics'
+ * rule outcomes. Under Warn and Audit a rule reports what enforcing would do (would_*). */
+enum finding {
+    FINDING_DENY,        /* denied (Enforce) */
+    FINDING_PATCH,       /* patched (Enforce) */
+    FINDING_WARN,        /* warned: a note, a capacity warning */
+    FINDING_WOULD_DENY,  /* enforcing would deny */
+    FINDING_WOULD_PATCH, /* enforcing would patch */
+    FINDING_WOULD_WARN,  /* Audit: enforcing would warn */
+    FINDINGS
+};
+
+/* A rule's outcome at one or both endpoints, as gpuadmit check and test report it, from the
+ * weakest to the strongest: skip (not in scope, or not judged), pass (judged, nothing found),
+ * then what the rule did (an Audit finding of any kind is "audit"). OUTCOMES counts them. */
+enum rule_outcome {
+    OUTCOME_SKIP,
+    OUTCOME_PASS,
+    OUTCOME_PATCH,
+    OUTCOME_AUDIT,
+    OUTCOME_WARN,
+    OUTCOME_DENY,
+    OUTCOMES
+};
+
+/* The names of the vocabulary, each kept in one table in policy.c (static strings; NULL for a
+ * value out of range): the rule type as rule files write it, the enforcement, the finding as the
+ * metrics label it, the outcome as gpuadmit check and test report it. */
+const char *policy_rule_type_name(enum rule_type t);
+const char *policy_enforcement_name(enum rule_enforcement e);
+const char *policy_finding_name(enum finding f);
+/* The finding as decision logs and messages word it: "denied", "would deny", ... */
+const char *policy_finding_text(enum finding f);
+const char *policy_outcome_name(enum rule_outcome o);
+/* The outcome named name, or -1 (reading a trace or a test's expectation back). */
+int policy_outcome_of(const char *name);
+/* The outcome a finding gives its rule under eff. */
+enum rule_outcome policy_finding_outcome(enum finding f, enum rule_enforcement eff);
 
 struct strlist {
     char **v;

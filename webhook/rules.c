@@ -1073,13 +1073,9 @@ static const char *free_key(struct loader *L, const struct ynode *map, size_t i,
 /* ------------------------------------------------------------------------------------------ */
 /* Second pass: the format */
 
-static const char *const RULE_TYPES[] = {"gpu-request", "priority-class", "tolerations",
-                                         "node-selector", "capacity"};
-#define N_RULE_TYPES (sizeof(RULE_TYPES) / sizeof(RULE_TYPES[0]))
 static const char *const AVAILABLE[] = {"Warn", "Deny"};
 static const char *const WHEN_STALE[] = {"Allow", "Warn", "Deny"};
 static const char *const ACTIONS[] = {"Deny", "Mutate"};
-static const char *const ENFORCEMENTS[] = {"Enforce", "Warn", "Audit"};
 static const char *const EFFECTS[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
 static const char *const PREEMPTIONS[] = {"PreemptLowerPriority", "Never"};
 static const char *const OPERATORS[] = {"In", "NotIn", "Exists", "DoesNotExist"};
@@ -1495,22 +1491,22 @@ static const unsigned RULE_FIELD_TYPES[R_N] = {
 static void check_rule_keys(struct loader *L, enum rule_type type, const struct ynode **keys,
                             const char *path)
 {
-    const char *names[N_RULE_TYPES];
+    const char *names[RULE_TYPES];
     char list[LIST_BUF];
     size_t f, t, n;
 
     for (f = 0; f < R_N; f++) {
         if (keys[f] == NULL || (RULE_FIELD_TYPES[f] & (1u << type)))
             continue;
-        for (t = 0, n = 0; t < N_RULE_TYPES; t++)
+        for (t = 0, n = 0; t < RULE_TYPES; t++)
             if (RULE_FIELD_TYPES[f] & (1u << t))
-                names[n++] = RULE_TYPES[t];
+                names[n++] = policy_rule_type_name((enum rule_type)t);
         if (n == 2)
             snprintf(list, sizeof(list), "%s and %s", names[0], names[1]);
         else
             join(list, sizeof(list), names, n);
         err_node(L, keys[f], "%s: %s is only valid for %s rules, not %s", path, RULE_FIELDS[f].name,
-                 list, RULE_TYPES[type]);
+                 list, policy_rule_type_name(type));
     }
 }
 
@@ -1714,22 +1710,27 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
 {
     const struct ynode *v[R_N], *k[R_N];
     char p[RULES_PATH_MAX];
+    const char *types[RULE_TYPES], *enforcements[ENFORCEMENTS];
     int type = -1, e;
 
     if (!map_fields(L, n, path, RULE_FIELDS, R_N, v, k))
         return;
     r->line = n->line;
+    for (e = 0; e < RULE_TYPES; e++)
+        types[e] = policy_rule_type_name((enum rule_type)e);
+    for (e = 0; e < ENFORCEMENTS; e++)
+        enforcements[e] = policy_enforcement_name((enum rule_enforcement)e);
     path_key(p, path, "name");
     if (v[R_NAME] != NULL && get_str(L, v[R_NAME], p, &VAL_RULE_NAME, &r->name) == 0)
         register_rule(L, doc->file, n, v[R_NAME], r->name);
     path_key(p, path, "type");
-    if (v[R_TYPE] != NULL && (type = get_enum(L, v[R_TYPE], p, RULE_TYPES, N_RULE_TYPES)) >= 0)
+    if (v[R_TYPE] != NULL && (type = get_enum(L, v[R_TYPE], p, types, RULE_TYPES)) >= 0)
         r->type = (enum rule_type)type;
     path_key(p, path, "action");
     e = given(v[R_ACTION]) ? get_enum(L, v[R_ACTION], p, ACTIONS, 2) : ACTION_DENY;
     r->action = e >= 0 ? (enum rule_action)e : ACTION_DENY;
     path_key(p, path, "enforcement");
-    e = given(v[R_ENFORCEMENT]) ? get_enum(L, v[R_ENFORCEMENT], p, ENFORCEMENTS, 3)
+    e = given(v[R_ENFORCEMENT]) ? get_enum(L, v[R_ENFORCEMENT], p, enforcements, ENFORCEMENTS)
                                 : ENFORCE_ENFORCE;
     r->enforcement = e >= 0 ? (enum rule_enforcement)e : ENFORCE_ENFORCE;
     load_scope(L, v[R_MATCH], v[R_EXCLUDE], path, false, &r->scope);
@@ -1747,6 +1748,7 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
         break;
     case RULE_TOLERATIONS: break;
     case RULE_CAPACITY: load_capacity_rule(L, v, path, r); break;
+    case RULE_TYPES: break; /* a count, never a type */
     }
 }
 

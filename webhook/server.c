@@ -277,7 +277,7 @@ static enum MHD_Result admit(struct server *s, struct MHD_Connection *c, struct 
     /* the notes borrow the policy's rules: counted before the reference is dropped */
     for (size_t i = 0; rc == 0 && i < dec.n_notes; i++)
         metrics_rule_outcome(s->cfg.metrics, dec.notes[i].rule->name, dec.notes[i].rule->type,
-                             (enum rule_enforcement)dec.notes[i].enforcement, dec.notes[i].outcome);
+                             dec.notes[i].enforcement, dec.notes[i].finding);
     policy_unref(policy);
     if (rc < 0 || review_encode(r, &dec, mutating, &out, &len) < 0) {
         decision_release(&dec);

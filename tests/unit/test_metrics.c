@@ -104,11 +104,11 @@ static void test_rules_and_escaped_names(void)
     struct metrics *m = metrics_new("v\"1\\\n");
     char *text, name[32];
 
-    metrics_rule_outcome(m, "gpu-request", RULE_GPU_REQUEST, ENFORCE_AUDIT, "would_deny");
-    metrics_rule_outcome(m, "gpu-request", RULE_GPU_REQUEST, ENFORCE_AUDIT, "would_deny");
-    metrics_rule_outcome(m, "cap", RULE_CAPACITY, ENFORCE_ENFORCE, "deny");
-    metrics_rule_outcome(m, "a\"b", RULE_TOLERATIONS, ENFORCE_WARN, "would_patch");
-    metrics_rule_outcome(m, "cap", RULE_CAPACITY, ENFORCE_ENFORCE, "bogus"); /* ignored */
+    metrics_rule_outcome(m, "gpu-request", RULE_GPU_REQUEST, ENFORCE_AUDIT, FINDING_WOULD_DENY);
+    metrics_rule_outcome(m, "gpu-request", RULE_GPU_REQUEST, ENFORCE_AUDIT, FINDING_WOULD_DENY);
+    metrics_rule_outcome(m, "cap", RULE_CAPACITY, ENFORCE_ENFORCE, FINDING_DENY);
+    metrics_rule_outcome(m, "a\"b", RULE_TOLERATIONS, ENFORCE_WARN, FINDING_WOULD_PATCH);
+    metrics_rule_outcome(m, "cap", RULE_CAPACITY, ENFORCE_ENFORCE, FINDINGS); /* ignored */
     text = render(m);
     CHECK_CONTAINS(text, "gpuadmit_rule_outcomes_total{rule=\"gpu-request\",type=\"gpu-request\","
                          "enforcement=\"Audit\",outcome=\"would_deny\"} 2\n");
@@ -123,7 +123,7 @@ static void test_rules_and_escaped_names(void)
     text = render(m);
     CHECK_CONTAINS(text, "{rule=\"cap\",type=\"capacity\",enforcement=\"Audit\","
                          "outcome=\"would_warn\"} 0\n");
-    metrics_rule_outcome(m, "cap", RULE_GPU_REQUEST, ENFORCE_AUDIT, "would_warn");
+    metrics_rule_outcome(m, "cap", RULE_GPU_REQUEST, ENFORCE_AUDIT, FINDING_WOULD_WARN);
     free(text);
     text = render(m);
     CHECK_CONTAINS(text, "{rule=\"cap\",type=\"gpu-request\",enforcement=\"Audit\","
@@ -134,7 +134,7 @@ static void test_rules_and_escaped_names(void)
     /* past METRICS_RULES_MAX names, the rest count as rule="other" */
     for (unsigned i = 0; i < METRICS_RULES_MAX + 5; i++) {
         snprintf(name, sizeof(name), "r%u", i);
-        metrics_rule_outcome(m, name, RULE_GPU_REQUEST, ENFORCE_ENFORCE, "deny");
+        metrics_rule_outcome(m, name, RULE_GPU_REQUEST, ENFORCE_ENFORCE, FINDING_DENY);
     }
     text = render(m);
     CHECK_CONTAINS(text, "{rule=\"other\",type=\"other\",enforcement=\"Enforce\","
