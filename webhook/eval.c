@@ -2485,7 +2485,6 @@ static void hold(struct run *rn, const struct rule *ru, const struct capacity_re
 static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
                            const struct cap_target *ct)
 {
-    static const char *const modes[] = {"Allow", "Warn", "Deny"};
     char text[400];
 
     snprintf(text, sizeof(text), "GPU capacity not checked: %s",
@@ -2493,7 +2492,7 @@ static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enfo
              : !cluster_synced(rn->view) ? "the cluster view is not synced yet"
                                          : "the cluster view is stale");
     log_event(LOG_WARN, "capacity not checked", "{s:s, s:s, s:s, s:s}", "uid", rn->r->uid, "object",
-              ct->what, "reason", text, "whenStale", modes[ru->when_stale]);
+              ct->what, "reason", text, "whenStale", policy_stale_mode_name(ru->when_stale));
     if (ru->when_stale == STALE_ALLOW)
         return;
     if (ru->when_stale == STALE_DENY && eff == ENFORCE_ENFORCE)

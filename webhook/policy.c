@@ -23,6 +23,12 @@ static const char *const enforcement_names[ENFORCEMENTS] = {
     [ENFORCE_AUDIT] = "Audit",
 };
 
+static const char *const stale_mode_names[STALE_MODES] = {
+    [STALE_ALLOW] = "Allow",
+    [STALE_WARN] = "Warn",
+    [STALE_DENY] = "Deny",
+};
+
 /* A finding's metrics label, and its words in decision logs and messages. */
 static const struct {
     const char *name, *text;
@@ -48,6 +54,11 @@ const char *policy_rule_type_name(enum rule_type t)
 const char *policy_enforcement_name(enum rule_enforcement e)
 {
     return (unsigned)e < ENFORCEMENTS ? enforcement_names[e] : NULL;
+}
+
+const char *policy_stale_mode_name(enum stale_mode m)
+{
+    return (unsigned)m < STALE_MODES ? stale_mode_names[m] : NULL;
 }
 
 const char *policy_finding_name(enum finding f)

@@ -29,8 +29,9 @@ enum rule_type {
     RULE_CAPACITY,
     RULE_TYPES
 };
-/* What the capacity rule does while the cluster view is not synced or too old. */
-enum stale_mode { STALE_ALLOW, STALE_WARN, STALE_DENY };
+/* What the capacity rule does while the cluster view is not synced or too old (its whenStale);
+ * STALE_MODES counts them. */
+enum stale_mode { STALE_ALLOW, STALE_WARN, STALE_DENY, STALE_MODES };
 enum rule_action { ACTION_DENY, ACTION_MUTATE };
 /* How a rule acts on what it finds; ENFORCEMENTS counts them. */
 enum rule_enforcement { ENFORCE_ENFORCE, ENFORCE_WARN, ENFORCE_AUDIT, ENFORCEMENTS };
@@ -65,6 +66,7 @@ enum rule_outcome {
  * metrics label it, the outcome as gpuadmit check and test report it. */
 const char *policy_rule_type_name(enum rule_type t);
 const char *policy_enforcement_name(enum rule_enforcement e);
+const char *policy_stale_mode_name(enum stale_mode m);
 const char *policy_finding_name(enum finding f);
 /* The finding as decision logs and messages word it: "denied", "would deny", ... */
 const char *policy_finding_text(enum finding f);

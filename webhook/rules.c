@@ -1074,7 +1074,6 @@ static const char *free_key(struct loader *L, const struct ynode *map, size_t i,
 /* Second pass: the format */
 
 static const char *const AVAILABLE[] = {"Warn", "Deny"};
-static const char *const WHEN_STALE[] = {"Allow", "Warn", "Deny"};
 static const char *const ACTIONS[] = {"Deny", "Mutate"};
 static const char *const EFFECTS[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
 static const char *const PREEMPTIONS[] = {"PreemptLowerPriority", "Never"};
@@ -1644,8 +1643,11 @@ static void load_capacity_rule(struct loader *L, const struct ynode **v, const c
                                struct rule *r)
 {
     char p[RULES_PATH_MAX];
+    const char *stale[STALE_MODES];
     int e;
 
+    for (e = 0; e < STALE_MODES; e++)
+        stale[e] = policy_stale_mode_name((enum stale_mode)e);
     r->reserve_s = 10;
     r->when_stale = STALE_WARN;
     r->max_view_age_s = 300;
@@ -1670,7 +1672,7 @@ static void load_capacity_rule(struct loader *L, const struct ynode **v, const c
     if (given(v[R_OWNED_RS]))
         get_bool(L, v[R_OWNED_RS], p, &r->owned_replicasets);
     path_key(p, path, "whenStale");
-    if (given(v[R_WHEN_STALE]) && (e = get_enum(L, v[R_WHEN_STALE], p, WHEN_STALE, 3)) >= 0)
+    if (given(v[R_WHEN_STALE]) && (e = get_enum(L, v[R_WHEN_STALE], p, stale, STALE_MODES)) >= 0)
         r->when_stale = (enum stale_mode)e;
     path_key(p, path, "maxViewAge");
     if (given(v[R_MAX_AGE]))

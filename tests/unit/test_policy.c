@@ -24,6 +24,11 @@ static const char *enforcement_name(int i)
     return policy_enforcement_name((enum rule_enforcement)i);
 }
 
+static const char *stale_mode_name(int i)
+{
+    return policy_stale_mode_name((enum stale_mode)i);
+}
+
 static const char *finding_name(int i)
 {
     return policy_finding_name((enum finding)i);
@@ -43,6 +48,7 @@ static void test_every_value_named_once(void)
 {
     check_names(type_name, RULE_TYPES);
     check_names(enforcement_name, ENFORCEMENTS);
+    check_names(stale_mode_name, STALE_MODES);
     check_names(finding_name, FINDINGS);
     check_names(finding_text, FINDINGS);
     check_names(outcome_name, OUTCOMES);
@@ -55,6 +61,7 @@ static void test_names_as_written(void)
     CHECK_STR(policy_rule_type_name(RULE_NODE_SELECTOR), "node-selector");
     CHECK_STR(policy_rule_type_name(RULE_CAPACITY), "capacity");
     CHECK_STR(policy_enforcement_name(ENFORCE_AUDIT), "Audit");
+    CHECK_STR(policy_stale_mode_name(STALE_ALLOW), "Allow");
     CHECK_STR(policy_finding_name(FINDING_WOULD_WARN), "would_warn");
     CHECK_STR(policy_finding_text(FINDING_WOULD_WARN), "would warn");
     CHECK_STR(policy_finding_text(FINDING_PATCH), "patched");
