@@ -54,7 +54,7 @@ int decision_deny(struct decision *dec, int code, const char *message);
  * silently drops a warning that has any) and the text is cut to WARNING_MAX_RUNES runes. Empty and
  * duplicate warnings are skipped, as the apiserver would. */
 int decision_warn(struct decision *dec, const char *text);
-/* An audit annotation; -1 when the key is not a valid qualified-name part (PROTOCOL.md §5). */
+/* An audit annotation; -1 when the key is not a valid qualified-name part (docs/protocol.md §5). */
 int decision_annotate(struct decision *dec, const char *key, const char *value);
 /* Records a finding (see struct decision_note); -1 when out of memory. */
 int decision_note(struct decision *dec, const struct rule *rule, enum rule_enforcement enforcement,
