@@ -3,7 +3,7 @@
  * context of a kubeconfig file, or the in-cluster service account; bearer token files; the
  * certificates they name, checked before anything connects.
  *
- * The kubeconfig is read into a small YAML tree from libyaml events, with anchors, aliases and
+ * The kubeconfig is read into the bounded YAML tree (yamltree.h), with anchors, aliases and
  * custom tags refused (no billion laughs), nesting, node count and file size capped; the
  * current context then picks a cluster and a user from it. Keys whose meaning would be
  * silently lost (credential plugins, proxies, impersonation) are refused, not ignored.
@@ -24,10 +24,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "certs.h"
 #include "limits.h"
+#include "yamltree.h"
 
 /* Where the kubelet mounts the service account's token and CA (a test build may move it). */
 #ifndef KUBE_SA_DIR
@@ -212,176 +212,84 @@ out:
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* The kubeconfig: a small YAML tree from libyaml events, then the current context */
+/* The kubeconfig: the bounded YAML tree (yamltree.h), then the current context */
 
-enum ykind { Y_SCALAR, Y_SEQ, Y_MAP };
-
-struct ynode {
-    enum ykind kind;
-    bool plain; /* a plain scalar (so "null", "~" and "" mean null) */
-    unsigned line, column;
-    char *s;             /* scalars; may hold a secret: wiped on free */
-    struct ynode **kids; /* sequence items; mapping keys and values alternating */
-    size_t n, cap;
-};
-
-struct yload {
-    const char *file;
-    struct diag *d;
-    struct ynode *root;
-    struct ynode *stack[KUBE_YAML_DEPTH_MAX];
-    size_t depth, nodes, docs;
-};
-
-static void ynode_free(struct ynode *n)
+static bool core_tag(const char *tag)
 {
-    if (n == NULL)
-        return;
-    for (size_t i = 0; i < n->n; i++)
-        ynode_free(n->kids[i]); /* depth is capped at KUBE_YAML_DEPTH_MAX */
-    free(n->kids);
-    kubeconfig_secret_free(n->s);
-    free(n);
+    return tag == NULL || strncmp(tag, "tag:yaml.org,2002:", 18) == 0;
 }
 
-static int yerr(struct yload *y, const yaml_mark_t *m, const char *msg)
+static int yerr(const char *path, const struct yamltree_node *n, struct diag *d, const char *msg)
 {
-    diag_set(y->d, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1, "%s", msg);
+    diag_set(d, path, n->line, n->column, "%s", msg);
     return -1;
 }
 
-/* A new node, attached to the open container or made the root. */
-static struct ynode *ynode_add(struct yload *y, enum ykind kind, const yaml_mark_t *m)
+/* The checks on a node that come before it is counted. */
+static int node_checks(const char *path, const struct yamltree_node *n, struct diag *d)
 {
-    struct ynode *n = NULL, *parent, **kids;
-    size_t ncap;
-
-    if (++y->nodes > KUBE_YAML_NODES_MAX) {
-        diag_set(y->d, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
-                 "more than %u YAML nodes", KUBE_YAML_NODES_MAX);
-        return NULL;
-    }
-    if (y->depth == 0 && y->root != NULL) {
-        yerr(y, m, "more than one document");
-        return NULL;
-    }
-    n = calloc(1, sizeof(*n));
-    if (n == NULL) {
-        yerr(y, m, "out of memory");
-        return NULL;
-    }
-    n->kind = kind;
-    n->line = (unsigned)m->line + 1;
-    n->column = (unsigned)m->column + 1;
-    if (y->depth == 0) {
-        y->root = n;
-        return n;
-    }
-    parent = y->stack[y->depth - 1];
-    if (parent->n == parent->cap) {
-        ncap = parent->cap ? parent->cap * 2 : 8;
-        kids = reallocarray(parent->kids, ncap, sizeof(*kids));
-        if (kids == NULL) {
-            free(n);
-            yerr(y, m, "out of memory");
-            return NULL;
-        }
-        parent->kids = kids;
-        parent->cap = ncap;
-    }
-    parent->kids[parent->n++] = n;
-    return n;
+    if (n->anchored || !core_tag(n->tag))
+        return yerr(path, n, d, "YAML anchors and tags are not supported in a kubeconfig");
+    if (n->kind == YAMLTREE_SCALAR && memchr(n->s, '\0', n->len) != NULL)
+        return yerr(path, n, d, "a NUL character is not allowed in a value");
+    return 0;
 }
 
-static bool core_tag(const yaml_char_t *tag)
+/* Why the reader stopped; a node a cap refused is checked first, as it was before its count. */
+static int read_failed(const char *path, const struct yamltree_error *e, struct diag *d)
 {
-    return tag == NULL || strncmp((const char *)tag, "tag:yaml.org,2002:", 18) == 0;
-}
-
-static int yload_event(struct yload *y, const yaml_event_t *ev)
-{
-    const yaml_mark_t *m = &ev->start_mark;
-    struct ynode *n;
-    size_t len;
-
-    switch (ev->type) {
-    case YAML_ALIAS_EVENT: return yerr(y, m, "YAML aliases are not supported in a kubeconfig");
-    case YAML_SCALAR_EVENT:
-        if (ev->data.scalar.anchor != NULL || !core_tag(ev->data.scalar.tag))
-            return yerr(y, m, "YAML anchors and tags are not supported in a kubeconfig");
-        len = ev->data.scalar.length;
-        if (memchr(ev->data.scalar.value, '\0', len) != NULL)
-            return yerr(y, m, "a NUL character is not allowed in a value");
-        if ((n = ynode_add(y, Y_SCALAR, m)) == NULL)
-            return -1;
-        n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-        n->s = strndup((const char *)ev->data.scalar.value, len);
-        return n->s == NULL ? yerr(y, m, "out of memory") : 0;
-    case YAML_SEQUENCE_START_EVENT:
-    case YAML_MAPPING_START_EVENT:
-        if (ev->type == YAML_MAPPING_START_EVENT
-                ? ev->data.mapping_start.anchor != NULL || !core_tag(ev->data.mapping_start.tag)
-                : ev->data.sequence_start.anchor != NULL || !core_tag(ev->data.sequence_start.tag))
-            return yerr(y, m, "YAML anchors and tags are not supported in a kubeconfig");
-        if (y->depth >= KUBE_YAML_DEPTH_MAX)
-            return yerr(y, m, "nested too deeply");
-        n = ynode_add(y, ev->type == YAML_MAPPING_START_EVENT ? Y_MAP : Y_SEQ, m);
-        if (n == NULL)
-            return -1;
-        y->stack[y->depth++] = n;
-        return 0;
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        y->depth--; /* libyaml guarantees the nesting */
-        return 0;
-    default: return 0;
+    if (e->at != NULL && node_checks(path, e->at, d) < 0)
+        return -1;
+    switch (e->code) {
+    case YAMLTREE_E_ALIAS:
+        diag_set(d, path, e->line, e->column, "YAML aliases are not supported in a kubeconfig");
+        break;
+    case YAMLTREE_E_DEPTH: diag_set(d, path, e->line, e->column, "nested too deeply"); break;
+    case YAMLTREE_E_NODES:
+        diag_set(d, path, e->line, e->column, "more than %u YAML nodes", KUBE_YAML_NODES_MAX);
+        break;
+    case YAMLTREE_E_SYNTAX:
+        diag_set(d, path, e->line, e->column, "YAML: %s", e->problem ? e->problem : "syntax error");
+        break;
+    default: diag_set(d, path, e->line, e->column, "out of memory"); break;
     }
+    return -1;
 }
 
-/* Reads a kubeconfig file into a tree. NULL with d filled. */
-static struct ynode *yload_file(const char *path, struct diag *d)
+/* Reads a kubeconfig file into t (its scalars wiped when freed): one document, no anchors,
+ * aliases or other than core tags. The root, or NULL with d filled; free t either way. */
+static const struct yamltree_node *yload_file(const char *path, struct yamltree *t, struct diag *d)
 {
+    static const struct yamltree_limits lim = {KUBE_YAML_DEPTH_MAX, KUBE_YAML_NODES_MAX, 0};
+    const struct yamltree_node *root = NULL;
     char *text = NULL;
     size_t len = 0;
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    struct yload y = {.file = path, .d = d};
-    bool inited = false, done = false;
-    struct ynode *root = NULL;
+    int read;
 
+    memset(t, 0, sizeof(*t));
     if (certs_read_file(path, KUBE_KUBECONFIG_MAX_BYTES, &text, &len, d) < 0)
-        goto out;
-    if (!yaml_parser_initialize(&parser)) {
-        diag_set(d, path, 0, 0, "out of memory");
-        goto out;
-    }
-    inited = true;
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    while (!done) {
-        if (!yaml_parser_parse(&parser, &ev)) {
-            diag_set(d, path, (unsigned)parser.problem_mark.line + 1,
-                     (unsigned)parser.problem_mark.column + 1, "YAML: %s",
-                     parser.problem ? parser.problem : "syntax error");
-            goto out;
-        }
-        done = ev.type == YAML_STREAM_END_EVENT;
-        if (yload_event(&y, &ev) < 0) {
-            yaml_event_delete(&ev);
-            goto out;
-        }
-        yaml_event_delete(&ev);
-    }
-    if (y.root == NULL) {
-        diag_set(d, path, 0, 0, "the kubeconfig is empty");
-        goto out;
-    }
-    root = y.root;
-    y.root = NULL;
-out:
-    if (inited)
-        yaml_parser_delete(&parser);
-    ynode_free(y.root);
+        return NULL;
+    read = yamltree_read(text, len, &lim, YAMLTREE_WIPE, t);
     certs_buf_free(text, len);
+    /* in the order of the text, so that the first error is the one met first */
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        const struct yamltree_node *n = t->nodes[i];
+
+        if (node_checks(path, n, d) < 0)
+            return NULL;
+        if (n->parent == NULL && root != NULL) {
+            yerr(path, n, d, "more than one document");
+            return NULL;
+        }
+        if (n->parent == NULL)
+            root = n;
+    }
+    if (read < 0) {
+        read_failed(path, &t->err, d);
+        return NULL;
+    }
+    if (root == NULL)
+        diag_set(d, path, 0, 0, "the kubeconfig is empty");
     return root;
 }
 
@@ -392,9 +300,9 @@ struct kcfg {
     struct diag *d;
 };
 
-static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
+static int kerr(struct kcfg *K, const struct yamltree_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
+static int kerr(struct kcfg *K, const struct yamltree_node *n, const char *fmt, ...)
 {
     char msg[DIAG_MSG_MAX];
     va_list ap;
@@ -406,20 +314,19 @@ static int kerr(struct kcfg *K, const struct ynode *n, const char *fmt, ...)
     return -1;
 }
 
-static bool is_null(const struct ynode *n)
+static bool is_null(const struct yamltree_node *n)
 {
-    return n == NULL || (n->kind == Y_SCALAR && n->plain &&
-                         (n->s[0] == '\0' || strcmp(n->s, "~") == 0 || strcmp(n->s, "null") == 0 ||
-                          strcmp(n->s, "Null") == 0 || strcmp(n->s, "NULL") == 0));
+    return n == NULL ||
+           (n->kind == YAMLTREE_SCALAR && n->plain && yamltree_resolve(n->s) == YAMLTREE_NULL);
 }
 
 /* Checks that n is a mapping with distinct scalar keys. */
-static int check_map(struct kcfg *K, const struct ynode *n, const char *what)
+static int check_map(struct kcfg *K, const struct yamltree_node *n, const char *what)
 {
-    if (n == NULL || n->kind != Y_MAP)
+    if (n == NULL || n->kind != YAMLTREE_MAP)
         return kerr(K, n, "%s must be a mapping", what);
     for (size_t i = 0; i < n->n; i += 2) {
-        if (n->kids[i]->kind != Y_SCALAR)
+        if (n->kids[i]->kind != YAMLTREE_SCALAR)
             return kerr(K, n->kids[i], "%s: keys must be strings", what);
         for (size_t j = 0; j < i; j += 2)
             if (strcmp(n->kids[i]->s, n->kids[j]->s) == 0)
@@ -429,7 +336,7 @@ static int check_map(struct kcfg *K, const struct ynode *n, const char *what)
 }
 
 /* The value of key in a checked mapping; NULL when absent or null. */
-static const struct ynode *get(const struct ynode *map, const char *key)
+static const struct yamltree_node *get(const struct yamltree_node *map, const char *key)
 {
     for (size_t i = 0; i + 1 < map->n; i += 2)
         if (strcmp(map->kids[i]->s, key) == 0)
@@ -438,48 +345,44 @@ static const struct ynode *get(const struct ynode *map, const char *key)
 }
 
 /* A string value, or NULL when absent; -1 when not a scalar. */
-static int get_str(struct kcfg *K, const struct ynode *map, const char *key, const char *what,
-                   const char **out)
+static int get_str(struct kcfg *K, const struct yamltree_node *map, const char *key,
+                   const char *what, const char **out)
 {
-    const struct ynode *v = get(map, key);
+    const struct yamltree_node *v = get(map, key);
 
     *out = NULL;
     if (v == NULL)
         return 0;
-    if (v->kind != Y_SCALAR)
+    if (v->kind != YAMLTREE_SCALAR)
         return kerr(K, v, "%s.%s must be a string", what, key);
     *out = v->s;
     return 0;
 }
 
-static int get_bool(struct kcfg *K, const struct ynode *map, const char *key, const char *what,
-                    bool *out)
+static int get_bool(struct kcfg *K, const struct yamltree_node *map, const char *key,
+                    const char *what, bool *out)
 {
-    static const char *const yes[] = {"true", "True", "TRUE"};
-    static const char *const no[] = {"false", "False", "FALSE"};
-    const struct ynode *v = get(map, key);
+    const struct yamltree_node *v = get(map, key);
 
     *out = false;
     if (v == NULL)
         return 0;
-    for (size_t i = 0; v->kind == Y_SCALAR && v->plain && i < 3; i++) {
-        if (strcmp(v->s, yes[i]) == 0 || strcmp(v->s, no[i]) == 0) {
-            *out = strcmp(v->s, yes[i]) == 0;
-            return 0;
-        }
+    if (v->kind == YAMLTREE_SCALAR && v->plain && yamltree_resolve(v->s) == YAMLTREE_BOOL) {
+        *out = v->s[0] == 't' || v->s[0] == 'T';
+        return 0;
     }
     return kerr(K, v, "%s.%s must be true or false", what, key);
 }
 
 /* In root[list] (a sequence of {name, item: {...}}), the mapping `item` of the entry called
  * name. NULL (recorded) when absent or malformed. */
-static const struct ynode *find_named(struct kcfg *K, const struct ynode *root, const char *list,
-                                      const char *item, const char *name)
+static const struct yamltree_node *find_named(struct kcfg *K, const struct yamltree_node *root,
+                                              const char *list, const char *item, const char *name)
 {
-    const struct ynode *seq = get(root, list), *found = NULL, *e, *v;
+    const struct yamltree_node *seq = get(root, list), *found = NULL, *e, *v;
     const char *n;
 
-    if (seq == NULL || seq->kind != Y_SEQ) {
+    if (seq == NULL || seq->kind != YAMLTREE_SEQ) {
         kerr(K, seq, "%s must be a sequence holding %s \"%.64s\"", list, item, name);
         return NULL;
     }
@@ -518,11 +421,11 @@ static char *resolve(struct kcfg *K, const char *path)
 }
 
 /* Refuses keys whose meaning we would silently get wrong by ignoring them. */
-static int refuse_keys(struct kcfg *K, const struct ynode *map, const char *what,
+static int refuse_keys(struct kcfg *K, const struct yamltree_node *map, const char *what,
                        const char *const *keys, size_t n, const char *why)
 {
     for (size_t i = 0; i < n; i++) {
-        const struct ynode *v = get(map, keys[i]);
+        const struct yamltree_node *v = get(map, keys[i]);
         if (v != NULL)
             return kerr(K, v, "%s.%s is not supported: %s", what, keys[i], why);
     }
@@ -530,7 +433,7 @@ static int refuse_keys(struct kcfg *K, const struct ynode *map, const char *what
 }
 
 /* One of a path key and a base64 data key: a resolved path, or decoded bytes. */
-static int path_or_data(struct kcfg *K, const struct ynode *map, const char *what,
+static int path_or_data(struct kcfg *K, const struct yamltree_node *map, const char *what,
                         const char *path_key, const char *data_key, char **path,
                         unsigned char **data, size_t *len)
 {
@@ -548,7 +451,7 @@ static int path_or_data(struct kcfg *K, const struct ynode *map, const char *wha
     return 0;
 }
 
-static int read_cluster(struct kcfg *K, const struct ynode *c, struct kubeconfig_target *t)
+static int read_cluster(struct kcfg *K, const struct yamltree_node *c, struct kubeconfig_target *t)
 {
     static const char *const unsupported[] = {"proxy-url", "tls-server-name"};
     const char *server;
@@ -583,7 +486,7 @@ static int read_cluster(struct kcfg *K, const struct ynode *c, struct kubeconfig
     return 0;
 }
 
-static int read_user(struct kcfg *K, const struct ynode *u, struct kubeconfig_target *t)
+static int read_user(struct kcfg *K, const struct yamltree_node *u, struct kubeconfig_target *t)
 {
     static const char *const plugins[] = {"exec", "auth-provider"};
     static const char *const other[] = {"username", "password",  "as",
@@ -614,8 +517,8 @@ static int read_user(struct kcfg *K, const struct ynode *u, struct kubeconfig_ta
 int kubeconfig_load(const char *path, struct kubeconfig_target *t, struct diag *d)
 {
     struct kcfg K = {.file = path, .d = d};
-    struct ynode *root = NULL;
-    const struct ynode *ctx, *cluster, *user = NULL;
+    struct yamltree tree = {0};
+    const struct yamltree_node *root = NULL, *ctx, *cluster, *user = NULL;
     const char *current, *cluster_name, *user_name, *slash = strrchr(path, '/');
     char *tok = NULL;
     int rc = -1;
@@ -628,7 +531,7 @@ int kubeconfig_load(const char *path, struct kubeconfig_target *t, struct diag *
         diag_set(d, path, 0, 0, "out of memory");
         goto out;
     }
-    root = yload_file(path, d);
+    root = yload_file(path, &tree, d);
     if (root == NULL || check_map(&K, root, "the kubeconfig") < 0 ||
         get_str(&K, root, "current-context", "kubeconfig", &current) < 0)
         goto out;
@@ -659,7 +562,7 @@ int kubeconfig_load(const char *path, struct kubeconfig_target *t, struct diag *
     rc = 0;
 out:
     kubeconfig_secret_free(tok);
-    ynode_free(root);
+    yamltree_free(&tree);
     free(K.dir);
     return rc;
 }
