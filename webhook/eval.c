@@ -21,6 +21,7 @@
 #include "patch.h"
 #include "pod.h"
 #include "text.h"
+#include "workload.h"
 
 /*
  * Reading the review (YYJSON.md §2). Values are the review's immutable yyjson_val *, its depth
@@ -183,11 +184,6 @@ static void join_problems(const char *in, char *out, size_t len)
 
 /* ---- targets ---- */
 
-static bool gvr_is(const struct review *r, const char *group, const char *resource)
-{
-    return strcmp(r->resource.group, group) == 0 && strcmp(r->resource.resource, resource) == 0;
-}
-
 #define OP(o) (1u << REVIEW_##o)
 static const struct eval_route routes[] = {
     {"", "v1", "pods", "", OP(CREATE), true, true},
@@ -226,8 +222,9 @@ const struct eval_route *eval_route_of(const struct review *r, bool mutating)
 
         /* any version: with matchPolicy Equivalent the apiserver converts to the one
          * registered, and the evaluator reads fields that every served version has */
-        if (gvr_is(r, rt->group, rt->resource) && strcmp(r->sub_resource, rt->sub_resource) == 0 &&
-            (rt->ops & (1u << r->op)) != 0 && (mutating ? rt->mutating : rt->validating))
+        if (review_gvr_is(r, rt->group, rt->resource) &&
+            strcmp(r->sub_resource, rt->sub_resource) == 0 && (rt->ops & (1u << r->op)) != 0 &&
+            (mutating ? rt->mutating : rt->validating))
             return rt;
     }
     return NULL;
@@ -259,16 +256,16 @@ static const struct target *find_target(const struct review *r, bool autogen)
     if (r->object == NULL)
         return NULL;
     /* kubectl debug adds containers to a running pod through this subresource */
-    if (gvr_is(r, "", "pods") && strcmp(r->sub_resource, "ephemeralcontainers") == 0)
+    if (review_gvr_is(r, "", "pods") && strcmp(r->sub_resource, "ephemeralcontainers") == 0)
         return r->op == REVIEW_UPDATE ? &debug : NULL;
     if (r->sub_resource[0] != '\0')
         return NULL;
-    if (gvr_is(r, "", "pods"))
+    if (review_gvr_is(r, "", "pods"))
         return r->op == REVIEW_CREATE || r->op == REVIEW_UPDATE ? &pod : NULL;
     if (!autogen || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE))
         return NULL;
     for (size_t i = 0; i < sizeof(gvr) / sizeof(gvr[0]); i++) {
-        if (gvr_is(r, gvr[i].group, gvr[i].resource))
+        if (review_gvr_is(r, gvr[i].group, gvr[i].resource))
             return &workloads[i];
     }
     return NULL;
@@ -403,13 +400,6 @@ static void who_init(struct who *w, const struct review *r, const struct target 
 }
 
 /* ---- GPU facts ---- */
-
-static const char *object_name(const struct review *r)
-{
-    const char *n = json_str(patch_get(r->object, "/metadata/name"));
-
-    return n ? n : r->name;
-}
 
 static const char *container_name(yyjson_val *c)
 {
@@ -2126,276 +2116,9 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc, int phase)
 
 /* ---- capacity ---- */
 
-/* What a capacity judgement is about. */
-struct cap_target {
-    yyjson_val *spec;     /* the pod template spec: in the review's document, or in spec_doc */
-    yyjson_doc *spec_doc; /* owned: the view's copy of a template (cap_scale, cap_hpa), or NULL */
-    int64_t increase;
-    int64_t total;
-    int64_t surge;  /* of increase, the rollout's surge pods (maxUnavailable 0): a stall, never
-                       "never" */
-    bool grew;      /* the replicas (a Job's width) grow, it is new, or its template changes: only
-                       then can it be "never" */
-    bool hpa;       /* a HorizontalPodAutoscaler: warnings only */
-    bool pod;       /* a bare pod: the sharing check only */
-    bool job;       /* a Job: its pods run as others finish, so its width is clamped to at most */
-    bool cron;      /* a CronJob's jobTemplate: its Jobs come later, so "not now" only warns */
-    uint64_t key;   /* its reservations' (cluster_workload_key) */
-    int64_t before; /* replicas (a Job's width) before the change */
-    char what[300];
-};
-
-static int64_t int_at(yyjson_val *obj, const char *path, int64_t dflt)
-{
-    int64_t n;
-
-    /* range-checked: a uint64 past INT64_MAX is no count here (jansson refused it at parse) */
-    return json_int64(patch_get(obj, path), &n) ? n : dflt;
-}
-
-/* An IntOrString of a rolling update scaled to replicas, as the apimachinery's
- * intstr.GetScaledValueFromIntOrPercent does: an integer as it is, "N%" of replicas rounded up
- * or down; dflt_pct when absent. A string that is not a percent counts as 0 (the apiserver's
- * validation refuses it). */
-static int64_t scaled_intstr(yyjson_val *v, int64_t dflt_pct, int64_t replicas, bool round_up)
-{
-    long long pct = dflt_pct;
-    const char *s;
-    char *end;
-    int64_t n;
-
-    if (yyjson_is_int(v))
-        return json_int64(v, &n) && n > 0 ? n : 0;
-    if (yyjson_is_str(v)) {
-        s = json_str(v);
-        pct = strtoll(s, &end, 10);
-        if (end == s || strcmp(end, "%") != 0 || pct < 0 || pct > 100)
-            return 0;
-    }
-    return round_up ? (replicas * pct + 99) / 100 : replicas * pct / 100;
-}
-
-/* The extra pods a Deployment's rollout to a new template needs GPUs for beyond its replicas.
- * The controller resolves maxSurge (rounded up) and maxUnavailable (rounded down), both 25% by
- * default, and makes maxUnavailable 1 when both are 0 (kubernetes/kubernetes
- * pkg/controller/deployment/util/deployment_util.go, ResolveFenceposts). With maxUnavailable
- * above 0, reconcileOldReplicaSets (rolling.go) scales the old ReplicaSet down in the same sync
- * and the surge pods take the GPUs it frees: no new demand. With maxUnavailable 0, the old pods
- * keep their GPUs until the surge pods are available, and NewRSNewReplicas creates up to
- * maxSurge of them (at most replicas). The Recreate strategy deletes the old pods first. */
-static int64_t rollout_surge(yyjson_val *obj, int64_t replicas)
-{
-    yyjson_val *strategy = patch_get(obj, "/spec/strategy");
-    yyjson_val *ru = yyjson_obj_get(strategy, "rollingUpdate");
-    const char *type = json_str(yyjson_obj_get(strategy, "type"));
-    int64_t surge, unavailable;
-
-    if (type != NULL && strcmp(type, "Recreate") == 0)
-        return 0;
-    surge = scaled_intstr(yyjson_obj_get(ru, "maxSurge"), 25, replicas, true);
-    unavailable = scaled_intstr(yyjson_obj_get(ru, "maxUnavailable"), 25, replicas, false);
-    if (unavailable > 0 || surge == 0)
-        return 0;
-    return surge < replicas ? surge : replicas;
-}
-
-/* A Job runs min(parallelism, completions) pods at once (pkg/controller/job/job_controller.go,
- * manageJob: wantActive is parallelism, capped by the completions still to go). at is the
- * JobSpec ("/spec" of a Job, "/spec/jobTemplate/spec" of a CronJob). */
-static int64_t job_width(yyjson_val *obj, const char *at)
-{
-    yyjson_val *spec = patch_get(obj, at);
-    yyjson_val *p = yyjson_obj_get(spec, "parallelism"), *c = yyjson_obj_get(spec, "completions");
-    int64_t par, comp;
-
-    if (!json_int64(p, &par))
-        par = 1;
-    if (!json_int64(c, &comp))
-        comp = -1;
-
-    return comp >= 0 && comp < par ? comp : par;
-}
-
-static bool job_suspended(yyjson_val *obj)
-{
-    return yyjson_is_true(patch_get(obj, "/spec/suspend"));
-}
-
-static bool owned_by_deployment(yyjson_val *obj)
-{
-    yyjson_val *owners = patch_get(obj, "/metadata/ownerReferences"), *o;
-    size_t i;
-
-    ARR_EACH (owners, i, o) {
-        const char *kind = json_str(yyjson_obj_get(o, "kind"));
-
-        if (yyjson_is_true(yyjson_obj_get(o, "controller")) && kind && !strcmp(kind, "Deployment"))
-            return true;
-    }
-    return false;
-}
-
-/* A CronJob CREATE or UPDATE: its jobTemplate, judged as the cronjob controller's Jobs will be
- * (pkg/controller/cronjob/cronjob_controllerv2.go creates each Job from spec.jobTemplate; this
- * webhook then judges that Job's CREATE), so that a CronJob whose Jobs would all be refused is
- * refused itself instead of failing at every schedule with FailedCreate events. */
-static bool cap_cronjob(const struct review *r, struct cap_target *ct)
-{
-    yyjson_val *tmpl = patch_get(r->object, "/spec/jobTemplate/spec/template/spec");
-    int64_t now, before = 0;
-
-    if (!gvr_is(r, "batch", "cronjobs") || r->sub_resource[0] ||
-        (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || !yyjson_is_obj(tmpl) ||
-        yyjson_is_true(patch_get(r->object, "/spec/jobTemplate/spec/suspend")) ||
-        yyjson_is_true(patch_get(r->object, "/spec/suspend")))
-        return false; /* a suspended CronJob makes no Jobs (cronjob_controllerv2.go, syncCronJob
-                         returns before scheduling while spec.suspend is true) */
-    now = job_width(r->object, "/spec/jobTemplate/spec");
-    if (r->op == REVIEW_UPDATE && r->old_object != NULL &&
-        yyjson_equals(patch_get(r->object, "/spec/jobTemplate"),
-                      patch_get(r->old_object, "/spec/jobTemplate")) &&
-        !yyjson_is_true(patch_get(r->old_object, "/spec/suspend")))
-        before = now; /* the Jobs it makes are unchanged: nothing new to judge; the UPDATE
-                         that resumes it is judged as its CREATE */
-    ct->total = now;
-    ct->before = before;
-    ct->increase = now > before ? now - before : 0;
-    ct->grew = ct->increase > 0;
-    ct->job = ct->cron = true;
-    ct->spec = tmpl;
-    snprintf(ct->what, sizeof(ct->what), "cronjobs %s/%s (its Jobs)", r->ns, object_name(r));
-    return true;
-}
-
-/* A workload CREATE or UPDATE: the template, and how many more pods it asks for. */
-static bool cap_workload(const struct review *r, const struct rule *ru, struct cap_target *ct)
-{
-    static const char *const res[] = {"deployments", "replicasets", "statefulsets", "jobs"};
-    static const char *const grp[] = {"apps", "apps", "apps", "batch"};
-    int which = -1;
-    int64_t now, before = 0;
-    bool changed, update = r->op == REVIEW_UPDATE && r->old_object != NULL;
-    yyjson_val *tmpl = patch_get(r->object, "/spec/template/spec");
-
-    for (int i = 0; i < 4; i++)
-        if (gvr_is(r, grp[i], res[i]))
-            which = i;
-    if (which < 0 || r->sub_resource[0] || (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) ||
-        !yyjson_is_obj(tmpl))
-        return false;
-    /* judged at its Deployment, so that a rollout cannot deadlock; a user writing the owner
-     * reference into a ReplicaSet of their own does not skip the check */
-    if (which == 1 && !ru->owned_replicasets && owned_by_deployment(r->object) &&
-        controller_identity(r->username))
-        return false;
-    if (which == 3 && job_suspended(r->object))
-        return false; /* a suspended Job runs no pods */
-    now = which == 3 ? job_width(r->object, "/spec") : int_at(r->object, "/spec/replicas", 1);
-    /* a suspended Job runs none: the UPDATE that resumes it (Kueue admitting it, kubectl
-     * patch) starts its pods as a CREATE would (the job controller's manageJob deletes the
-     * active pods while suspended and creates them on resume) */
-    if (update && !(which == 3 && job_suspended(r->old_object)))
-        before = which == 3 ? job_width(r->old_object, "/spec")
-                            : int_at(r->old_object, "/spec/replicas", 1);
-    /* any change of the template (its labels too) rolls a Deployment out */
-    changed = r->op == REVIEW_CREATE || r->old_object == NULL ||
-              !yyjson_equals(patch_get(r->object, "/spec/template"),
-                             patch_get(r->old_object, "/spec/template"));
-    ct->total = now;
-    ct->before = before;
-    ct->key = cluster_workload_key(res[which], r->ns, object_name(r));
-    ct->increase = now > before ? now - before : 0;
-    /* a paused Deployment rolls nothing out (deployment_controller.go, syncDeployment: while
-     * spec.paused it only scales), and the UPDATE that resumes it rolls out whatever template
-     * changed meanwhile: judged as a new template then */
-    if (which == 0 && yyjson_is_true(patch_get(r->object, "/spec/paused")))
-        changed = false;
-    else if (which == 0 && update && yyjson_is_true(patch_get(r->old_object, "/spec/paused")))
-        changed = true;
-    /* a new template makes new pods of all the replicas (a Deployment's new ReplicaSet, a
-     * StatefulSet's rolling update): each must fit some node at most, whatever the surge. A
-     * ReplicaSet keeps its pods (replica_set.go creates new ones only to replace the missing),
-     * and a Job's template cannot change */
-    ct->grew = ct->increase > 0 || (changed && now > 0 && (which == 0 || which == 2));
-    if (which == 0 && changed && r->op == REVIEW_UPDATE) {
-        ct->surge = rollout_surge(r->object, now);
-        /* a scale-down with it: the controller scales the old ReplicaSet down to the new
-         * replicas first (sync.go, scale, on the scaling event), and the surge pods then take
-         * the GPUs those freed (rolling.go, NewRSNewReplicas: replicas + maxSurge less the
-         * pods there are) */
-        if (now < before)
-            ct->surge = ct->surge > before - now ? ct->surge - (before - now) : 0;
-        ct->increase += ct->surge;
-    }
-    ct->spec = tmpl;
-    ct->job = which == 3;
-    snprintf(ct->what, sizeof(ct->what), "%s %s/%s", res[which], r->ns, object_name(r));
-    return true;
-}
-
-/* An UPDATE of the scale subresource (kubectl scale, the HPA): the template comes from the
- * view, which caches the pod templates of GPU workloads for this. */
-static bool cap_scale(const struct review *r, struct cluster *view, struct cap_target *ct)
-{
-    static const char *const res[] = {"deployments", "replicasets", "statefulsets"};
-    static const enum cluster_kind kinds[] = {CLUSTER_DEPLOYMENTS, CLUSTER_REPLICASETS,
-                                              CLUSTER_STATEFULSETS};
-    int64_t now, before, replicas;
-
-    if (strcmp(r->sub_resource, "scale") != 0 || r->op != REVIEW_UPDATE || view == NULL)
-        return false;
-    for (int i = 0; i < 3; i++) {
-        if (!gvr_is(r, "apps", res[i]))
-            continue;
-        const char *name = r->name[0] ? r->name : object_name(r);
-
-        ct->spec_doc = cluster_workload_template(view, kinds[i], r->ns, name, &replicas);
-        ct->spec = yyjson_doc_get_root(ct->spec_doc);
-        if (ct->spec == NULL)
-            return false; /* not a GPU workload */
-        now = int_at(r->object, "/spec/replicas", 0);
-        before = r->old_object ? int_at(r->old_object, "/spec/replicas", replicas) : replicas;
-        ct->total = now;
-        ct->before = before;
-        ct->key = cluster_workload_key(res[i], r->ns, name);
-        ct->increase = now > before ? now - before : 0;
-        ct->grew = ct->increase > 0;
-        snprintf(ct->what, sizeof(ct->what), "%s %s/%s (scale)", res[i], r->ns, name);
-        return true;
-    }
-    return false;
-}
-
-/* A HorizontalPodAutoscaler: can its target's template fit maxReplicas? Warnings only. */
-static bool cap_hpa(const struct review *r, struct cluster *view, struct cap_target *ct)
-{
-    const char *kind = json_str(patch_get(r->object, "/spec/scaleTargetRef/kind"));
-    const char *name = json_str(patch_get(r->object, "/spec/scaleTargetRef/name"));
-    int k;
-    int64_t replicas;
-
-    if (!gvr_is(r, "autoscaling", "horizontalpodautoscalers") || r->sub_resource[0] ||
-        (r->op != REVIEW_CREATE && r->op != REVIEW_UPDATE) || view == NULL || kind == NULL ||
-        name == NULL || (k = cluster_kind_of(kind)) < CLUSTER_REPLICASETS || k == CLUSTER_JOBS)
-        return false;
-    ct->spec_doc = cluster_workload_template(view, (enum cluster_kind)k, r->ns, name, &replicas);
-    ct->spec = yyjson_doc_get_root(ct->spec_doc);
-    if (ct->spec == NULL)
-        return false;
-    ct->total = int_at(r->object, "/spec/maxReplicas", replicas);
-    ct->increase = ct->total > replicas ? ct->total - replicas : 0;
-    ct->grew = ct->increase > 0;
-    ct->hpa = true;
-    snprintf(ct->what, sizeof(ct->what),
-             "HorizontalPodAutoscaler %s/%s (target %s %s, "
-             "maxReplicas %lld)",
-             r->ns, object_name(r), kind, name, (long long)ct->total);
-    return true;
-}
-
 /* Containers asking for more than one GPU of a resource, when every eligible node shares its
  * GPUs: a time slice is not a faster GPU, and the plugin may refuse the request on the node. */
-static void shared_multiple(const struct cap_target *ct, const struct capacity_result *res,
+static void shared_multiple(const struct workload_demand *ct, const struct capacity_result *res,
                             const struct strlist *globs, char *out, size_t len)
 {
     static const char *const lists[] = {"containers", "initContainers"};
@@ -2483,7 +2206,7 @@ static void hold(struct run *rn, const struct rule *ru, const struct capacity_re
 
 /* The rule's answer while the view is not synced or too old: its whenStale, logged. */
 static void capacity_stale(struct run *rn, const struct rule *ru, enum rule_enforcement eff,
-                           const struct cap_target *ct)
+                           const struct workload_demand *ct)
 {
     char text[400];
 
@@ -2528,7 +2251,7 @@ static void placement_text(yyjson_val *spec, char *buf, size_t len)
 
 /* What an operator can do about an increase that does not fit now: the reasons that are
  * transient or of the operator's making, each with its fix. */
-static void not_now_hints(const struct rule *ru, const struct cap_target *ct,
+static void not_now_hints(const struct rule *ru, const struct workload_demand *ct,
                           const struct capacity_result *res, struct cap_hints *hs)
 {
     hs->subject = ct->what;
@@ -2571,7 +2294,7 @@ static void with_hints(const char *brief, const struct cap_hints *hs, char *buf,
 
 /* One capacity rule on one judged object. */
 static void capacity_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
-                          enum rule_enforcement eff, struct cap_target *ct)
+                          enum rule_enforcement eff, struct workload_demand *ct)
 {
     struct capacity_request rq = {
         ct->spec, &doc->gpu_resources, ct->increase, ct->total, ru->headroom, ct->key, ct->before};
@@ -2699,7 +2422,7 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
 /* /validate: every capacity rule in scope judges the workload, scale or HPA request. */
 static void capacity_pass(struct run *rn, const struct policy *p)
 {
-    struct cap_target ct;
+    struct workload_demand ct;
     struct who w;
     static const struct target none = {"object", "/spec", "/metadata", NULL, false, false};
     const struct rule *first = NULL;
@@ -2711,10 +2434,13 @@ static void capacity_pass(struct run *rn, const struct policy *p)
                 first = &p->docs[i].rules[k];
     if (first == NULL)
         return;
-    if (!cap_workload(rn->r, first, &ct) && !cap_cronjob(rn->r, &ct) &&
-        !cap_scale(rn->r, rn->view, &ct) && !cap_hpa(rn->r, rn->view, &ct)) {
-        if (!gvr_is(rn->r, "", "pods") || rn->r->op != REVIEW_CREATE || rn->r->sub_resource[0] ||
-            !yyjson_is_obj(patch_get(rn->r->object, "/spec")))
+    /* a user writing the owner reference into a ReplicaSet of their own does not skip the
+     * check: only the controllers' ReplicaSets are judged at their Deployment */
+    if (!workload_demand_of(rn->r,
+                            first->owned_replicasets || !controller_identity(rn->r->username),
+                            rn->view, &ct)) {
+        if (!review_gvr_is(rn->r, "", "pods") || rn->r->op != REVIEW_CREATE ||
+            rn->r->sub_resource[0] || !yyjson_is_obj(patch_get(rn->r->object, "/spec")))
             return;
         ct.spec = patch_get(rn->r->object, "/spec");
         ct.pod = true;
@@ -2757,7 +2483,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
     if (rn->view != NULL && ct.key != 0 && ct.total < ct.before && rn->n_deny == 0 &&
         !rn->r->dry_run && !ct.hpa && !ct.pod && !ct.cron)
         capacity_shrink(rn->view, ct.key, ct.total);
-    yyjson_doc_free(ct.spec_doc);
+    workload_demand_release(&ct);
 }
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
@@ -2814,12 +2540,12 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
          * from a generateName has no name yet at the mutating stage; the validating one has) */
         if (rn.subject[0] != '\0')
             snprintf(who, sizeof(who), "%s", rn.subject);
-        else if (object_name(r)[0] == '\0')
+        else if (review_object_name(r)[0] == '\0')
             snprintf(who, sizeof(who), "%s in namespace %s", rn.t->is_pod ? "pod" : rn.t->what,
                      r->ns);
         else
             snprintf(who, sizeof(who), "%s %s%s%s", rn.t->is_pod ? "pod" : rn.t->what, r->ns,
-                     r->ns[0] ? "/" : "", object_name(r));
+                     r->ns[0] ? "/" : "", review_object_name(r));
         snprintf(msg, sizeof(msg), "gpuadmit: %s %s", who, rn.deny);
         if (decision_deny(dec, 403, msg) < 0)
             goto out;

@@ -28,6 +28,18 @@ const char *review_op_name(enum review_op op)
     return op_names[op];
 }
 
+bool review_gvr_is(const struct review *r, const char *group, const char *resource)
+{
+    return strcmp(r->resource.group, group) == 0 && strcmp(r->resource.resource, resource) == 0;
+}
+
+const char *review_object_name(const struct review *r)
+{
+    const char *n = json_str(yyjson_obj_get(yyjson_obj_get(r->object, "metadata"), "name"));
+
+    return n ? n : r->name;
+}
+
 /* A string member. Absent: *out = def, or an error when def is NULL. A string may hold a NUL
  * ("\u0000"): *out then reads as its part before the NUL wherever a C string is compared, which
  * is how the apiserver's own names cannot look (its validation refuses NUL in them); the uid,

@@ -66,6 +66,10 @@ int review_decode_in(struct review *r, char *body, size_t len, unsigned flags,
 void review_release(struct review *r);
 
 const char *review_op_name(enum review_op op);
+/* Whether the request is for resource in group ("" for the core group). */
+bool review_gvr_is(const struct review *r, const char *group, const char *resource);
+/* The object's metadata.name, else request.name: borrowed from the review. */
+const char *review_object_name(const struct review *r);
 
 /* Whether key may name an audit annotation (a qualified-name part): decision_annotate's check. */
 bool review_audit_key_valid(const char *key);
