@@ -1,14 +1,14 @@
 /*
  * rules.c: the GPUPolicy rule-file loader (rules/README.md) and policy_free().
  *
- * A file goes through two passes. The first reads libyaml events into a small tree of our own
- * (never libyaml's document loader, which turns aliases into shared nodes): anchors, aliases and
- * non-core tags are refused there, and depth, size and node count are capped, so the tree is at
- * most RULES_NODES_MAX nodes and RULES_DEPTH_MAX deep. The second walks the tree against the
- * format, filling the struct policy and recording every error with its file:line:column and key
- * path. The tree exists because some checks need a whole mapping at once: required and duplicate
- * keys, and keys whose meaning depends on a sibling that may come later (a rule's "default"
- * depends on its "type").
+ * A file goes through two passes. The first reads it with the bounded YAML reader (yamltree.h),
+ * which caps depth and node count, so the tree is at most RULES_NODES_MAX nodes and
+ * RULES_DEPTH_MAX deep; then each node, in the order of the text, gets its note (what it is with
+ * its tag applied), and anchors, aliases, non-core tags and NUL bytes are refused. The second
+ * walks the tree against the format, filling the struct policy and recording every error with
+ * its file:line:column and key path. The tree exists because some checks need a whole mapping
+ * at once: required and duplicate keys, and keys whose meaning depends on a sibling that may come
+ * later (a rule's "default" depends on its "type").
  *
  * Invariants: every array in the policy is allocated zeroed at its final size before it is
  * filled, so policy_free() can release a half-built policy on any error path; a load returns a
@@ -30,8 +30,11 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "yamltree.h"
+
 #define SHOW_BUF (RULES_VALUE_SHOWN * 4u + 8u) /* a value quoted with escapes and "..." */
 #define LIST_BUF 256u                          /* "one of a, b, c" lists in messages */
+#define DIGITS   "0123456789"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Errors */
@@ -160,386 +163,162 @@ static void *xcalloc(struct loader *L, size_t n, size_t size)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* First pass: events to a tree */
+/* First pass: the tree (yamltree.h), and what a rule file makes of its nodes */
 
+/* A node as the second pass sees it: the reader's kind, or YN_BAD for one refused here. */
 enum ynode_kind { YN_SCALAR, YN_SEQ, YN_MAP, YN_BAD /* refused alias or value: stay quiet */ };
 
-/* What a scalar is, by YAML 1.2 core schema resolution of plain scalars (or its tag). */
-enum yscalar { SK_STR, SK_NULL, SK_BOOL, SK_INT, SK_FLOAT };
+/* A node's note (yamltree_node.note): in the low byte, what a scalar is by the core schema with
+ * its tag applied (enum yamltree_type); a refused node is quiet from then on; a quoted scalar is
+ * a string even when it reads "true", and a !!str one counts as quoted. */
+#define NOTE_TYPE   0xffu
+#define NOTE_BAD    0x100u
+#define NOTE_QUOTED 0x200u
 
-struct ynode {
-    enum ynode_kind kind;
-    enum yscalar sk;
-    bool quoted; /* scalar not in plain style: a string even when it reads "true" */
-    unsigned line, column;
-    char *s;             /* scalars: NUL-free text */
-    struct ynode **kids; /* sequence items; mapping keys and values alternating */
-    size_t n, cap;
-};
-
-struct yparse {
-    struct loader *L;
-    const char *file;
-    struct ynode **all; /* every node made, for freeing */
-    size_t n_all, cap_all;
-    struct ynode **docs; /* roots of the documents that ended */
-    size_t n_docs, cap_docs;
-    struct ynode *stack[RULES_DEPTH_MAX];
-    size_t depth;
-    struct ynode *root; /* of the document being read */
-    size_t n_anchors;   /* anchors and aliases met; reported once, at the first */
-    size_t skipped;     /* bytes dropped before libyaml saw the text (a byte order mark) */
-    unsigned anchor_line, anchor_column;
-};
-
-static void yparse_free(struct yparse *y)
+static enum ynode_kind ykind(const struct yamltree_node *n)
 {
-    size_t i;
-
-    for (i = 0; i < y->n_all; i++) {
-        free(y->all[i]->s);
-        free(y->all[i]->kids);
-        free(y->all[i]);
-    }
-    free(y->all);
-    free(y->docs);
+    if (n->kind == YAMLTREE_ALIAS || (n->note & NOTE_BAD))
+        return YN_BAD;
+    return n->kind == YAMLTREE_MAP ? YN_MAP : n->kind == YAMLTREE_SEQ ? YN_SEQ : YN_SCALAR;
 }
 
-static bool word_in(const char *s, const char *const *words, size_t n)
+static enum yamltree_type ysk(const struct yamltree_node *n)
 {
-    size_t i;
-
-    for (i = 0; i < n; i++)
-        if (strcmp(s, words[i]) == 0)
-            return true;
-    return false;
+    return (enum yamltree_type)(n->note & NOTE_TYPE);
 }
 
-#define DIGITS "0123456789"
-
-static bool looks_int(const char *s)
+static bool yquoted(const struct yamltree_node *n)
 {
-    if (s[0] == '0' && s[1] == 'o' && s[2])
-        return strspn(s + 2, "01234567") == strlen(s + 2);
-    if (s[0] == '0' && s[1] == 'x' && s[2])
-        return strspn(s + 2, DIGITS "abcdefABCDEF") == strlen(s + 2);
-    if (*s == '-' || *s == '+')
-        s++;
-    return *s && strspn(s, DIGITS) == strlen(s);
-}
-
-static bool looks_float(const char *s)
-{
-    static const char *const nan[] = {".nan", ".NaN", ".NAN"};
-    static const char *const inf[] = {".inf", ".Inf", ".INF"};
-    size_t digits, n;
-
-    if (word_in(s, nan, 3))
-        return true;
-    if (*s == '-' || *s == '+')
-        s++;
-    if (word_in(s, inf, 3))
-        return true;
-    digits = strspn(s, DIGITS);
-    s += digits;
-    if (*s == '.') {
-        n = strspn(s + 1, DIGITS);
-        digits += n;
-        s += 1 + n;
-    }
-    if (digits == 0)
-        return false;
-    if (*s == 'e' || *s == 'E') {
-        s++;
-        if (*s == '-' || *s == '+')
-            s++;
-        n = strspn(s, DIGITS);
-        if (n == 0)
-            return false;
-        s += n;
-    }
-    return *s == '\0';
-}
-
-static enum yscalar resolve_plain(const char *s)
-{
-    static const char *const nulls[] = {"", "~", "null", "Null", "NULL"};
-    static const char *const bools[] = {"true", "True", "TRUE", "false", "False", "FALSE"};
-
-    if (word_in(s, nulls, 5))
-        return SK_NULL;
-    if (word_in(s, bools, 6))
-        return SK_BOOL;
-    if (looks_int(s))
-        return SK_INT;
-    if (looks_float(s))
-        return SK_FLOAT;
-    return SK_STR;
+    return (n->note & NOTE_QUOTED) != 0;
 }
 
 #define CORE_TAG "tag:yaml.org,2002:"
 
-/* The core tag of a node, checked against its kind. Returns 0 with *sk set for scalars (SK_STR
- * also for "no tag"), or -1 when the tag is refused (recorded). */
-static int check_tag(struct yparse *y, const yaml_char_t *utag, enum ynode_kind kind,
-                     const yaml_mark_t *m, enum yscalar *sk)
+/* The core tag of a node, checked against its kind. Returns 0 with *sk set for scalars
+ * (YAMLTREE_STR also for "no tag"), or -1 when the tag is refused (recorded). */
+static int check_tag(struct loader *L, const char *file, const struct yamltree_node *n,
+                     enum yamltree_type *sk)
 {
     static const char *const scalars[] = {"str", "null", "bool", "int", "float"};
-    const char *tag = (const char *)utag, *t;
+    const char *tag = n->tag, *t;
     size_t i;
 
-    *sk = SK_STR;
+    *sk = YAMLTREE_STR;
     if (tag == NULL)
         return 0;
     t = strncmp(tag, CORE_TAG, strlen(CORE_TAG)) == 0 ? tag + strlen(CORE_TAG) : NULL;
-    if (t != NULL && kind == YN_MAP && strcmp(t, "map") == 0)
+    if (t != NULL && n->kind == YAMLTREE_MAP && strcmp(t, "map") == 0)
         return 0;
-    if (t != NULL && kind == YN_SEQ && strcmp(t, "seq") == 0)
+    if (t != NULL && n->kind == YAMLTREE_SEQ && strcmp(t, "seq") == 0)
         return 0;
-    for (i = 0; t != NULL && kind == YN_SCALAR && i < 5; i++) {
+    for (i = 0; t != NULL && n->kind == YAMLTREE_SCALAR && i < 5; i++) {
         if (strcmp(t, scalars[i]) == 0) {
-            *sk = (enum yscalar)i;
+            *sk = (enum yamltree_type)i; /* the same order */
             return 0;
         }
     }
-    err_at(y->L, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
+    err_at(L, file, n->line, n->column,
            "tag \"%.64s\" is not supported on a %s (only the YAML core tags !!str, !!null, "
            "!!bool, !!int, !!float, !!map and !!seq)",
            tag,
-           kind == YN_MAP   ? "mapping"
-           : kind == YN_SEQ ? "sequence"
-                            : "scalar");
+           n->kind == YAMLTREE_MAP   ? "mapping"
+           : n->kind == YAMLTREE_SEQ ? "sequence"
+                                     : "scalar");
     return -1;
 }
 
-static void note_anchor(struct yparse *y, const yaml_mark_t *m)
+/* Sets n's note, recording what is refused: a tag, a NUL byte, a value its tag does not fit. */
+static void note_node(struct loader *L, const char *file, struct yamltree_node *n)
 {
-    if (y->n_anchors++ == 0) {
-        y->anchor_line = (unsigned)m->line + 1;
-        y->anchor_column = (unsigned)m->column + 1;
-    }
-}
-
-/* A new node attached to the open container (or made the document's root). NULL when the file
- * must not be read further (recorded). */
-static struct ynode *ynode_new(struct yparse *y, enum ynode_kind kind, const yaml_mark_t *m)
-{
-    struct ynode *n, *parent, **t;
-
-    if (y->n_all >= RULES_NODES_MAX) {
-        err_at(y->L, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
-               "more than %u YAML nodes in one file", RULES_NODES_MAX);
-        return NULL;
-    }
-    t = grow(y->all, &y->cap_all, y->n_all + 1, sizeof(*y->all));
-    n = t != NULL ? calloc(1, sizeof(*n)) : NULL;
-    if (n == NULL) {
-        if (t != NULL)
-            y->all = t;
-        oom(y->L);
-        return NULL;
-    }
-    y->all = t;
-    y->all[y->n_all++] = n;
-    n->kind = kind;
-    n->line = (unsigned)m->line + 1;
-    n->column = (unsigned)m->column + 1;
-    if (y->depth == 0) {
-        y->root = n;
-        return n;
-    }
-    parent = y->stack[y->depth - 1];
-    t = grow(parent->kids, &parent->cap, parent->n + 1, sizeof(*parent->kids));
-    if (t == NULL) {
-        oom(y->L);
-        return NULL;
-    }
-    parent->kids = t;
-    parent->kids[parent->n++] = n;
-    return n;
-}
-
-static int on_scalar(struct yparse *y, const yaml_event_t *ev)
-{
-    const yaml_mark_t *m = &ev->start_mark;
-    size_t len = ev->data.scalar.length;
-    enum yscalar tagged;
-    struct ynode *n = ynode_new(y, YN_SCALAR, m);
+    enum yamltree_type tagged, sk;
     int tag_rc;
 
-    if (n == NULL)
-        return -1;
-    if (ev->data.scalar.anchor != NULL)
-        note_anchor(y, m);
-    tag_rc = check_tag(y, ev->data.scalar.tag, YN_SCALAR, m, &tagged);
-    if (memchr(ev->data.scalar.value, '\0', len) != NULL) {
-        err_at(y->L, y->file, n->line, n->column, "a NUL character is not allowed in a value");
-        n->kind = YN_BAD;
-        return 0;
+    if (n->kind == YAMLTREE_ALIAS)
+        return;
+    tag_rc = check_tag(L, file, n, &tagged);
+    if (n->kind != YAMLTREE_SCALAR) {
+        n->note = tag_rc < 0 ? NOTE_BAD : 0; /* its children still count, and are never read */
+        return;
     }
-    n->s = malloc(len + 1);
-    if (n->s == NULL) {
-        oom(y->L);
-        return -1;
-    }
-    memcpy(n->s, ev->data.scalar.value, len);
-    n->s[len] = '\0';
-    n->quoted = ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE;
-    if (tag_rc < 0) {
-        n->kind = YN_BAD;
-    } else if (ev->data.scalar.tag == NULL) {
-        n->sk = n->quoted ? SK_STR : resolve_plain(n->s);
-    } else if (tagged == SK_STR) {
-        n->sk = SK_STR;
-        n->quoted = true;
+    if (memchr(n->s, '\0', n->len) != NULL) {
+        err_at(L, file, n->line, n->column, "a NUL character is not allowed in a value");
+        n->note = NOTE_BAD;
+    } else if (tag_rc < 0) {
+        n->note = NOTE_BAD;
+    } else if (n->tag == NULL) {
+        n->note = n->plain ? (unsigned)yamltree_resolve(n->s) : YAMLTREE_STR | NOTE_QUOTED;
+    } else if (tagged == YAMLTREE_STR) {
+        n->note = YAMLTREE_STR | NOTE_QUOTED;
     } else {
         /* an explicit !!int etc. types the text whatever its style; it must read as one */
-        n->sk = resolve_plain(n->s);
-        n->quoted = false;
-        if (n->sk != tagged && !(tagged == SK_FLOAT && n->sk == SK_INT)) {
-            err_at(y->L, y->file, n->line, n->column, "\"%.64s\" is not a valid !!%s", n->s,
-                   (const char *)ev->data.scalar.tag + strlen(CORE_TAG));
-            n->kind = YN_BAD;
+        sk = yamltree_resolve(n->s);
+        n->note = sk;
+        if (sk != tagged && !(tagged == YAMLTREE_FLOAT && sk == YAMLTREE_INT)) {
+            err_at(L, file, n->line, n->column, "\"%.64s\" is not a valid !!%s", n->s,
+                   n->tag + strlen(CORE_TAG));
+            n->note = NOTE_BAD;
         }
     }
-    return 0;
 }
 
-static int on_container(struct yparse *y, const yaml_event_t *ev, enum ynode_kind kind)
+/* Why the reader stopped, in the loader's words. */
+static void read_failed(struct loader *L, const char *file, const struct yamltree_error *e)
 {
-    const yaml_mark_t *m = &ev->start_mark;
-    const yaml_char_t *anchor, *tag;
-    enum yscalar unused;
-    struct ynode *n;
+    const char *problem = e->problem ? e->problem : "unknown problem";
 
-    if (kind == YN_MAP) {
-        anchor = ev->data.mapping_start.anchor;
-        tag = ev->data.mapping_start.tag;
-    } else {
-        anchor = ev->data.sequence_start.anchor;
-        tag = ev->data.sequence_start.tag;
-    }
-    if (y->depth >= RULES_DEPTH_MAX) {
-        err_at(y->L, y->file, (unsigned)m->line + 1, (unsigned)m->column + 1,
-               "nesting deeper than %u levels", RULES_DEPTH_MAX);
-        return -1;
-    }
-    n = ynode_new(y, kind, m);
-    if (n == NULL)
-        return -1;
-    if (anchor != NULL)
-        note_anchor(y, m);
-    if (check_tag(y, tag, kind, m, &unused) < 0)
-        n->kind = YN_BAD; /* its children still attach to it, and are never looked at */
-    y->stack[y->depth++] = n;
-    return 0;
-}
-
-/* Returns 1 at the end of the stream, 0 to go on, -1 to stop reading the file. */
-static int on_event(struct yparse *y, const yaml_event_t *ev)
-{
-    struct ynode **t;
-
-    switch (ev->type) {
-    case YAML_STREAM_END_EVENT: return 1;
-    case YAML_DOCUMENT_START_EVENT: y->root = NULL; return 0;
-    case YAML_DOCUMENT_END_EVENT:
-        if (y->root == NULL)
-            return 0;
-        t = grow(y->docs, &y->cap_docs, y->n_docs + 1, sizeof(*y->docs));
-        if (t == NULL) {
-            oom(y->L);
-            return -1;
-        }
-        y->docs = t;
-        y->docs[y->n_docs++] = y->root;
-        return 0;
-    case YAML_ALIAS_EVENT:
-        note_anchor(y, &ev->start_mark);
-        return ynode_new(y, YN_BAD, &ev->start_mark) != NULL ? 0 : -1;
-    case YAML_SCALAR_EVENT: return on_scalar(y, ev);
-    case YAML_SEQUENCE_START_EVENT: return on_container(y, ev, YN_SEQ);
-    case YAML_MAPPING_START_EVENT: return on_container(y, ev, YN_MAP);
-    case YAML_SEQUENCE_END_EVENT:
-    case YAML_MAPPING_END_EVENT:
-        if (y->depth > 0)
-            y->depth--;
-        return 0;
-    default: return 0;
-    }
-}
-
-static void syntax_error(struct yparse *y, const yaml_parser_t *p)
-{
-    const char *problem = p->problem ? p->problem : "unknown problem";
-
-    switch (p->error) {
-    case YAML_MEMORY_ERROR: oom(y->L); break;
-    case YAML_READER_ERROR:
-        if (p->problem_value != -1)
-            err_at(y->L, y->file, 0, 0, "cannot read YAML: %s (#%X at byte %zu)", problem,
-                   (unsigned)p->problem_value, p->problem_offset + y->skipped);
-        else
-            err_at(y->L, y->file, 0, 0, "cannot read YAML: %s at byte %zu", problem,
-                   p->problem_offset + y->skipped);
+    switch (e->code) {
+    case YAMLTREE_E_NODES:
+        err_at(L, file, e->line, e->column, "more than %u YAML nodes in one file", RULES_NODES_MAX);
         break;
-    default:
-        if (p->context != NULL)
-            err_at(y->L, y->file, (unsigned)p->problem_mark.line + 1,
-                   (unsigned)p->problem_mark.column + 1,
-                   "YAML syntax error: %s (%s at line %zu, column %zu)", problem, p->context,
-                   p->context_mark.line + 1, p->context_mark.column + 1);
-        else
-            err_at(y->L, y->file, (unsigned)p->problem_mark.line + 1,
-                   (unsigned)p->problem_mark.column + 1, "YAML syntax error: %s", problem);
+    case YAMLTREE_E_DEPTH:
+        err_at(L, file, e->line, e->column, "nesting deeper than %u levels", RULES_DEPTH_MAX);
         break;
+    case YAMLTREE_E_SYNTAX:
+        if (e->libyaml_error == YAML_READER_ERROR && e->problem_value != -1)
+            err_at(L, file, 0, 0, "cannot read YAML: %s (#%X at byte %zu)", problem,
+                   (unsigned)e->problem_value, e->problem_offset);
+        else if (e->libyaml_error == YAML_READER_ERROR)
+            err_at(L, file, 0, 0, "cannot read YAML: %s at byte %zu", problem, e->problem_offset);
+        else if (e->context != NULL)
+            err_at(L, file, e->line, e->column, "YAML syntax error: %s (%s at line %u, column %u)",
+                   problem, e->context, e->context_line, e->context_column);
+        else
+            err_at(L, file, e->line, e->column, "YAML syntax error: %s", problem);
+        break;
+    case YAMLTREE_E_MEMORY:
+    default: oom(L); break;
     }
 }
 
-/* Reads text into y's documents. Returns 0, or -1 when the file could not be read to its end
- * (recorded); the documents that ended before that are in y->docs either way. */
-static int yparse_run(struct yparse *y, const char *text, size_t len)
+/* Reads text into t, recording what is refused; the documents that ended before a stop are in
+ * t->docs either way. Anchors and aliases are reported once, at the first. */
+static void read_tree(struct loader *L, const char *file, const char *text, size_t len,
+                      struct yamltree *t)
 {
-    yaml_parser_t parser;
-    yaml_event_t ev;
-    int rc = -1, r = 0;
+    static const struct yamltree_limits lim = {RULES_DEPTH_MAX, RULES_NODES_MAX, 0};
+    const struct yamltree_node *first = NULL;
+    size_t anchors = 0;
+    int read = yamltree_read(text, len, &lim, YAMLTREE_UTF8 | YAMLTREE_KEEP_ALIASES, t);
 
-    if (!yaml_parser_initialize(&parser)) {
-        oom(y->L);
-        return -1;
-    }
-    /* Kubernetes manifests are UTF-8: a UTF-16 byte order mark is an error, not a hint. A UTF-8
-     * one is dropped here, as libyaml would count it as a column once the encoding is set. */
-    if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0) {
-        text += 3;
-        len -= 3;
-        y->skipped = 3;
-    }
-    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
-    yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
-    while (r == 0) {
-        if (!yaml_parser_parse(&parser, &ev)) {
-            syntax_error(y, &parser);
-            goto out;
+    for (size_t i = 0; i < t->n_nodes; i++) {
+        struct yamltree_node *n = t->nodes[i];
+
+        if (n->anchored || n->kind == YAMLTREE_ALIAS) {
+            first = anchors++ == 0 ? n : first;
         }
-        r = on_event(y, &ev);
-        yaml_event_delete(&ev);
-        if (r < 0)
-            goto out;
+        note_node(L, file, n);
     }
-    rc = 0;
-out:
-    if (y->n_anchors > 0) {
-        if (y->n_anchors > 1)
-            err_at(y->L, y->file, y->anchor_line, y->anchor_column,
-                   "anchors and aliases are not supported (%zu in this file, the first here)",
-                   y->n_anchors);
-        else
-            err_at(y->L, y->file, y->anchor_line, y->anchor_column,
-                   "anchors and aliases are not supported");
+    if (read < 0) {
+        /* an alias refused by the node cap was noted before it was counted */
+        if (t->err.at != NULL && t->err.at->kind == YAMLTREE_ALIAS)
+            first = anchors++ == 0 ? t->err.at : first;
+        read_failed(L, file, &t->err);
     }
-    yaml_parser_delete(&parser);
-    return rc;
+    if (anchors > 1)
+        err_at(L, file, first->line, first->column,
+               "anchors and aliases are not supported (%zu in this file, the first here)", anchors);
+    else if (anchors == 1)
+        err_at(L, file, first->line, first->column, "anchors and aliases are not supported");
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -573,17 +352,17 @@ static const char *show(char *buf, const char *s)
 }
 
 /* What a node is, for "got ..." in messages. Returns buf or a constant. */
-static const char *describe(char *buf, const struct ynode *n)
+static const char *describe(char *buf, const struct yamltree_node *n)
 {
-    switch (n->kind) {
+    switch (ykind(n)) {
     case YN_MAP: return "a mapping";
     case YN_SEQ: return "a sequence";
     case YN_BAD: return "an alias";
     case YN_SCALAR: break;
     }
-    switch (n->sk) {
-    case SK_NULL: return "null";
-    case SK_STR: return show(buf, n->s);
+    switch (ysk(n)) {
+    case YAMLTREE_NULL: return "null";
+    case YAMLTREE_STR: return show(buf, n->s);
     default:
         /* a plain true or 12 is not text: shown bare, so that it does not look quoted */
         snprintf(buf, SHOW_BUF, "%.64s", n->s);
@@ -636,9 +415,9 @@ static void join(char *buf, size_t size, const char *const *names, size_t n)
     }
 }
 
-static void err_node(struct loader *L, const struct ynode *n, const char *fmt, ...)
+static void err_node(struct loader *L, const struct yamltree_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void err_node(struct loader *L, const struct ynode *n, const char *fmt, ...)
+static void err_node(struct loader *L, const struct yamltree_node *n, const char *fmt, ...)
 {
     va_list ap;
 
@@ -648,84 +427,84 @@ static void err_node(struct loader *L, const struct ynode *n, const char *fmt, .
 }
 
 /* "PATH: expected WHAT, got X". Quiet for refused nodes, which were reported already. */
-static void err_type(struct loader *L, const struct ynode *n, const char *path, const char *what,
-                     const char *hint)
+static void err_type(struct loader *L, const struct yamltree_node *n, const char *path,
+                     const char *what, const char *hint)
 {
     char b[SHOW_BUF];
 
-    if (n->kind != YN_BAD)
+    if (ykind(n) != YN_BAD)
         err_node(L, n, "%s: expected %s, got %s%s", path, what, describe(b, n), hint);
 }
 
 /* ------------------------------------------------------------------------------------------ */
 /* Second pass: values */
 
-static bool is_null(const struct ynode *n)
+static bool is_null(const struct yamltree_node *n)
 {
-    return n->kind == YN_SCALAR && n->sk == SK_NULL;
+    return ykind(n) == YN_SCALAR && ysk(n) == YAMLTREE_NULL;
 }
 
 /* An optional key that is absent or null takes its default. */
-static bool given(const struct ynode *n)
+static bool given(const struct yamltree_node *n)
 {
     return n != NULL && !is_null(n);
 }
 
-static bool want_map(struct loader *L, const struct ynode *n, const char *path)
+static bool want_map(struct loader *L, const struct yamltree_node *n, const char *path)
 {
-    if (n->kind == YN_MAP)
+    if (ykind(n) == YN_MAP)
         return true;
     err_type(L, n, path, "a mapping", "");
     return false;
 }
 
-static bool want_seq(struct loader *L, const struct ynode *n, const char *path)
+static bool want_seq(struct loader *L, const struct yamltree_node *n, const char *path)
 {
-    if (n->kind == YN_SEQ)
+    if (ykind(n) == YN_SEQ)
         return true;
     err_type(L, n, path, "a sequence", "");
     return false;
 }
 
 /* Borrowed text of a string scalar, or NULL (recorded). */
-static const char *get_text(struct loader *L, const struct ynode *n, const char *path)
+static const char *get_text(struct loader *L, const struct yamltree_node *n, const char *path)
 {
     const char *hint = "";
 
-    if (n->kind == YN_SCALAR && n->sk == SK_STR)
+    if (ykind(n) == YN_SCALAR && ysk(n) == YAMLTREE_STR)
         return n->s;
-    if (n->kind == YN_SCALAR && n->sk == SK_BOOL)
+    if (ykind(n) == YN_SCALAR && ysk(n) == YAMLTREE_BOOL)
         hint = " (a boolean; quote it to make it a string)";
-    else if (n->kind == YN_SCALAR && (n->sk == SK_INT || n->sk == SK_FLOAT))
+    else if (ykind(n) == YN_SCALAR && (ysk(n) == YAMLTREE_INT || ysk(n) == YAMLTREE_FLOAT))
         hint = " (a number; quote it to make it a string)";
     err_type(L, n, path, "a string", hint);
     return NULL;
 }
 
-static int get_bool(struct loader *L, const struct ynode *n, const char *path, bool *out)
+static int get_bool(struct loader *L, const struct yamltree_node *n, const char *path, bool *out)
 {
-    if (n->kind == YN_SCALAR && n->sk == SK_BOOL) {
+    if (ykind(n) == YN_SCALAR && ysk(n) == YAMLTREE_BOOL) {
         *out = n->s[0] == 't' || n->s[0] == 'T';
         return 0;
     }
     err_type(L, n, path, "a boolean (true or false)",
-             n->kind == YN_SCALAR && n->quoted && resolve_plain(n->s) == SK_BOOL
+             ykind(n) == YN_SCALAR && yquoted(n) && yamltree_resolve(n->s) == YAMLTREE_BOOL
                  ? " (a quoted string; remove the quotes)"
                  : "");
     return -1;
 }
 
 /* A decimal integer in [min, max]. Leading zeros are refused: YAML 1.1 tools read 010 as 8. */
-static int get_int(struct loader *L, const struct ynode *n, const char *path, int64_t min,
+static int get_int(struct loader *L, const struct yamltree_node *n, const char *path, int64_t min,
                    int64_t max, int64_t *out)
 {
     const char *s, *digits;
     char *end;
     long long v;
 
-    if (n->kind != YN_SCALAR || n->sk != SK_INT) {
+    if (ykind(n) != YN_SCALAR || ysk(n) != YAMLTREE_INT) {
         err_type(L, n, path, "an integer",
-                 n->kind == YN_SCALAR && n->quoted && resolve_plain(n->s) == SK_INT
+                 ykind(n) == YN_SCALAR && yquoted(n) && yamltree_resolve(n->s) == YAMLTREE_INT
                      ? " (a quoted string; remove the quotes)"
                      : "");
         return -1;
@@ -756,17 +535,17 @@ static int get_int(struct loader *L, const struct ynode *n, const char *path, in
 }
 
 /* The index of the string value in names, or -1 (recorded). */
-static int get_enum(struct loader *L, const struct ynode *n, const char *path,
+static int get_enum(struct loader *L, const struct yamltree_node *n, const char *path,
                     const char *const *names, size_t nn)
 {
     char list[LIST_BUF], b[SHOW_BUF];
     size_t i;
 
-    if (n->kind == YN_SCALAR && n->sk == SK_STR)
+    if (ykind(n) == YN_SCALAR && ysk(n) == YAMLTREE_STR)
         for (i = 0; i < nn; i++)
             if (strcmp(n->s, names[i]) == 0)
                 return (int)i;
-    if (n->kind == YN_BAD)
+    if (ykind(n) == YN_BAD)
         return -1;
     join(list, sizeof(list), names, nn);
     err_node(L, n, "%s: expected one of %s, got %s", path, list, describe(b, n));
@@ -929,7 +708,7 @@ static const struct check VAL_POLICY_NAME = {"policy name", check_dns_label};
 static const struct check VAL_RULE_NAME = {"rule name", check_rule_name};
 static const struct check VAL_RESOURCE = {"resource name", check_label_key};
 
-static bool check_text(struct loader *L, const struct ynode *n, const char *path,
+static bool check_text(struct loader *L, const struct yamltree_node *n, const char *path,
                        const struct check *c, const char *s)
 {
     const char *why = c->fn(s);
@@ -942,8 +721,8 @@ static bool check_text(struct loader *L, const struct ynode *n, const char *path
 }
 
 /* A checked string copied into *out. Returns 0 or -1 (recorded). */
-static int get_str(struct loader *L, const struct ynode *n, const char *path, const struct check *c,
-                   char **out)
+static int get_str(struct loader *L, const struct yamltree_node *n, const char *path,
+                   const struct check *c, char **out)
 {
     const char *s = get_text(L, n, path);
 
@@ -965,7 +744,7 @@ static void set_strlist(struct loader *L, struct strlist *l, const char *const *
         l->v[i] = xstrdup(L, v[i]);
 }
 
-static void load_strlist(struct loader *L, const struct ynode *n, const char *path,
+static void load_strlist(struct loader *L, const struct yamltree_node *n, const char *path,
                          const struct check *c, struct strlist *out)
 {
     char p[RULES_PATH_MAX];
@@ -1002,22 +781,22 @@ static void join_fields(char *buf, size_t size, const struct field *f, size_t nf
 }
 
 /* A key of a mapping must be a string; returns its text, or NULL (recorded). */
-static const char *key_text(struct loader *L, const struct ynode *k, const char *path)
+static const char *key_text(struct loader *L, const struct yamltree_node *k, const char *path)
 {
     char b[SHOW_BUF], w[RULES_PATH_MAX + 4];
 
-    if (k->kind == YN_SCALAR && k->sk != SK_NULL)
+    if (ykind(k) == YN_SCALAR && ysk(k) != YAMLTREE_NULL)
         return k->s; /* a plain 1 or true as a key is the text "1" or "true", as in JSON */
-    if (k->kind != YN_BAD)
+    if (ykind(k) != YN_BAD)
         err_node(L, k, "expected a string key %s, got %s", where(w, path), describe(b, k));
     return NULL;
 }
 
 /* Sorts the pairs of map by fields: vals[i] and keys[i] get the value and key of fields[i], or
  * NULL. Reports unknown, duplicate and missing required keys. False when map is not a mapping. */
-static bool map_fields(struct loader *L, const struct ynode *map, const char *path,
-                       const struct field *fields, size_t nf, const struct ynode **vals,
-                       const struct ynode **keys)
+static bool map_fields(struct loader *L, const struct yamltree_node *map, const char *path,
+                       const struct field *fields, size_t nf, const struct yamltree_node **vals,
+                       const struct yamltree_node **keys)
 {
     char list[LIST_BUF], w[RULES_PATH_MAX + 4], b[SHOW_BUF];
     const char *k;
@@ -1053,15 +832,16 @@ static bool map_fields(struct loader *L, const struct ynode *map, const char *pa
 
 /* For mappings with keys of the user's choosing: the text of key i, or NULL when it is not a
  * string or repeats an earlier key (recorded). */
-static const char *free_key(struct loader *L, const struct ynode *map, size_t i, const char *path)
+static const char *free_key(struct loader *L, const struct yamltree_node *map, size_t i,
+                            const char *path)
 {
     char w[RULES_PATH_MAX + 4], b[SHOW_BUF];
     const char *k = key_text(L, map->kids[i], path);
     size_t j;
 
     for (j = 0; k != NULL && j < i; j += 2) {
-        const struct ynode *prev = map->kids[j];
-        if (prev->kind == YN_SCALAR && prev->sk != SK_NULL && strcmp(prev->s, k) == 0) {
+        const struct yamltree_node *prev = map->kids[j];
+        if (ykind(prev) == YN_SCALAR && ysk(prev) != YAMLTREE_NULL && strcmp(prev->s, k) == 0) {
             err_node(L, map->kids[i], "duplicate key %s %s (first at line %u, column %u)",
                      show(b, k), where(w, path), prev->line, prev->column);
             return NULL;
@@ -1090,7 +870,7 @@ static const char *const DEFAULT_EXCLUDED_KINDS[] = {"DaemonSet"};
 
 /* Label maps: gpu.nodeLabels ("" or null: the key must exist) and a node-selector rule's labels
  * (value_required: a non-empty value). */
-static void load_label_map(struct loader *L, const struct ynode *n, const char *path,
+static void load_label_map(struct loader *L, const struct yamltree_node *n, const char *path,
                            bool value_required, struct node_label **out, size_t *n_out)
 {
     char p[RULES_PATH_MAX];
@@ -1105,14 +885,14 @@ static void load_label_map(struct loader *L, const struct ynode *n, const char *
     *n_out = n->n / 2;
     for (i = 0; i + 1 < n->n; i += 2) {
         struct node_label *nl = &(*out)[i / 2];
-        const struct ynode *val = n->kids[i + 1];
+        const struct yamltree_node *val = n->kids[i + 1];
         k = free_key(L, n, i, path);
         if (k == NULL || !check_text(L, n->kids[i], path, &VAL_LABEL_KEY, k))
             continue;
         nl->key = xstrdup(L, k);
         path_mapkey(p, path, k);
-        if (!value_required &&
-            (is_null(val) || (val->kind == YN_SCALAR && val->sk == SK_STR && val->s[0] == '\0')))
+        if (!value_required && (is_null(val) || (ykind(val) == YN_SCALAR &&
+                                                 ysk(val) == YAMLTREE_STR && val->s[0] == '\0')))
             continue; /* any value */
         v = get_text(L, val, p);
         if (v == NULL)
@@ -1133,10 +913,10 @@ enum { EXPR_KEY, EXPR_OPERATOR, EXPR_VALUES, EXPR_N };
 static const struct field EXPR_FIELDS[EXPR_N] = {
     {"key", true}, {"operator", true}, {"values", false}};
 
-static void load_expression(struct loader *L, const struct ynode *n, const char *path,
+static void load_expression(struct loader *L, const struct yamltree_node *n, const char *path,
                             struct label_req *r)
 {
-    const struct ynode *v[EXPR_N], *k[EXPR_N];
+    const struct yamltree_node *v[EXPR_N], *k[EXPR_N];
     char p[RULES_PATH_MAX];
     int op = -1;
 
@@ -1154,7 +934,7 @@ static void load_expression(struct loader *L, const struct ynode *n, const char 
     if (given(v[EXPR_VALUES]))
         load_strlist(L, v[EXPR_VALUES], p, &VAL_LABEL_VALUE, &r->values);
     /* a values of the wrong type was reported already */
-    if (op < 0 || (given(v[EXPR_VALUES]) && v[EXPR_VALUES]->kind != YN_SEQ))
+    if (op < 0 || (given(v[EXPR_VALUES]) && ykind(v[EXPR_VALUES]) != YN_SEQ))
         return;
     r->op = (enum selector_op)op;
     if ((op == SEL_IN || op == SEL_NOT_IN) && r->values.n == 0)
@@ -1164,10 +944,10 @@ static void load_expression(struct loader *L, const struct ynode *n, const char 
         err_node(L, v[EXPR_VALUES], "%s: operator %s takes no values", p, OPERATORS[op]);
 }
 
-static void load_selector(struct loader *L, const struct ynode *n, const char *path,
+static void load_selector(struct loader *L, const struct yamltree_node *n, const char *path,
                           struct label_selector *sel)
 {
-    const struct ynode *v[SEL_N], *k[SEL_N], *ml, *me;
+    const struct yamltree_node *v[SEL_N], *k[SEL_N], *ml, *me;
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
     size_t i, n_ml = 0, n_me = 0;
 
@@ -1215,19 +995,20 @@ static const struct field MATCH_FIELDS[M_N] = {{"namespaces", false},      {"lab
 
 /* A match or exclude list: an empty one would read as "anything" in a match block and as
  * "nothing" in an exclude block, so it is refused either way. */
-static void load_match_list(struct loader *L, const struct ynode *n, const char *path,
+static void load_match_list(struct loader *L, const struct yamltree_node *n, const char *path,
                             const struct check *c, struct strlist *out)
 {
-    if (n->kind == YN_SEQ && n->n == 0) {
+    if (ykind(n) == YN_SEQ && n->n == 0) {
         err_node(L, n, "%s: an empty list; leave the key out instead", path);
         return;
     }
     load_strlist(L, n, path, c, out);
 }
 
-static void load_match(struct loader *L, const struct ynode *n, const char *path, struct match *m)
+static void load_match(struct loader *L, const struct yamltree_node *n, const char *path,
+                       struct match *m)
 {
-    const struct ynode *v[M_N], *k[M_N];
+    const struct yamltree_node *v[M_N], *k[M_N];
     char p[RULES_PATH_MAX];
 
     if (!map_fields(L, n, path, MATCH_FIELDS, M_N, v, k))
@@ -1254,8 +1035,9 @@ static void load_match(struct loader *L, const struct ynode *n, const char *path
 
 /* match and exclude of a policy or a rule; with_default: a policy without exclude excludes
  * DaemonSets. */
-static void load_scope(struct loader *L, const struct ynode *match, const struct ynode *exclude,
-                       const char *path, bool with_default, struct scope *s)
+static void load_scope(struct loader *L, const struct yamltree_node *match,
+                       const struct yamltree_node *exclude, const char *path, bool with_default,
+                       struct scope *s)
 {
     char p[RULES_PATH_MAX];
 
@@ -1277,10 +1059,10 @@ static void load_scope(struct loader *L, const struct ynode *match, const struct
 enum { T_KEY, T_VALUE, T_EFFECT, T_N };
 static const struct field TAINT_FIELDS[T_N] = {{"key", true}, {"value", false}, {"effect", false}};
 
-static void load_taints(struct loader *L, const struct ynode *n, const char *path,
+static void load_taints(struct loader *L, const struct yamltree_node *n, const char *path,
                         struct policy_doc *doc)
 {
-    const struct ynode *v[T_N], *k[T_N];
+    const struct yamltree_node *v[T_N], *k[T_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
     size_t i;
     int e;
@@ -1322,16 +1104,16 @@ enum { G_RESOURCES, G_NODE_LABELS, G_TAINTS, G_RUNTIME_CLASSES, G_N };
 static const struct field GPU_FIELDS[G_N] = {
     {"resources", false}, {"nodeLabels", false}, {"taints", false}, {"runtimeClasses", false}};
 
-static void load_gpu(struct loader *L, const struct ynode *n, const char *path,
+static void load_gpu(struct loader *L, const struct yamltree_node *n, const char *path,
                      struct policy_doc *doc)
 {
-    const struct ynode *v[G_N] = {NULL}, *k[G_N];
+    const struct yamltree_node *v[G_N] = {NULL}, *k[G_N];
     char p[RULES_PATH_MAX];
 
     if (given(n) && !map_fields(L, n, path, GPU_FIELDS, G_N, v, k))
         return;
     path_key(p, path, "resources");
-    if (given(v[G_RESOURCES]) && v[G_RESOURCES]->kind == YN_SEQ && v[G_RESOURCES]->n == 0)
+    if (given(v[G_RESOURCES]) && ykind(v[G_RESOURCES]) == YN_SEQ && v[G_RESOURCES]->n == 0)
         err_node(L, v[G_RESOURCES],
                  "%s: an empty list would turn every rule off; name at least "
                  "one GPU resource, or leave the key out for the defaults",
@@ -1372,10 +1154,10 @@ enum { PC_NAME, PC_VALUE, PC_PREEMPTION, PC_N };
 static const struct field CLASS_FIELDS[PC_N] = {
     {"name", true}, {"value", true}, {"preemptionPolicy", false}};
 
-static void load_classes(struct loader *L, const struct ynode *n, const char *path,
+static void load_classes(struct loader *L, const struct yamltree_node *n, const char *path,
                          struct policy_doc *doc)
 {
-    const struct ynode *v[PC_N], *k[PC_N];
+    const struct yamltree_node *v[PC_N], *k[PC_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX], b[SHOW_BUF];
     size_t i, j;
     int64_t value;
@@ -1487,8 +1269,8 @@ static const unsigned RULE_FIELD_TYPES[R_N] = {
 };
 
 /* Refuses keys of another rule type. */
-static void check_rule_keys(struct loader *L, enum rule_type type, const struct ynode **keys,
-                            const char *path)
+static void check_rule_keys(struct loader *L, enum rule_type type,
+                            const struct yamltree_node **keys, const char *path)
 {
     const char *names[RULE_TYPES];
     char list[LIST_BUF];
@@ -1522,12 +1304,13 @@ static bool resource_covered(const struct strlist *globs, const char *resource)
 enum { GD_RESOURCE, GD_COUNT, GD_N };
 static const struct field GPU_DEFAULT_FIELDS[GD_N] = {{"resource", false}, {"count", false}};
 
-static void load_gpu_rule(struct loader *L, const struct policy_doc *doc, const struct ynode *map,
-                          const struct ynode **v, const char *path, struct rule *r)
+static void load_gpu_rule(struct loader *L, const struct policy_doc *doc,
+                          const struct yamltree_node *map, const struct yamltree_node **v,
+                          const char *path, struct rule *r)
 {
-    const struct ynode *dv[GD_N] = {NULL}, *dk[GD_N];
+    const struct yamltree_node *dv[GD_N] = {NULL}, *dk[GD_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX], b[SHOW_BUF];
-    const struct ynode *at = map;
+    const struct yamltree_node *at = map;
 
     r->default_count = 1;
     r->deny_visible_devices_env = r->deny_privileged = r->deny_dev_host_path = true;
@@ -1572,10 +1355,10 @@ static const struct field NS_DEFAULT_FIELDS[ND_N] = {{"namespace", true}, {"clas
 enum { AL_NAMESPACE, AL_CLASSES, AL_N };
 static const struct field ALLOWED_FIELDS[AL_N] = {{"namespace", true}, {"classes", true}};
 
-static void load_ns_defaults(struct loader *L, const struct ynode *n, const char *path,
+static void load_ns_defaults(struct loader *L, const struct yamltree_node *n, const char *path,
                              struct rule *r)
 {
-    const struct ynode *v[ND_N], *k[ND_N];
+    const struct yamltree_node *v[ND_N], *k[ND_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
     size_t i;
 
@@ -1598,9 +1381,10 @@ static void load_ns_defaults(struct loader *L, const struct ynode *n, const char
     }
 }
 
-static void load_allowed(struct loader *L, const struct ynode *n, const char *path, struct rule *r)
+static void load_allowed(struct loader *L, const struct yamltree_node *n, const char *path,
+                         struct rule *r)
 {
-    const struct ynode *v[AL_N], *k[AL_N];
+    const struct yamltree_node *v[AL_N], *k[AL_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
     size_t i;
 
@@ -1623,7 +1407,7 @@ static void load_allowed(struct loader *L, const struct ynode *n, const char *pa
     }
 }
 
-static void load_class_rule(struct loader *L, const struct ynode **v, const char *path,
+static void load_class_rule(struct loader *L, const struct yamltree_node **v, const char *path,
                             struct rule *r)
 {
     char p[RULES_PATH_MAX];
@@ -1639,7 +1423,7 @@ static void load_class_rule(struct loader *L, const struct ynode **v, const char
         load_allowed(L, v[R_ALLOWED], p, r);
 }
 
-static void load_capacity_rule(struct loader *L, const struct ynode **v, const char *path,
+static void load_capacity_rule(struct loader *L, const struct yamltree_node **v, const char *path,
                                struct rule *r)
 {
     char p[RULES_PATH_MAX];
@@ -1688,8 +1472,8 @@ static void load_capacity_rule(struct loader *L, const struct ynode **v, const c
 }
 
 /* Records a rule name, or reports it as a duplicate of an earlier one in any file. */
-static void register_rule(struct loader *L, const char *file, const struct ynode *map,
-                          const struct ynode *name_node, const char *name)
+static void register_rule(struct loader *L, const char *file, const struct yamltree_node *map,
+                          const struct yamltree_node *name_node, const char *name)
 {
     const struct name_ref *prev;
     char b[SHOW_BUF];
@@ -1707,10 +1491,10 @@ static void register_rule(struct loader *L, const char *file, const struct ynode
     L->rule_names[L->n_rules - 1] = (struct name_ref){name, file, map->line, map->column};
 }
 
-static void load_rule(struct loader *L, const struct policy_doc *doc, const struct ynode *n,
+static void load_rule(struct loader *L, const struct policy_doc *doc, const struct yamltree_node *n,
                       const char *path, struct rule *r)
 {
-    const struct ynode *v[R_N], *k[R_N];
+    const struct yamltree_node *v[R_N], *k[R_N];
     char p[RULES_PATH_MAX];
     const char *types[RULE_TYPES], *enforcements[ENFORCEMENTS];
     int type = -1, e;
@@ -1754,7 +1538,7 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
     }
 }
 
-static void load_rules(struct loader *L, const struct ynode *n, const char *path,
+static void load_rules(struct loader *L, const struct yamltree_node *n, const char *path,
                        struct policy_doc *doc)
 {
     char p[RULES_PATH_MAX];
@@ -1785,9 +1569,9 @@ static const struct field SPEC_FIELDS[S_N] = {
     {"auditOnly", false}, {"autogen", false}, {"gpu", false}, {"priorityClasses", false},
     {"match", false},     {"exclude", false}, {"rules", true}};
 
-static void load_spec(struct loader *L, const struct ynode *n, struct policy_doc *doc)
+static void load_spec(struct loader *L, const struct yamltree_node *n, struct policy_doc *doc)
 {
-    const struct ynode *v[S_N], *k[S_N];
+    const struct yamltree_node *v[S_N], *k[S_N];
 
     if (!map_fields(L, n, "spec", SPEC_FIELDS, S_N, v, k))
         return;
@@ -1803,8 +1587,8 @@ static void load_spec(struct loader *L, const struct ynode *n, struct policy_doc
         load_rules(L, v[S_RULES], "spec.rules", doc);
 }
 
-static void register_policy(struct loader *L, const struct ynode *name_node, const char *name,
-                            const char *file)
+static void register_policy(struct loader *L, const struct yamltree_node *name_node,
+                            const char *name, const char *file)
 {
     const struct name_ref *prev;
     struct name_ref *t;
@@ -1849,14 +1633,14 @@ static struct policy_doc *add_doc(struct loader *L)
     return &t[p->n_docs++];
 }
 
-static void load_doc(struct loader *L, const struct ynode *root)
+static void load_doc(struct loader *L, const struct yamltree_node *root)
 {
-    const struct ynode *v[D_N], *k[D_N], *mv[MD_N], *mk[MD_N];
+    const struct yamltree_node *v[D_N], *k[D_N], *mv[MD_N], *mk[MD_N];
     struct policy_doc *doc;
     char b[SHOW_BUF];
     const char *s;
 
-    if (root->kind != YN_MAP) {
+    if (ykind(root) != YN_MAP) {
         err_type(L, root, "document", "a mapping (a GPUPolicy)", "");
         return;
     }
@@ -1887,7 +1671,7 @@ static void load_doc(struct loader *L, const struct ynode *root)
 
 static void load_text(struct loader *L, const char *file, const char *text, size_t len)
 {
-    struct yparse y;
+    struct yamltree t;
     size_t i, first_error = L->errs->n;
 
     L->file = file;
@@ -1896,14 +1680,12 @@ static void load_text(struct loader *L, const char *file, const char *text, size
                RULES_FILE_MAX_BYTES);
         return;
     }
-    memset(&y, 0, sizeof(y));
-    y.L = L;
-    y.file = file;
-    yparse_run(&y, text, len);
-    for (i = 0; i < y.n_docs; i++)
-        if (!is_null(y.docs[i])) /* an empty document, e.g. after a trailing "---" */
-            load_doc(L, y.docs[i]);
-    yparse_free(&y);
+    read_tree(L, file, text, len, &t);
+    for (i = 0; i < t.n_docs; i++)
+        if (t.docs[i].ended && t.docs[i].root != NULL &&
+            !is_null(t.docs[i].root)) /* an empty document, e.g. after a trailing "---" */
+            load_doc(L, t.docs[i].root);
+    yamltree_free(&t);
     sort_errors(L->errs, first_error);
 }
 

@@ -47,6 +47,7 @@ struct yamltree_node {
     struct yamltree_node *parent;
     struct yamltree_node **kids; /* sequence items; mapping keys and values alternating */
     size_t n, cap;
+    unsigned note; /* the caller's, for its walk (what it made of the node); 0 from the reader */
 };
 
 struct yamltree_doc {
