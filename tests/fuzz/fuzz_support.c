@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cluster_view.h"
+#include "decision.h"
 #include "limits.h"
 #include "log.h"
 #include "rules.h"
