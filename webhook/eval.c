@@ -21,6 +21,7 @@
 #include "patch.h"
 #include "pod.h"
 #include "text.h"
+#include "toleration.h"
 #include "workload.h"
 
 /*
@@ -415,22 +416,7 @@ static bool label_matches(const struct node_label *l, const char *key, const cha
 
 static bool tolerates(yyjson_val *tol, const struct taint *t)
 {
-    const char *key = json_str(yyjson_obj_get(tol, "key"));
-    const char *op = json_str(yyjson_obj_get(tol, "operator"));
-    const char *val = json_str(yyjson_obj_get(tol, "value"));
-    const char *eff = json_str(yyjson_obj_get(tol, "effect"));
-    bool exists = op != NULL && strcmp(op, "Exists") == 0;
-
-    if (eff != NULL && eff[0] && strcmp(eff, t->effect) != 0)
-        return false;
-    if (key == NULL || key[0] == '\0')
-        return exists; /* an empty key with Exists tolerates every taint */
-    if (strcmp(key, t->key) != 0)
-        return false;
-    if (exists)
-        return true;
-    /* Equal (the default): the values must be equal; a taint of any value needs Exists */
-    return t->value != NULL && strcmp(val ? val : "", t->value) == 0;
+    return toleration_tolerates(tol, t->key, t->value, t->effect);
 }
 
 /* Whether a toleration lets the pod onto nodes with this GPU taint: its key and effect match
