@@ -12,6 +12,7 @@
 #include "cluster_view.h"
 #include "json.h"
 #include "pod.h"
+#include "toleration.h"
 
 #define REASONS_MAX  16
 #define NODES_LISTED 6
@@ -83,10 +84,20 @@ static size_t str_len(yyjson_val *v)
     return yyjson_is_str(v) ? yyjson_get_len(v) : 0;
 }
 
-/* v is the string s, or absent or not a string while s is "" (the template's "" default). */
-static bool str_or_empty_is(yyjson_val *v, const char *s)
+/* Whether a string member of the toleration holds a NUL: such a toleration matches no node's
+ * taint (the scheduler compares the whole bytes, and no taint of a node holds a NUL), whereas
+ * toleration_tolerates() reads its strings up to the NUL. */
+static bool holds_nul(yyjson_val *tol)
 {
-    return yyjson_is_str(v) ? json_str_is(v, s) : s[0] == '\0';
+    static const char *const keys[] = {"key", "operator", "value", "effect"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        yyjson_val *v = yyjson_obj_get(tol, keys[i]);
+
+        if (yyjson_is_str(v) && strlen(yyjson_get_str(v)) != yyjson_get_len(v))
+            return true;
+    }
+    return false;
 }
 
 /* The member of obj whose key is the string k, byte for byte; NULL when k is no string. */
@@ -236,19 +247,8 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
             transient = true; /* a cordon or a NotReady condition, judged below */
             continue;
         }
-        yyjson_arr_foreach (tols, k, max, tol) {
-            yyjson_val *tk = yyjson_obj_get(tol, "key"), *te = yyjson_obj_get(tol, "effect");
-            /* no operator is "Equal" */
-            bool exists = json_str_is(yyjson_obj_get(tol, "operator"), "Exists");
-
-            if (str_len(te) > 0 && !json_str_is(te, t->effect))
-                continue;
-            if (str_len(tk) == 0
-                    ? exists
-                    : json_str_is(tk, t->key) &&
-                          (exists || str_or_empty_is(yyjson_obj_get(tol, "value"), t->value)))
-                ok = true;
-        }
+        yyjson_arr_foreach (tols, k, max, tol)
+            ok = ok || (!holds_nul(tol) && toleration_tolerates(tol, t->key, t->value, t->effect));
         if (!ok) {
             *w = (struct why){WHY_TAINT, t->key, t->value, t->effect};
             return true;
