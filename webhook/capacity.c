@@ -11,6 +11,7 @@
 #include "capacity_cache.h"
 #include "cluster_view.h"
 #include "json.h"
+#include "parse.h"
 #include "pod.h"
 #include "toleration.h"
 
@@ -422,8 +423,9 @@ static bool node_shares(const struct node *n, char *why, size_t len)
     /* node labels: from the apiserver, which allows no NUL in them */
     const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
     const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
+    uint64_t count;
     bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) ||
-                  (replicas != NULL && strtol(replicas, NULL, 10) > 1);
+                  (replicas != NULL && parse_uint(replicas, 2, UINT64_MAX, &count) == 0);
 
     if (shared)
         snprintf(why, len, "%s%s%s", strategy ? strategy : "shared",

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "parse.h"
 #include "patch.h"
 
 static int64_t int_at(yyjson_val *obj, const char *path, int64_t dflt)
@@ -23,24 +24,27 @@ static int64_t int_at(yyjson_val *obj, const char *path, int64_t dflt)
 
 /* An IntOrString of a rolling update scaled to replicas, as the apimachinery's
  * intstr.GetScaledValueFromIntOrPercent does: an integer as it is, "N%" of replicas rounded up
- * or down; dflt_pct when absent. A string that is not a percent counts as 0 (the apiserver's
- * validation refuses it). */
-static int64_t scaled_intstr(yyjson_val *v, int64_t dflt_pct, int64_t replicas, bool round_up)
+ * or down; dflt_pct when absent. A string that is not a percent of at most max_pct counts as 0
+ * (the apiserver's validation refuses it: maxUnavailable past 100%, but a maxSurge of any
+ * size is valid). A product past int64 is INT64_MAX, more than any replicas. */
+static int64_t scaled_intstr(yyjson_val *v, int64_t dflt_pct, uint64_t max_pct, int64_t replicas,
+                             bool round_up)
 {
-    long long pct = dflt_pct;
-    const char *s;
-    char *end;
+    uint64_t pct = (uint64_t)dflt_pct;
+    size_t len;
     int64_t n;
 
     if (yyjson_is_int(v))
         return json_int64(v, &n) && n > 0 ? n : 0;
     if (yyjson_is_str(v)) {
-        s = json_str(v);
-        pct = strtoll(s, &end, 10);
-        if (end == s || strcmp(end, "%") != 0 || pct < 0 || pct > 100)
+        len = yyjson_get_len(v);
+        if (len < 2 || yyjson_get_str(v)[len - 1] != '%' ||
+            parse_uintn(yyjson_get_str(v), len - 1, 0, max_pct, &pct) < 0)
             return 0;
     }
-    return round_up ? (replicas * pct + 99) / 100 : replicas * pct / 100;
+    if (__builtin_mul_overflow(replicas, (int64_t)pct, &n) || n > INT64_MAX - 99)
+        return INT64_MAX;
+    return round_up ? (n + 99) / 100 : n / 100;
 }
 
 /* The extra pods a Deployment's rollout to a new template needs GPUs for beyond its replicas.
@@ -60,8 +64,8 @@ static int64_t rollout_surge(yyjson_val *obj, int64_t replicas)
 
     if (type != NULL && strcmp(type, "Recreate") == 0)
         return 0;
-    surge = scaled_intstr(yyjson_obj_get(ru, "maxSurge"), 25, replicas, true);
-    unavailable = scaled_intstr(yyjson_obj_get(ru, "maxUnavailable"), 25, replicas, false);
+    surge = scaled_intstr(yyjson_obj_get(ru, "maxSurge"), 25, INT64_MAX, replicas, true);
+    unavailable = scaled_intstr(yyjson_obj_get(ru, "maxUnavailable"), 25, 100, replicas, false);
     if (unavailable > 0 || surge == 0)
         return 0;
     return surge < replicas ? surge : replicas;

@@ -656,6 +656,28 @@ static void test_waiting_pods_land_whole(void)
     cluster_free(c);
 }
 
+/* A node shares its GPUs when gpu-feature-discovery labels a sharing strategy, or a replica
+ * count past 1: a count that is not a number ("4x") says nothing, as a strategy of "none". */
+static void test_replicas_label_is_a_number(void)
+{
+    struct cluster *c = empty_view();
+    const char *two = "{'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}";
+
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n1", "'nvidia.com/gpu.replicas':'4'", "4", ""));
+    CHECK(judge(c, two, 1, 0).all_shared);
+    CHECK_STR(judge(c, two, 1, 0).shared_why, "shared, nvidia.com/gpu.replicas=4");
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", "'nvidia.com/gpu.replicas':'4x'", "4", ""));
+    CHECK(!judge(c, two, 1, 0).all_shared);
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", "'nvidia.com/gpu.replicas':'1'", "4", ""));
+    CHECK(!judge(c, two, 1, 0).all_shared);
+    apply(c, CLUSTER_NODES, "MODIFIED",
+          GPU_NODE("n1", "'nvidia.com/gpu.replicas':'4x','nvidia.com/gpu.sharing-strategy':'mps'",
+                   "4", ""));
+    CHECK(judge(c, two, 1, 0).all_shared);
+    CHECK_STR(judge(c, two, 1, 0).shared_why, "mps, nvidia.com/gpu.replicas=4x");
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_capacity_stall);
@@ -670,5 +692,6 @@ int main(void)
     RUN(test_reservation_ends_at_its_target);
     RUN(test_many_waiting_places);
     RUN(test_waiting_pods_land_whole);
+    RUN(test_replicas_label_is_a_number);
     TEST_MAIN_END("test_capacity");
 }
