@@ -26,6 +26,7 @@
 #include "kube.h"
 #include "log.h"
 #include "offline.h"
+#include "parse.h"
 #include "pod.h"
 #include "policy.h"
 #include "yamljson.h"
@@ -73,8 +74,7 @@ static const struct option longopts[] = {
 
 static int parse_args(int argc, char **argv, struct cap_opts *o)
 {
-    char *end;
-    unsigned long v;
+    uint64_t v;
     int ch;
 
     o->rules = "rules";
@@ -86,8 +86,7 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
         case OPT_SNAPSHOT: o->snapshot = optarg; break;
         case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
         case OPT_TIMEOUT:
-            v = strtoul(optarg, &end, 10);
-            if (optarg[0] < '0' || optarg[0] > '9' || *end != '\0' || v < 1 || v > 3600) {
+            if (parse_uint(optarg, 1, 3600, &v) < 0) {
                 fprintf(stderr, "gpuadmit capacity: --timeout takes 1 to 3600, got \"%s\"\n",
                         optarg);
                 return -1;

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "certs.h"
+#include "parse.h"
 
 #define EXIT_USAGE      2
 #define EXIT_UNREADABLE 3
@@ -1106,12 +1107,9 @@ enum {
 
 static int days_arg(const char *flag, const char *s, unsigned min, unsigned *out)
 {
-    char *end;
-    unsigned long v;
+    uint64_t v;
 
-    errno = 0;
-    v = strtoul(s, &end, 10);
-    if (s[0] == '-' || s[0] == '\0' || *end != '\0' || errno != 0 || v < min || v > MAX_CERT_DAYS) {
+    if (parse_uint(s, min, MAX_CERT_DAYS, &v) < 0) {
         fprintf(stderr, "gpuadmit certs: %s takes a whole number from %u to %u, got \"%s\"\n", flag,
                 min, MAX_CERT_DAYS, s);
         return -1;

@@ -27,6 +27,7 @@
 
 #include "certs.h"
 #include "limits.h"
+#include "parse.h"
 #include "yamltree.h"
 
 /* Where the kubelet mounts the service account's token and CA (a test build may move it). */
@@ -580,8 +581,8 @@ bool kubeconfig_in_cluster(void)
 int kubeconfig_load_in_cluster(struct kubeconfig_target *t, struct diag *d)
 {
     const char *host = getenv("KUBERNETES_SERVICE_HOST"), *port = getenv("KUBERNETES_SERVICE_PORT");
-    char *end, *tok = NULL, hostbuf[3 * 200 + 1]; /* every byte may become "%25" */
-    long long p;
+    char *tok = NULL, hostbuf[3 * 200 + 1]; /* every byte may become "%25" */
+    uint64_t p;
     size_t i, j = 0;
     int rc = -1;
 
@@ -592,9 +593,7 @@ int kubeconfig_load_in_cluster(struct kubeconfig_target *t, struct diag *d)
                  "KUBERNETES_SERVICE_PORT are unset) and no --kubeconfig given");
         goto out;
     }
-    errno = 0;
-    p = strtoll(port, &end, 10);
-    if (errno != 0 || *end != '\0' || p < 1 || p > 65535) {
+    if (parse_uint(port, 1, 65535, &p) < 0) {
         diag_set(d, NULL, 0, 0, "KUBERNETES_SERVICE_PORT is not a port number: \"%.32s\"", port);
         goto out;
     }
@@ -614,8 +613,9 @@ int kubeconfig_load_in_cluster(struct kubeconfig_target *t, struct diag *d)
         }
     }
     hostbuf[j] = '\0';
-    if ((strchr(host, ':') != NULL ? asprintf(&t->server, "https://[%s]:%lld", hostbuf, p)
-                                   : asprintf(&t->server, "https://%s:%lld", hostbuf, p)) < 0)
+    if ((strchr(host, ':') != NULL
+             ? asprintf(&t->server, "https://[%s]:%lld", hostbuf, (long long)p)
+             : asprintf(&t->server, "https://%s:%lld", hostbuf, (long long)p)) < 0)
         t->server = NULL;
     t->token_path = strdup(KUBE_SA_TOKEN);
     t->ca_path = strdup(KUBE_SA_CA);

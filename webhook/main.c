@@ -29,6 +29,7 @@
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
+#include "parse.h"
 #include "policy.h"
 #include "rules.h"
 #include "server.h"
@@ -122,23 +123,12 @@ struct serve_opts {
     size_t n_client_names;
 };
 
-static int parse_uint(const char *flag, const char *s, unsigned long long min,
-                      unsigned long long max, unsigned long long *out)
+static int flag_uint(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
-    char *end;
-    unsigned long long v;
-
-    errno = 0;
-    if (s[0] == '-' || s[0] == '\0')
-        goto bad;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < min || v > max)
-        goto bad;
-    *out = v;
-    return 0;
-bad:
+    if (parse_uint(s, min, max, out) == 0)
+        return 0;
     fprintf(stderr, "gpuadmit serve: %s takes a whole number from %llu to %llu, got \"%s\"\n", flag,
-            min, max, s);
+            (unsigned long long)min, (unsigned long long)max, s);
     return -1;
 }
 
@@ -204,7 +194,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
 {
     struct sockaddr_storage addr;
     struct diag d;
-    unsigned long long v;
+    uint64_t v;
     enum log_level level;
     int ch;
 
@@ -229,7 +219,7 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
         case OPT_KEY: o->key = optarg; break;
         case OPT_CLIENT_CA: o->client_ca = optarg; break;
         case OPT_MAX_QUEUE:
-            if (parse_uint("--max-queue-ms", optarg, MIN_MAX_QUEUE_MS, MAX_MAX_QUEUE_MS, &v) < 0)
+            if (flag_uint("--max-queue-ms", optarg, MIN_MAX_QUEUE_MS, MAX_MAX_QUEUE_MS, &v) < 0)
                 return -1;
             o->server.max_queue_ms = (unsigned)v;
             break;
@@ -243,23 +233,23 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
             break;
         case OPT_RULES: o->rules = optarg; break;
         case OPT_MAX_BODY:
-            if (parse_uint("--max-body-bytes", optarg, MIN_MAX_BODY_BYTES, MAX_MAX_BODY_BYTES, &v) <
+            if (flag_uint("--max-body-bytes", optarg, MIN_MAX_BODY_BYTES, MAX_MAX_BODY_BYTES, &v) <
                 0)
                 return -1;
             o->server.max_body = (size_t)v;
             break;
         case OPT_THREADS:
-            if (parse_uint("--threads", optarg, 1, MAX_THREADS, &v) < 0)
+            if (flag_uint("--threads", optarg, 1, MAX_THREADS, &v) < 0)
                 return -1;
             o->server.threads = (unsigned)v;
             break;
         case OPT_MAX_CONN:
-            if (parse_uint("--max-connections", optarg, 1, 1000000, &v) < 0)
+            if (flag_uint("--max-connections", optarg, 1, 1000000, &v) < 0)
                 return -1;
             o->server.max_connections = (unsigned)v;
             break;
         case OPT_IDLE:
-            if (parse_uint("--idle-timeout", optarg, 1, MAX_IDLE_TIMEOUT_S, &v) < 0)
+            if (flag_uint("--idle-timeout", optarg, 1, MAX_IDLE_TIMEOUT_S, &v) < 0)
                 return -1;
             o->server.idle_timeout_s = (unsigned)v;
             break;
@@ -267,34 +257,34 @@ static int parse_serve(int argc, char **argv, struct serve_opts *o)
         case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
         case OPT_NO_CLUSTER: o->no_cluster = true; break;
         case OPT_WATCH_TIMEOUT:
-            if (parse_uint("--watch-timeout", optarg, 1, 3600, &v) < 0)
+            if (flag_uint("--watch-timeout", optarg, 1, 3600, &v) < 0)
                 return -1;
             o->watch_timeout_s = (unsigned)v;
             break;
         case OPT_LIST_PAGE:
-            if (parse_uint("--list-page", optarg, 1, 10000, &v) < 0)
+            if (flag_uint("--list-page", optarg, 1, 10000, &v) < 0)
                 return -1;
             o->list_page = (unsigned)v;
             break;
         case OPT_DEBUG: o->server.debug_endpoints = true; break;
         case OPT_GRACE_ALLOC:
-            if (parse_uint("--allocatable-grace", optarg, 0, 86400, &v) < 0)
+            if (flag_uint("--allocatable-grace", optarg, 0, 86400, &v) < 0)
                 return -1;
             o->allocatable_grace_s = (unsigned)v;
             break;
         case OPT_REQUEST_TIMEOUT:
-            if (parse_uint("--request-timeout", optarg, 1, MAX_IDLE_TIMEOUT_S, &v) < 0)
+            if (flag_uint("--request-timeout", optarg, 1, MAX_IDLE_TIMEOUT_S, &v) < 0)
                 return -1;
             o->server.request_timeout_s = (unsigned)v;
             break;
         case OPT_BODY_MEMORY:
-            if (parse_uint("--max-body-memory", optarg, MIN_MAX_BODY_BYTES,
-                           (unsigned long long)1 << 40, &v) < 0)
+            if (flag_uint("--max-body-memory", optarg, MIN_MAX_BODY_BYTES,
+                          (unsigned long long)1 << 40, &v) < 0)
                 return -1;
             o->server.max_body_memory = (size_t)v;
             break;
         case OPT_GRACE:
-            if (parse_uint("--shutdown-grace", optarg, 0, MAX_SHUTDOWN_GRACE_S, &v) < 0)
+            if (flag_uint("--shutdown-grace", optarg, 0, MAX_SHUTDOWN_GRACE_S, &v) < 0)
                 return -1;
             o->server.shutdown_grace_s = (unsigned)v;
             break;

@@ -16,6 +16,7 @@
 
 #include "json.h"
 #include "limits.h"
+#include "parse.h"
 
 /* How deep a document patch_apply() works on may nest: the review's cap (its inputs are reviews'
  * objects and the CLI's manifests, capped lower). Deeper is refused, before yyjson's recursive
@@ -105,29 +106,23 @@ static const char *next_token(const char *ptr, char *tok, size_t len)
 /* A member by its decoded token, byte for byte (a key "a\u0000b" is not "a"). */
 static yyjson_val *child(yyjson_val *node, const char *tok)
 {
-    char *end;
-    unsigned long idx;
+    uint64_t idx;
 
     if (yyjson_is_obj(node))
         return yyjson_obj_getn(node, tok, strlen(tok));
-    if (yyjson_is_arr(node) && tok[0] >= '0' && tok[0] <= '9') {
-        idx = strtoul(tok, &end, 10);
-        return *end == '\0' ? yyjson_arr_get(node, idx) : NULL;
-    }
+    if (yyjson_is_arr(node) && parse_uint(tok, 0, SIZE_MAX, &idx) == 0)
+        return yyjson_arr_get(node, (size_t)idx);
     return NULL;
 }
 
 static yyjson_mut_val *mut_child(yyjson_mut_val *node, const char *tok)
 {
-    char *end;
-    unsigned long idx;
+    uint64_t idx;
 
     if (yyjson_mut_is_obj(node))
         return yyjson_mut_obj_getn(node, tok, strlen(tok));
-    if (yyjson_mut_is_arr(node) && tok[0] >= '0' && tok[0] <= '9') {
-        idx = strtoul(tok, &end, 10);
-        return *end == '\0' ? yyjson_mut_arr_get(node, idx) : NULL;
-    }
+    if (yyjson_mut_is_arr(node) && parse_uint(tok, 0, SIZE_MAX, &idx) == 0)
+        return yyjson_mut_arr_get(node, (size_t)idx);
     return NULL;
 }
 
@@ -294,13 +289,11 @@ static bool mut_deeper(yyjson_mut_val *v, size_t max)
 /* An array index token: "0" or digits without a leading zero; -1 otherwise. */
 static long array_index(const char *tok)
 {
-    char *end;
-    unsigned long v;
+    uint64_t v;
 
-    if (tok[0] < '0' || tok[0] > '9' || (tok[0] == '0' && tok[1] != '\0'))
+    if (tok[0] == '0' && tok[1] != '\0')
         return -1;
-    v = strtoul(tok, &end, 10);
-    return *end == '\0' && v < (unsigned long)1 << 30 ? (long)v : -1;
+    return parse_uint(tok, 0, ((uint64_t)1 << 30) - 1, &v) == 0 ? (long)v : -1;
 }
 
 /* The parent of path in root and path's last token (decoded into tok); NULL when the parent

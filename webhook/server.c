@@ -34,6 +34,7 @@
 #include "eval.h"
 #include "json.h"
 #include "metrics.h"
+#include "parse.h"
 #include "review.h"
 #include "text.h"
 
@@ -421,14 +422,9 @@ static long long content_length(struct MHD_Connection *c)
 {
     const char *cl =
         MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    unsigned long long v;
-    char *end;
+    uint64_t v;
 
-    if (cl == NULL)
-        return -1;
-    errno = 0;
-    v = strtoull(cl, &end, 10);
-    return errno == 0 && end != cl && v <= (unsigned long long)LLONG_MAX ? (long long)v : -1;
+    return cl != NULL && parse_uint(cl, 0, LLONG_MAX, &v) == 0 ? (long long)v : -1;
 }
 
 /* Records an error answer for the end of the request: the body (if any) is read and dropped
@@ -825,8 +821,7 @@ int server_parse_listen(const char *listen, struct sockaddr_storage *out, struct
     size_t hlen;
     struct addrinfo hints, *res = NULL;
     int err;
-    unsigned long pnum;
-    char *end;
+    uint64_t pnum;
 
     if (colon == NULL || colon[1] == '\0') {
         diag_set(d, NULL, 0, 0, "--listen %s: expected ADDR:PORT, e.g. 0.0.0.0:8443 or [::]:8443",
@@ -845,9 +840,7 @@ int server_parse_listen(const char *listen, struct sockaddr_storage *out, struct
     }
     memcpy(host, listen, hlen);
     host[hlen] = '\0';
-    errno = 0;
-    pnum = strtoul(port, &end, 10);
-    if (errno != 0 || *end != '\0' || port[0] < '0' || port[0] > '9' || pnum > 65535) {
+    if (parse_uint(port, 0, 65535, &pnum) < 0) {
         diag_set(d, NULL, 0, 0, "--listen %s: the port must be a number from 0 to 65535",
                  listen - (listen[-1] == '[' ? 1 : 0));
         return -1;
