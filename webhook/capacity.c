@@ -11,6 +11,7 @@
 #include "capacity_cache.h"
 #include "cluster_view.h"
 #include "json.h"
+#include "mono.h"
 #include "parse.h"
 #include "pod.h"
 #include "toleration.h"
@@ -1358,7 +1359,7 @@ static void held_drop_shown(const struct cluster *c, struct held *h)
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out)
 {
-    double now = cluster_now();
+    double now = mono_s();
     const char *rn[CAPACITY_RESOURCES_MAX];
     struct elig_set *set;
     struct held held;
@@ -1486,7 +1487,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
     struct capacity_result out;
     const char *rn[CAPACITY_RESOURCES_MAX];
     struct elig_set *set;
-    double now = cluster_now();
+    double now = mono_s();
     int64_t fn, fe, used[CAPACITY_RESOURCES_MAX], take, target = rq->base + pods;
     struct held held;
     size_t w;
@@ -1547,7 +1548,7 @@ void capacity_reserve(struct cluster *c, const struct capacity_request *rq, int6
 
 void capacity_shrink(struct cluster *c, uint64_t key, int64_t replicas)
 {
-    double now = cluster_now();
+    double now = mono_s();
     uint64_t base_seen[CAPACITY_RESERVATIONS_MAX];
     size_t n_bases = 0;
     struct capacity_cache *cache;

@@ -17,6 +17,7 @@
 #include "cluster_view.h"
 #include "json.h"
 #include "limits.h"
+#include "mono.h"
 #include "pod.h"
 #include "quantity.h"
 
@@ -61,14 +62,6 @@ int cluster_kind_of(const char *kind)
             return k;
     }
     return -1;
-}
-
-double cluster_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static bool older_than(const struct table_entry *e, unsigned gen)
@@ -1467,7 +1460,7 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
         struct node *n = node_from_json(c, obj), *old = table_get(t, key);
 
         if (n != NULL)
-            node_carry_grace(n, old, cluster_now());
+            node_carry_grace(n, old, mono_s());
         if (n != NULL && old != NULL && node_same_place(old, n)) {
             /* only amounts changed: the record stays, and with it what decisions remember */
             node_take_amounts(c, old, n);
@@ -1586,7 +1579,7 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
     if (k == CLUSTER_PRIORITYCLASSES)
         waiters_reprioritize(c);
     c->listed[k] = true;
-    c->heartbeat[k] = cluster_now();
+    c->heartbeat[k] = mono_s();
     pthread_rwlock_unlock(&c->lock);
 }
 
@@ -1610,7 +1603,7 @@ int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjs
     }
     if (k == CLUSTER_PRIORITYCLASSES)
         waiters_reprioritize(c);
-    c->heartbeat[k] = cluster_now();
+    c->heartbeat[k] = mono_s();
     pthread_rwlock_unlock(&c->lock);
     return rc;
 }
@@ -1618,7 +1611,7 @@ int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjs
 void cluster_heartbeat(struct cluster *c, enum cluster_kind k)
 {
     pthread_rwlock_wrlock(&c->lock);
-    c->heartbeat[k] = cluster_now();
+    c->heartbeat[k] = mono_s();
     pthread_rwlock_unlock(&c->lock);
 }
 
@@ -1635,7 +1628,7 @@ bool cluster_synced(struct cluster *c)
 
 double cluster_age_s(struct cluster *c)
 {
-    double oldest, now = cluster_now();
+    double oldest, now = mono_s();
 
     pthread_rwlock_rdlock(&c->lock);
     oldest = now;
@@ -1785,7 +1778,7 @@ yyjson_mut_doc *cluster_dump(struct cluster *c)
 {
     yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
     yyjson_mut_val *nodes, *pods, *classes, *workloads, *out = NULL;
-    double now = cluster_now();
+    double now = mono_s();
     int rc = -1;
 
     if (doc == NULL)
@@ -2068,7 +2061,7 @@ size_t cluster_totals(struct cluster *c, size_t *nodes, bool (*keep)(const char 
                       void *arg, struct cluster_resource_total *out, size_t max)
 {
     const struct table *t = &c->kinds[CLUSTER_NODES];
-    double now = cluster_now();
+    double now = mono_s();
     size_t n = 0;
 
     pthread_rwlock_rdlock(&c->lock);

@@ -214,7 +214,6 @@ struct cluster {
     bool snapshot;
 };
 
-double cluster_now(void);
 /* The allocatable a decision uses: the last nonzero one during the grace after a drop to 0. */
 int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r,
                                       double now);

@@ -49,6 +49,7 @@
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
+#include "mono.h"
 #include "text.h"
 
 #define KUBE_DEFAULT_WATCH_TIMEOUT_S 300u /* client-go asks 5-10 minutes */
@@ -84,14 +85,6 @@
 
 /* ------------------------------------------------------------------------------------------ */
 /* Small helpers */
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A new string by format; NULL when out of memory. */
 static char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -241,7 +234,7 @@ static bool token_refresh(struct worker *w, bool force)
     struct diag d;
     char msg[DIAG_MSG_MAX + 300];
     char *fresh;
-    double now = now_s();
+    double now = mono_s();
     bool changed;
 
     if (t->token_path == NULL ||
@@ -334,7 +327,7 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
     struct worker *w = arg;
     size_t n = size * nmemb, keep;
 
-    w->last_data = now_s();
+    w->last_data = mono_s();
     if (w->status == 0)
         curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->status);
     if (w->status != 200) {
@@ -521,7 +514,7 @@ static void perform(struct worker *w, struct reply *r)
     int running = 1, left;
     bool done = false;
 
-    w->last_data = now_s();
+    w->last_data = mono_s();
     if (curl_multi_add_handle(w->multi, w->easy) != CURLM_OK) {
         r->res = CURLE_FAILED_INIT;
         return;
@@ -534,7 +527,7 @@ static void perform(struct worker *w, struct reply *r)
             r->stopped = true;
             break;
         }
-        if (w->mode == REQ_WATCH && now_s() - w->last_data > w->k->silence_s) {
+        if (w->mode == REQ_WATCH && mono_s() - w->last_data > w->k->silence_s) {
             r->silent = true;
             break;
         }
@@ -826,7 +819,7 @@ static enum wres watch_ended(struct worker *w, double start)
     if (log_enabled(LOG_DEBUG))
         log_event(LOG_DEBUG, "watch ended", "{s:s, s:s, s:i}", "kind", w->plural, "resourceVersion",
                   w->rv, "events", (int)w->events);
-    if (w->events == 0 && now_s() - start < KUBE_WATCH_MIN_HEALTHY_S)
+    if (w->events == 0 && mono_s() - start < KUBE_WATCH_MIN_HEALTHY_S)
         return sleep_ms(w->k, backoff_ms(w, &w->failures, 0)) ? W_REWATCH : W_STOP;
     w->failures = 0;
     return W_REWATCH;
@@ -870,7 +863,7 @@ enum wres kube_watch_outcome(struct worker *w, const struct reply *r, double sta
 static enum wres watch_once(struct worker *w)
 {
     char *url = watch_url(w);
-    double start = now_s();
+    double start = mono_s();
     struct reply r;
     enum wres res;
 
@@ -944,7 +937,7 @@ static uint64_t seed(unsigned salt)
     uint64_t s = 0;
 
     if (getrandom(&s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s))
-        s = (uint64_t)(now_s() * 1e9);
+        s = (uint64_t)(mono_s() * 1e9);
     s ^= (uint64_t)salt * 0x9e3779b97f4a7c15ull;
     return s != 0 ? s : 0x2545f4914f6cdd1dull;
 }

@@ -29,6 +29,7 @@
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
+#include "mono.h"
 #include "parse.h"
 #include "policy.h"
 #include "rules.h"
@@ -435,14 +436,6 @@ static bool drain_events(int ifd)
         }
     }
     return alive;
-}
-
-static long long mono_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Runs until SIGTERM or SIGINT. Returns the process exit code. */

@@ -34,6 +34,7 @@
 #include "eval.h"
 #include "json.h"
 #include "metrics.h"
+#include "mono.h"
 #include "parse.h"
 #include "review.h"
 #include "text.h"
@@ -148,22 +149,6 @@ static const struct route routes[] = {
     {"/debug/view", "GET", "GET, HEAD", false, route_debug_view, -1, false, false},
 };
 
-static long long now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Counts an answer about to be queued: every error, and every answer of a review route (its
  * outcome, labels and latency). */
 static void count_answer(struct server *s, const struct request *rq, unsigned status)
@@ -174,7 +159,7 @@ static void count_answer(struct server *s, const struct request *rq, unsigned st
     if (rq == NULL || rq->route == NULL || rq->route->endpoint < 0 || rq->unauthenticated)
         return;
     metrics_request(s->cfg.metrics, (enum metrics_endpoint)rq->route->endpoint, rq->kind, rq->op,
-                    status == MHD_HTTP_OK ? rq->outcome : METRICS_ERROR, now_ns() - rq->start_ns);
+                    status == MHD_HTTP_OK ? rq->outcome : METRICS_ERROR, mono_ns() - rq->start_ns);
 }
 
 /* ---- responses ---- */
@@ -592,7 +577,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
         if (rq == NULL)
             return MHD_NO;
         *req_cls = rq;
-        rq->start_ns = now_ns();
+        rq->start_ns = mono_ns();
         rq->kind = metrics_kind_index(NULL);
         rq->op = metrics_op_index(NULL);
         atomic_fetch_add(&s->in_flight, 1);
@@ -630,7 +615,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
     struct server *s = ((const struct listener *)cls)->s;
     struct request *rq = *req_cls;
     const union MHD_ConnectionInfo *ci;
-    long long now = now_ms();
+    long long now = mono_ms();
 
     (void)toe;
     if (rq == NULL)
@@ -728,7 +713,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         }
         cn->fd = ci->connect_fd;
         cn->s = s;
-        atomic_store(&cn->phase_start_ms, now_ms());
+        atomic_store(&cn->phase_start_ms, mono_ms());
         ci = l->plain ? NULL : MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
         cn->plain = l->plain;
         if (ci != NULL && ci->tls_session != NULL) {
@@ -1046,7 +1031,7 @@ static void log_summaries(struct server *s)
 
 void server_sweep(struct server *s)
 {
-    long long now = now_ms();
+    long long now = mono_ms();
     long long limit = ((long long)s->cfg.idle_timeout_s + s->cfg.request_timeout_s) * 1000;
     int cut = 0;
 
@@ -1071,7 +1056,7 @@ int server_stop(struct server *s, int abort_fd)
 {
     struct pollfd pfd = {abort_fd, POLLIN, 0};
     MHD_socket fd;
-    long long start = now_ms(), now, quiet_since;
+    long long start = mono_ms(), now, quiet_since;
     int rc = 0;
     struct timespec pause = {0, SHUTDOWN_POLL_MS * 1000000L};
 
@@ -1086,7 +1071,7 @@ int server_stop(struct server *s, int abort_fd)
               (int64_t)atomic_load(&s->in_flight), "connections",
               (int64_t)atomic_load(&s->connections));
     for (;;) {
-        now = now_ms();
+        now = mono_ms();
         if (atomic_load(&s->connections) == 0)
             break;
         if (atomic_load(&s->in_flight) == 0) {

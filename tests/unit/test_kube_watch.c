@@ -14,11 +14,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness.h"
 #include "kube_watch.h"
 #include "log.h"
+#include "mono.h"
 
 #define NODE_EVENT(type, name, rv)                                                                 \
     "{\"type\":\"" type "\",\"object\":{\"kind\":\"Node\",\"metadata\":{\"name\":\"" name          \
@@ -30,14 +30,6 @@
     "\",\"code\":" #code "}}\n"
 
 static struct kube k;
-
-static double now_s(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* A node worker of a client that is stopping, so that no path under test sleeps a backoff
  * (a path that would sleep returns W_STOP or false instead). */
@@ -99,7 +91,7 @@ static void test_error_event_410_relists(void)
     CHECK_CONTAINS(w->why, "too old resource version");
     CHECK(has_node("g1")); /* what came before the ERROR is kept */
     CHECK_STR(w->rv, "5"); /* and its resourceVersion */
-    CHECK(kube_watch_outcome(w, &r, now_s()) == W_RELIST);
+    CHECK(kube_watch_outcome(w, &r, mono_s()) == W_RELIST);
 }
 
 static void test_http_410_relists(void)
@@ -108,7 +100,7 @@ static void test_http_410_relists(void)
     struct reply r = {.res = CURLE_OK, .status = 410};
 
     w->mode = REQ_WATCH;
-    CHECK(kube_watch_outcome(w, &r, now_s()) == W_RELIST);
+    CHECK(kube_watch_outcome(w, &r, mono_s()) == W_RELIST);
 }
 
 /* Any other ERROR event is logged and relisted too (after the relist backoff, in
@@ -121,7 +113,7 @@ static void test_other_error_event_relists(void)
     w->mode = REQ_WATCH;
     CHECK(feed(w, ERROR_EVENT(500, "InternalError"), 10) == -1);
     CHECK(w->verdict == V_ERROR);
-    CHECK(kube_watch_outcome(w, &r, now_s()) == W_RELIST);
+    CHECK(kube_watch_outcome(w, &r, mono_s()) == W_RELIST);
 }
 
 /* A watch the server ended cleanly is resumed, from the last resourceVersion, bookmarks
@@ -139,8 +131,8 @@ static void test_clean_end_resumes(void)
              100) == 0);
     CHECK(w->verdict == V_OK && w->events == 2);
     CHECK_STR(w->rv, "9");
-    CHECK(kube_watch_outcome(w, &ok, now_s()) == W_REWATCH);
-    CHECK(kube_watch_outcome(w, &failed, now_s()) == W_STOP); /* it would sleep first: stopping */
+    CHECK(kube_watch_outcome(w, &ok, mono_s()) == W_REWATCH);
+    CHECK(kube_watch_outcome(w, &failed, mono_s()) == W_STOP); /* it would sleep first: stopping */
 }
 
 static void test_list_continue_410_restarts(void)
