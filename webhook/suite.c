@@ -44,7 +44,7 @@ static const char usage_test[] =
     "\n"
     "Exit code: 0 every case passed, 1 a case failed, 2 usage or input error.\n";
 
-struct run {
+struct suite_tally {
     size_t passed, failed, errors;
     size_t skipped; /* files of a directory that are not suites */
 };
@@ -494,7 +494,7 @@ static void load_spec(struct sfile *s, yyjson_val *root, struct loaded *L)
 
 /* Runs case c (checked) on its resource; counts the verdict into R. */
 static void run_case(struct sfile *s, struct offline_opts *oo, yyjson_val *c, size_t i,
-                     yyjson_val *obj, struct run *R)
+                     yyjson_val *obj, struct suite_tally *R)
 {
     const char *name = json_get_str(c, "name");
     yyjson_val *expect = yyjson_obj_get(c, "expect"), *g;
@@ -549,7 +549,7 @@ static void run_case(struct sfile *s, struct offline_opts *oo, yyjson_val *c, si
     yyjson_doc_free(frozen);
 }
 
-static void run_suite(const char *path, struct run *R)
+static void run_suite(const char *path, struct suite_tally *R)
 {
     static const char *const case_keys[] = {"name",        "resource", "file", "document",
                                             "oldResource", "expect",   NULL};
@@ -687,7 +687,7 @@ static void collect(const char *dir, unsigned depth, char ***names, size_t *n)
 
 /* The suites at path: the file itself, or every suite file (kind: PolicyTest) under the
  * directory, run in name order. */
-static void run_path(const char *path, struct run *R)
+static void run_path(const char *path, struct suite_tally *R)
 {
     struct stat st;
     char **names = NULL;
@@ -723,7 +723,7 @@ static void run_path(const char *path, struct run *R)
 
 int suite_main(int argc, char **argv)
 {
-    struct run R = {0};
+    struct suite_tally R = {0};
 
     if (argc < 2) {
         fputs(usage_test, stderr);
