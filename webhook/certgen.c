@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "certs.h"
 #include "parse.h"
 
@@ -95,44 +96,28 @@ bool certgen_dns_ok(const char *s)
     return true;
 }
 
-/* A growing "DNS:a,IP:b" list; dup names are skipped. */
-struct san {
-    char *s;
-    size_t len, cap;
-};
-
-static int san_add(struct san *n, const char *kind, const char *v)
+/* Appends "kind:v" to the "DNS:a,IP:b" list in n, unless it is there already. */
+static int san_add(struct buf *n, const char *kind, const char *v)
 {
-    size_t need = strlen(kind) + strlen(v) + 3;
     char item[300];
+    size_t k;
 
     snprintf(item, sizeof(item), "%s:%s", kind, v);
-    if (n->s != NULL) {
+    k = strlen(item);
+    if (n->p != NULL) {
         /* skip a name already listed (",item," within ",list,") */
-        for (const char *p = n->s; (p = strstr(p, item)) != NULL; p++) {
-            size_t k = strlen(item);
-
-            if ((p == n->s || p[-1] == ',') && (p[k] == ',' || p[k] == '\0'))
+        for (const char *p = n->p; (p = strstr(p, item)) != NULL; p++) {
+            if ((p == n->p || p[-1] == ',') && (p[k] == ',' || p[k] == '\0'))
                 return 0;
         }
     }
-    if (n->len + need > n->cap) {
-        size_t cap = n->cap ? n->cap * 2 : 512;
-        char *s;
-
-        while (cap < n->len + need)
-            cap *= 2;
-        if ((s = realloc(n->s, cap)) == NULL)
-            return -1;
-        n->s = s;
-        n->cap = cap;
-    }
-    n->len += (size_t)snprintf(n->s + n->len, n->cap - n->len, "%s%s", n->len ? "," : "", item);
+    if ((n->len > 0 && buf_add(n, ",", 1, SIZE_MAX) < 0) || buf_add(n, item, k, SIZE_MAX) < 0)
+        return -1;
     return 0;
 }
 
 /* The names of the options: SERVICE.NAMESPACE.svc, its cluster.local form, --dns, --ip. */
-static int san_from_opts(const struct certgen_opts *o, struct san *n, struct diag *d)
+static int san_from_opts(const struct certgen_opts *o, struct buf *n, struct diag *d)
 {
     char svc[160];
 
@@ -179,7 +164,7 @@ oom:
 }
 
 /* The names of an existing certificate (its DNS and IP SANs) added to n. */
-static int san_from_cert(X509 *x, struct san *n, struct diag *d)
+static int san_from_cert(X509 *x, struct buf *n, struct diag *d)
 {
     GENERAL_NAMES *gens = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
     int rc = 0;
@@ -615,7 +600,7 @@ static bool signed_by(X509 *x, X509 *ca)
     return ok;
 }
 
-static int leaf_names(X509 *leaf, const struct certgen_opts *o, struct san *n, char *cn,
+static int leaf_names(X509 *leaf, const struct certgen_opts *o, struct buf *n, char *cn,
                       size_t cn_len, struct diag *d)
 {
     if (X509_NAME_get_text_by_NID(X509_get_subject_name(leaf), NID_commonName, cn, (int)cn_len) <=
@@ -645,7 +630,7 @@ static int leaf_names(X509 *leaf, const struct certgen_opts *o, struct san *n, c
             return -1;
         }
     }
-    if (n->s == NULL) {
+    if (n->p == NULL) {
         diag_set(d, NULL, 0, 0, "tls.crt names nothing to serve (no DNS or IP SAN)");
         return -1;
     }
@@ -656,7 +641,7 @@ static int leaf_names(X509 *leaf, const struct certgen_opts *o, struct san *n, c
 static int reissue(const struct certgen_opts *o, struct set *s, X509 *signer, EVP_PKEY *signer_key,
                    struct diag *d)
 {
-    struct san n = {0};
+    struct buf n = {0};
     char cn[256];
     EVP_PKEY *key = NULL;
     X509 *leaf = NULL;
@@ -667,7 +652,7 @@ static int reissue(const struct certgen_opts *o, struct set *s, X509 *signer, EV
     key = new_key(o->key != CERTGEN_KEY_DEFAULT ? o->key : key_kind(s->tls_key), d);
     if (key == NULL)
         goto out;
-    struct issue is = {cn, key, signer, signer_key, false, n.s, o->days};
+    struct issue is = {cn, key, signer, signer_key, false, n.p, o->days};
 
     if ((leaf = issue(&is, d)) == NULL)
         goto out;
@@ -679,7 +664,7 @@ static int reissue(const struct certgen_opts *o, struct set *s, X509 *signer, EV
     if (rc < 0)
         diag_set(d, o->dir, 0, 0, "cannot sync the directory: %s", strerror(errno));
 out:
-    free(n.s);
+    buf_free(&n);
     EVP_PKEY_free(key);
     X509_free(leaf);
     return rc;
@@ -691,7 +676,7 @@ int certgen_create(const struct certgen_opts *o, struct diag *d)
 {
     static const char *const files[] = {"ca.crt",  "ca.key",      "tls.crt",
                                         "tls.key", "next-ca.crt", "next-ca.key"};
-    struct san n = {0};
+    struct buf n = {0};
     EVP_PKEY *ca_key = NULL, *key = NULL;
     X509 *ca = NULL, *leaf = NULL;
     char cn[160];
@@ -719,7 +704,7 @@ int certgen_create(const struct certgen_opts *o, struct diag *d)
     key = ca_key ? new_key(o->key, d) : NULL;
     if (key == NULL || (ca = issue_ca(ca_key, o->ca_days, d)) == NULL)
         goto out;
-    struct issue is = {cn, key, ca, ca_key, false, n.s, o->days};
+    struct issue is = {cn, key, ca, ca_key, false, n.p, o->days};
 
     if ((leaf = issue(&is, d)) == NULL)
         goto out;
@@ -734,7 +719,7 @@ int certgen_create(const struct certgen_opts *o, struct diag *d)
     }
     rc = 0;
 out:
-    free(n.s);
+    buf_free(&n);
     EVP_PKEY_free(ca_key);
     EVP_PKEY_free(key);
     X509_free(ca);
@@ -1233,14 +1218,14 @@ static int parse_certs(int argc, char **argv, struct certgen_opts *o, int *mode,
         fprintf(stderr, "gpuadmit certs: --out DIR is required\n");
         return -1;
     }
-    struct san n = {0};
+    struct buf n = {0};
     struct diag d;
     char msg[DIAG_MSG_MAX + 64];
     int rc;
 
     diag_clear(&d);
     rc = san_from_opts(o, &n, &d);
-    free(n.s);
+    buf_free(&n);
     if (rc < 0)
         fprintf(stderr, "gpuadmit certs: %s\n", diag_format(&d, msg, sizeof(msg)));
     return rc;

@@ -109,32 +109,6 @@ out:
     return s;
 }
 
-/* Appends n bytes; -1 (buffer unchanged) past max bytes or out of memory. The bytes are
- * followed by YYJSON_PADDING_SIZE zero bytes (a NUL among them), so that a page or an event can
- * be read in place (JSON_READ_INSITU). */
-static int buf_add(struct buf *b, const void *data, size_t n, size_t max)
-{
-    size_t ncap;
-    char *np;
-
-    if (n > max || b->len > max - n)
-        return -1;
-    if (b->len + n + YYJSON_PADDING_SIZE > b->cap) {
-        ncap = b->cap ? b->cap : 4096;
-        while (ncap < b->len + n + YYJSON_PADDING_SIZE)
-            ncap *= 2;
-        np = realloc(b->p, ncap);
-        if (np == NULL)
-            return -1;
-        b->p = np;
-        b->cap = ncap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    memset(b->p + b->len, 0, YYJSON_PADDING_SIZE);
-    return 0;
-}
-
 /* A string from the apiserver, cut to max_runes and cleaned for a log field, in out (at least
  * SHOWN_SIZE(max_runes) bytes); "" when out of memory. Returns out. */
 #define SHOWN_SIZE(max_runes) ((max_runes)*4 + 1)
@@ -154,12 +128,6 @@ static const char *plain_str(yyjson_val *v)
     const char *s = yyjson_get_str(v);
 
     return s != NULL && strlen(s) == yyjson_get_len(v) ? s : NULL;
-}
-
-void kube_buf_free(struct buf *b)
-{
-    free(b->p);
-    memset(b, 0, sizeof(*b));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -789,7 +757,7 @@ static int list_all(struct worker *w)
     }
 out:
     /* a big page's buffer is not worth keeping through the watch */
-    kube_buf_free(&w->body);
+    buf_free(&w->body);
     free(url);
     kube_listing_restart(&L);
     return rc;
@@ -877,8 +845,8 @@ static enum wres watch_once(struct worker *w)
     res = r.stopped ? W_STOP : kube_watch_outcome(w, &r, start);
 out:
     /* an event can be 16 MiB: do not keep its buffer between watches */
-    kube_buf_free(&w->line);
-    kube_buf_free(&w->body);
+    buf_free(&w->line);
+    buf_free(&w->body);
     free(url);
     return res;
 }
@@ -904,8 +872,8 @@ static void *worker_main(void *arg)
         if (!sleep_ms(w->k, backoff_ms(w, &w->relists, 0)))
             break;
     }
-    kube_buf_free(&w->body);
-    kube_buf_free(&w->line);
+    buf_free(&w->body);
+    buf_free(&w->line);
     kubeconfig_secret_free(w->token);
     w->token = NULL;
     return NULL;

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buf.h"
 #include "cluster.h"
 #include "kubeconfig.h"
 #include "metrics.h"
@@ -25,12 +26,6 @@
 #define KUBE_LINE_MAX (16u * 1024u * 1024u) /* one watch event */
 #define KUBE_RV_MAX   256u                  /* a resourceVersion */
 #define KUBE_WHY_MAX  512u
-
-/* A byte buffer that grows by doubling up to a caller's cap. */
-struct buf {
-    char *p;
-    size_t len, cap;
-};
 
 enum verdict {
     V_OK,      /* keep reading */
@@ -122,8 +117,5 @@ bool kube_list_retry(struct worker *w, const struct reply *r, struct listing *L)
 
 /* Drops a list in progress: the next page is the first. */
 void kube_listing_restart(struct listing *L);
-
-/* Frees a buffer's bytes and zeroes it. */
-void kube_buf_free(struct buf *b);
 
 #endif

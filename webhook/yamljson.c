@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buf.h"
 #include "json.h"
 #include "limits.h"
 #include "patch.h"
@@ -661,38 +662,33 @@ out:
     return rc;
 }
 
-/* Reads all of f, at most max bytes. New buffer in *buf. */
+/* Reads all of f, at most max bytes. New buffer in *buf (free()), NUL-terminated. */
 static int read_all(FILE *f, const char *name, size_t max, char **buf, size_t *len, struct diag *d)
 {
-    size_t cap = 64 * 1024, n = 0, got;
-    char *p = malloc(cap), *q;
+    struct buf b = {0};
+    char chunk[16 * 1024];
+    size_t got;
 
-    while (p != NULL && (got = fread(p + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n > max) {
-            free(p);
+    do { /* once more at the end of f: an empty file is an empty buffer, not NULL */
+        got = fread(chunk, 1, sizeof(chunk), f);
+        if (got > max - b.len) {
+            buf_free(&b);
             diag_set(d, name, 0, 0, "more than %zu bytes", max);
             return -1;
         }
-        if (n == cap) {
-            q = realloc(p, cap * 2);
-            if (q == NULL)
-                free(p);
-            p = q;
-            cap *= 2;
+        if (buf_add(&b, chunk, got, max) < 0) {
+            buf_free(&b);
+            diag_set(d, name, 0, 0, "out of memory");
+            return -1;
         }
-    }
-    if (p == NULL) {
-        diag_set(d, name, 0, 0, "out of memory");
-        return -1;
-    }
+    } while (got > 0);
     if (ferror(f)) {
-        free(p);
+        buf_free(&b);
         diag_set(d, name, 0, 0, "cannot read: %s", strerror(errno));
         return -1;
     }
-    *buf = p;
-    *len = n;
+    *buf = b.p;
+    *len = b.len;
     return 0;
 }
 

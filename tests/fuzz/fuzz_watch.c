@@ -84,8 +84,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < CLUSTER_KINDS; i++) {
         cluster_list_begin(k.view, (enum cluster_kind)i);
         cluster_list_end(k.view, (enum cluster_kind)i);
-        kube_buf_free(&k.w[i].line);
-        kube_buf_free(&k.w[i].body);
+        buf_free(&k.w[i].line);
+        buf_free(&k.w[i].body);
     }
     FUZZ_ASSERT(fuzz_view_check(k.view) == 0, "records left after an empty relist");
     cluster_free(k.view);

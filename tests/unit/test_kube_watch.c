@@ -40,8 +40,8 @@ static struct worker *fresh_worker(void)
 
     if (k.view != NULL)
         cluster_free(k.view);
-    kube_buf_free(&w->line);
-    kube_buf_free(&w->body);
+    buf_free(&w->line);
+    buf_free(&w->body);
     memset(w, 0, sizeof(*w));
     k.view = cluster_new(&cfg);
     w->k = &k;
@@ -186,8 +186,8 @@ int main(void)
     RUN(test_clean_end_resumes);
     RUN(test_list_continue_410_restarts);
     RUN(test_event_size_limit);
-    kube_buf_free(&k.w[CLUSTER_NODES].line);
-    kube_buf_free(&k.w[CLUSTER_NODES].body);
+    buf_free(&k.w[CLUSTER_NODES].line);
+    buf_free(&k.w[CLUSTER_NODES].body);
     cluster_free(k.view);
     pthread_cond_destroy(&k.wake);
     pthread_mutex_destroy(&k.lock);
