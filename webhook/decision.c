@@ -12,6 +12,7 @@
 
 #include "json.h"
 #include "limits.h"
+#include "names.h"
 #include "review.h"
 #include "text.h"
 
@@ -116,7 +117,7 @@ int decision_annotate(struct decision *dec, const char *key, const char *value)
     const char *v = value ? value : "";
     yyjson_mut_val *s;
 
-    if (!review_audit_key_valid(key))
+    if (key == NULL || !names_part_ok(key, strlen(key)))
         return -1;
     if (decision_doc(dec) == NULL)
         return -1;

@@ -102,7 +102,6 @@
  * uses. Larger bodies, up to --max-body-bytes, are read with libc's allocator. */
 #define REVIEW_POOL_BODY_BYTES (64u * 1024u)
 #define WARNING_MAX_RUNES      256u /* the apiserver cuts each warning to 256 runes past 4 KiB */
-#define AUDIT_KEY_MAX          63u  /* qualified-name part of an audit annotation key */
 
 /* Policy reload: changes closer together than this are one reload. */
 #define RULES_RELOAD_DEBOUNCE_MS  100

@@ -327,24 +327,6 @@ void review_free(struct review *r)
     free(r);
 }
 
-static bool is_alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
-bool review_audit_key_valid(const char *key)
-{
-    size_t n = key ? strlen(key) : 0;
-
-    if (n == 0 || n > AUDIT_KEY_MAX || !is_alnum(key[0]) || !is_alnum(key[n - 1]))
-        return false;
-    for (size_t i = 1; i + 1 < n; i++) {
-        if (!is_alnum(key[i]) && key[i] != '-' && key[i] != '_' && key[i] != '.')
-            return false;
-    }
-    return true;
-}
-
 static pthread_key_t arena_key;
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 static bool arena_key_ok;

@@ -71,9 +71,6 @@ bool review_gvr_is(const struct review *r, const char *group, const char *resour
 /* The object's metadata.name, else request.name: borrowed from the review. */
 const char *review_object_name(const struct review *r);
 
-/* Whether key may name an audit annotation (a qualified-name part): decision_annotate's check. */
-bool review_audit_key_valid(const char *key);
-
 /*
  * A worker thread's memory for reviews, so that one costs no malloc once the thread has served
  * one (issue 18): a pool that any body of up to REVIEW_POOL_BODY_BYTES is read into in situ

@@ -30,6 +30,7 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "names.h"
 #include "yamltree.h"
 
 #define SHOW_BUF (RULES_VALUE_SHOWN * 4u + 8u) /* a value quoted with escapes and "..." */
@@ -554,27 +555,9 @@ static int get_enum(struct loader *L, const struct yamltree_node *n, const char 
 
 /* Name checks: each returns NULL when s is fine, else what is wrong with it. */
 
-static bool alnum(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 static bool lower_alnum(char c)
 {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-/* [A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?, 1 to 63 bytes */
-static bool name_part_ok(const char *s, size_t len)
-{
-    size_t i;
-
-    if (len == 0 || len > 63 || !alnum(s[0]) || !alnum(s[len - 1]))
-        return false;
-    for (i = 0; i < len; i++)
-        if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return false;
-    return true;
 }
 
 /* DNS-1123 subdomain as Kubernetes checks it: dot-separated [a-z0-9]([-a-z0-9]*[a-z0-9])? */
@@ -654,7 +637,7 @@ static const char *check_label_key(const char *s)
                    "and '.', at most 253 characters)";
         name = slash + 1;
     }
-    if (!name_part_ok(name, strlen(name)))
+    if (!names_part_ok(name, strlen(name)))
         return "the name must be 1-63 characters of letters, digits, '-', '_' and '.', starting "
                "and ending with a letter or digit";
     return NULL;
@@ -664,7 +647,7 @@ static const char *check_label_value(const char *s)
 {
     size_t len = strlen(s);
 
-    if (len == 0 || name_part_ok(s, len))
+    if (len == 0 || names_part_ok(s, len))
         return NULL;
     return "must be at most 63 characters of letters, digits, '-', '_' and '.', starting and "
            "ending with a letter or digit";
@@ -688,7 +671,7 @@ static const char *check_dns_label(const char *s)
 
 static const char *check_rule_name(const char *s)
 {
-    if (name_part_ok(s, strlen(s)))
+    if (names_part_ok(s, strlen(s)))
         return NULL;
     return "must be a valid audit annotation key: 1-63 characters of letters, digits, '-', '_' "
            "and '.', starting and ending with a letter or digit";
