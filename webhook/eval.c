@@ -562,76 +562,6 @@ static bool confined(const struct policy_doc *doc, yyjson_val *spec, char *why, 
     return all;
 }
 
-/* The NVIDIA_VISIBLE_DEVICES entry of a container's env that can widen what the NVIDIA runtime
- * exposes, or NULL. The runtime hands a container the GPUs its NVIDIA_VISIBLE_DEVICES names, for
- * unprivileged containers too by default (nvidia-container-toolkit, internal/config/config.go:
- * accept-nvidia-visible-devices-envvar-when-unprivileged = true; internal/config/image/
- * cuda_image.go reads the variable). The kubelet puts the device plugin's value first and the
- * pod's env after it (pkg/kubelet/kubelet_pods.go, GenerateRunContainerOptions), so a user value
- * overrides the plugin's. "void", "none" and "" ask for no GPU, and can only narrow what the
- * plugin allocated: the issue's wording ("anything but void or none") left "" out, but upstream
- * reads an empty value as no device (cuda_image.go DevicesFromEnvvars: "unset or empty or
- * void"), and a set variable, empty or not, also stops the legacy CUDA_VERSION default of
- * "all". An entry with neither value nor valueFrom is the empty string. valueFrom is unknown
- * here and is counted with every other value. */
-static yyjson_val *visible_devices_entry(yyjson_val *c)
-{
-    yyjson_val *env = yyjson_obj_get(c, "env"), *e;
-    size_t i;
-
-    ARR_EACH (env, i, e) {
-        yyjson_val *v = yyjson_obj_get(e, "value");
-
-        /* byte for byte: "void\u0000all" is a value other than void */
-        if (!json_str_is(yyjson_obj_get(e, "name"), "NVIDIA_VISIBLE_DEVICES"))
-            continue;
-        if (yyjson_obj_get(e, "valueFrom") == NULL &&
-            (!yyjson_is_str(v) || json_str_is(v, "") || json_str_is(v, "void") ||
-             json_str_is(v, "none")))
-            continue;
-        return e;
-    }
-    return NULL;
-}
-
-static bool env_sets_visible_devices(yyjson_val *c)
-{
-    return visible_devices_entry(c) != NULL;
-}
-
-/* How a container's NVIDIA_VISIBLE_DEVICES is set, for messages: "=\"all\"", " from valueFrom"
- * (an entry with neither value nor valueFrom is the empty string). */
-static void visible_devices_value(yyjson_val *c, char *out, size_t len)
-{
-    yyjson_val *e = visible_devices_entry(c);
-    yyjson_val *v = yyjson_obj_get(e, "value");
-    char shown[64 * 6 + 4];
-
-    if (yyjson_obj_get(e, "valueFrom") != NULL) {
-        snprintf(out, len, " from valueFrom");
-        return;
-    }
-    text_excerpt(yyjson_is_str(v) ? yyjson_get_str(v) : "", yyjson_get_len(v), 64, shown,
-                 sizeof(shown));
-    snprintf(out, len, "=\"%s\"", shown);
-}
-
-/* Calls fn on every container and init container until it returns true; that container. */
-static yyjson_val *find_container(yyjson_val *spec, bool (*fn)(yyjson_val *))
-{
-    static const char *const lists[] = {"containers", "initContainers"};
-    yyjson_val *c;
-    size_t i;
-
-    for (size_t l = 0; l < 2; l++) {
-        ARR_EACH (yyjson_obj_get(spec, lists[l]), i, c) {
-            if (fn(c))
-                return c;
-        }
-    }
-    return NULL;
-}
-
 /* Why the pod targets GPU nodes, or false. */
 static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
 {
@@ -667,196 +597,6 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, ch
     /* NVIDIA_VISIBLE_DEVICES is not a way to aim at GPU nodes but a way around the device
      * plugin: rule_gpu_request refuses it by itself, in every container */
     return false;
-}
-
-static bool is_privileged(yyjson_val *c)
-{
-    return yyjson_is_true(yyjson_obj_get(yyjson_obj_get(c, "securityContext"), "privileged"));
-}
-
-/* path with empty and "." segments dropped and ".." applied, into out. */
-static void normalize_path(const char *path, char *out, size_t len)
-{
-    size_t n = 0, seg;
-    const char *p = path, *end;
-
-    out[0] = '\0';
-    while (*p) {
-        while (*p == '/')
-            p++;
-        end = strchr(p, '/');
-        seg = end ? (size_t)(end - p) : strlen(p);
-        if (seg == 0 || (seg == 1 && p[0] == '.')) {
-            /* nothing */
-        } else if (seg == 2 && p[0] == '.' && p[1] == '.') {
-            while (n > 0 && out[n - 1] != '/')
-                n--;
-            if (n > 0)
-                n--;
-        } else if (n + 1 + seg < len) {
-            out[n++] = '/';
-            memcpy(out + n, p, seg);
-            n += seg;
-        }
-        p += seg;
-    }
-    if (n == 0)
-        out[n++] = '/';
-    out[n] = '\0';
-}
-
-/* Whether a /proc path leads to a process's view of the host: /proc itself, a process's
- * directory, or its root, cwd, fd, map_files or task entries (/proc/1/root is the host's /). */
-static bool proc_host_root(const char *norm)
-{
-    const char *pid, *rest;
-    size_t seg;
-
-    if (strcmp(norm, "/proc") == 0)
-        return true;
-    if (strncmp(norm, "/proc/", 6) != 0)
-        return false;
-    pid = norm + 6;
-    rest = strchr(pid, '/');
-    if (rest == NULL)
-        return true;
-    rest++;
-    seg = strcspn(rest, "/");
-    return (seg == 4 && (strncmp(rest, "root", 4) == 0 || strncmp(rest, "task", 4) == 0)) ||
-           (seg == 3 && strncmp(rest, "cwd", 3) == 0) ||
-           (seg == 2 && strncmp(rest, "fd", 2) == 0) ||
-           (seg == 9 && strncmp(rest, "map_files", 9) == 0);
-}
-
-/* Whether a normalised host path exposes GPU device nodes: the root or /run (which hold them),
- * any .../dev directory (the host's, or a driver root's such as the GPU Operator's
- * /run/nvidia/driver/dev), /dev/nvidia*, /dev/dri (DRM render nodes), /dev/char and /dev/block
- * (their links name every device by number: /dev/char/195:0 is /dev/nvidia0), the driver root,
- * or a process's root under /proc. */
-static bool exposes_devices(const char *norm)
-{
-    static const char *const globs[] = {"*/dev/nvidia*", "*/dev/dri",    "*/dev/dri/*",
-                                        "*/dev/char",    "*/dev/char/*", "*/dev/block",
-                                        "*/dev/block/*", "/run/nvidia",  "/run/nvidia/driver*"};
-    size_t n = strlen(norm);
-
-    if (strcmp(norm, "/") == 0 || strcmp(norm, "/run") == 0 ||
-        (n >= 4 && strcmp(norm + n - 4, "/dev") == 0) || proc_host_root(norm))
-        return true;
-    for (size_t i = 0; i < sizeof(globs) / sizeof(globs[0]); i++)
-        if (fnmatch(globs[i], norm, 0) == 0)
-            return true;
-    return false;
-}
-
-/* A hostPath that exposes GPU device nodes (exposes_devices), judged as the host resolves it:
- * ".", ".." and repeated slashes applied, and /var/run read as /run, which it links to on
- * every distribution the kubelet runs on. */
-static const char *dev_host_path(yyjson_val *spec)
-{
-    yyjson_val *vols = yyjson_obj_get(spec, "volumes"), *vol;
-    size_t i;
-    char norm[512], alias[512];
-
-    ARR_EACH (vols, i, vol) {
-        const char *p = json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
-
-        if (p == NULL)
-            continue;
-        normalize_path(p, norm, sizeof(norm));
-        if (strcmp(norm, "/var/run") == 0 || strncmp(norm, "/var/run/", 9) == 0) {
-            snprintf(alias, sizeof(alias), "%s", norm + 4);
-            snprintf(norm, sizeof(norm), "%s", alias);
-        }
-        if (exposes_devices(norm))
-            return p;
-    }
-    return NULL;
-}
-
-/* path normalised (normalize_path) with /var/run read as /run, into out. */
-static void host_view_path(const char *path, char *out, size_t len)
-{
-    char alias[512];
-
-    normalize_path(path, out, len);
-    if (strcmp(out, "/var/run") == 0 || strncmp(out, "/var/run/", 9) == 0) {
-        snprintf(alias, sizeof(alias), "%s", out + 4);
-        snprintf(out, len, "%s", alias);
-    }
-}
-
-/* The mountPath of a volumeMount of the container under the runtime hook's volume-mount device
- * list, or NULL: with accept-nvidia-visible-devices-as-volume-mounts (the device plugin's
- * DEVICE_LIST_STRATEGY=volume-mounts), the NVIDIA hook takes every mount under
- * /var/run/nvidia-container-devices as a device to hand over, named by the rest of its path
- * (nvidia-container-toolkit, the hook's getDevicesFromMounts): a mount at
- * .../nvidia-container-devices/all, of any volume, asks for every GPU. Judged normalised, and
- * /run/nvidia-container-devices too. */
-static const char *device_list_mount(yyjson_val *c)
-{
-    yyjson_val *m;
-    size_t i;
-    char norm[512];
-
-    ARR_EACH (yyjson_obj_get(c, "volumeMounts"), i, m) {
-        const char *p = json_str(yyjson_obj_get(m, "mountPath"));
-
-        if (p == NULL)
-            continue;
-        host_view_path(p, norm, sizeof(norm));
-        if (strcmp(norm, "/run/nvidia-container-devices") == 0 ||
-            strncmp(norm, "/run/nvidia-container-devices/", 30) == 0)
-            return p;
-    }
-    return NULL;
-}
-
-static bool mounts_device_list(yyjson_val *c)
-{
-    return device_list_mount(c) != NULL;
-}
-
-/* The first hostPath volume whose path, normalised with /var/run read as /run, is one of paths
- * (n of them), or NULL. */
-static const char *listed_host_path(yyjson_val *spec, const char *const *paths, size_t n)
-{
-    yyjson_val *vol;
-    size_t i;
-    char norm[512];
-
-    ARR_EACH (yyjson_obj_get(spec, "volumes"), i, vol) {
-        const char *p = json_str(yyjson_obj_get(yyjson_obj_get(vol, "hostPath"), "path"));
-
-        if (p == NULL)
-            continue;
-        host_view_path(p, norm, sizeof(norm));
-        for (size_t k = 0; k < n; k++)
-            if (strcmp(norm, paths[k]) == 0)
-                return p;
-    }
-    return NULL;
-}
-
-/* Whether a hostPath volume is /dev/null, the device plugin's placeholder for a volume-mount
- * device list entry. */
-static bool dev_null_host_path(yyjson_val *spec)
-{
-    static const char *const paths[] = {"/dev/null"};
-
-    return listed_host_path(spec, paths, sizeof(paths) / sizeof(paths[0])) != NULL;
-}
-
-/* A hostPath that reaches a container runtime's socket, or NULL: with it a container asks the
- * runtime for a privileged container with every GPU of the node, around the kubelet and this
- * webhook. The sockets of containerd, Docker and CRI-O, and their folders (the ones that hold
- * nothing else: /run, which holds docker.sock, is judged by dev_host_path). */
-static const char *runtime_socket_host_path(yyjson_val *spec)
-{
-    static const char *const paths[] = {"/run/containerd", "/run/containerd/containerd.sock",
-                                        "/run/docker.sock", "/run/crio", "/run/crio/crio.sock"};
-
-    return listed_host_path(spec, paths, sizeof(paths) / sizeof(paths[0]));
 }
 
 /* A cdi.k8s.io/ annotation that asks the container runtime for NVIDIA devices by their Container
@@ -1122,73 +862,6 @@ static bool reaches_gpu_nodes(const struct ctx *c, char *why, size_t len)
     return !keeps_off;
 }
 
-/* Whether an envFrom entry of the container may set NVIDIA_VISIBLE_DEVICES, CUDA_VERSION or
- * NVIDIA_REQUIRE_CUDA unseen (the last two make a legacy CUDA image: cuda_env_unsafe): every
- * key of the ConfigMap or Secret becomes PREFIX+KEY, so an entry is safe only with a prefix
- * that none of them starts with (APP_, say). */
-static bool has_env_from(yyjson_val *c)
-{
-    static const char *const vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VERSION",
-                                       "NVIDIA_REQUIRE_CUDA"};
-    yyjson_val *e;
-    size_t i;
-
-    ARR_EACH (yyjson_obj_get(c, "envFrom"), i, e) {
-        const char *prefix = json_str(yyjson_obj_get(e, "prefix"));
-
-        if (prefix == NULL)
-            return true;
-        for (size_t v = 0; v < sizeof(vars) / sizeof(vars[0]); v++)
-            if (strncmp(vars[v], prefix, strlen(prefix)) == 0)
-                return true;
-    }
-    return false;
-}
-
-/* The container's last env entry called name (the kubelet keeps the last of duplicates), or
- * NULL. */
-static yyjson_val *env_entry(yyjson_val *c, const char *name)
-{
-    yyjson_val *env = yyjson_obj_get(c, "env"), *e, *found = NULL;
-    size_t i;
-
-    ARR_EACH (env, i, e) {
-        if (json_str_is(yyjson_obj_get(e, "name"), name))
-            found = e;
-    }
-    return found;
-}
-
-/* Whether an env entry is empty: neither a value nor valueFrom, or the value "". */
-static bool env_empty(yyjson_val *e)
-{
-    yyjson_val *v = yyjson_obj_get(e, "value");
-
-    return yyjson_obj_get(e, "valueFrom") == NULL && (!yyjson_is_str(v) || json_str_is(v, ""));
-}
-
-/*
- * Whether the container's env makes the NVIDIA runtime read it as a legacy CUDA image, which
- * gets every GPU of the node when NVIDIA_VISIBLE_DEVICES is unset: a CUDA_VERSION that is not
- * empty (or from valueFrom) with NVIDIA_REQUIRE_CUDA empty or unset, or an empty
- * NVIDIA_REQUIRE_CUDA over an image whose CUDA_VERSION the pod spec does not show
- * (nvidia-container-toolkit internal/config/image/cuda_image.go: IsLegacy, and
- * DevicesFromEnvvars, "Environment variable unset with legacy image: default to all"). Safe
- * when the same container sets NVIDIA_VISIBLE_DEVICES to void, none or "" (set, so no
- * default), or a NVIDIA_REQUIRE_CUDA value that is not empty beside its CUDA_VERSION.
- */
-static bool cuda_env_unsafe(yyjson_val *c)
-{
-    yyjson_val *ver = env_entry(c, "CUDA_VERSION"), *req = env_entry(c, "NVIDIA_REQUIRE_CUDA");
-    yyjson_val *vis = env_entry(c, "NVIDIA_VISIBLE_DEVICES");
-
-    if (vis != NULL && yyjson_obj_get(vis, "valueFrom") == NULL && visible_devices_entry(c) == NULL)
-        return false;
-    if (req != NULL && yyjson_obj_get(req, "valueFrom") == NULL && !env_empty(req))
-        return false; /* a valueFrom may well be empty */
-    return (ver != NULL && !env_empty(ver)) || req != NULL;
-}
-
 /* ---- the rules ---- */
 
 /* The document a patch's values are built in (only while the rule may patch). */
@@ -1308,8 +981,9 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
         snprintf(why, sizeof(why), "it claims devices through resourceClaims");
     else
         reachable = reaches_gpu_nodes(c, why, sizeof(why));
-    if (ru->deny_visible_devices_env && (x = find_container(c->spec, env_sets_visible_devices))) {
-        visible_devices_value(x, value, sizeof(value));
+    if (ru->deny_visible_devices_env &&
+        (x = pod_find_container(c->spec, pod_sets_visible_devices))) {
+        pod_visible_devices_value(x, value, sizeof(value));
         add_problem(c->problem, sizeof(c->problem),
                     "container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which the NVIDIA runtime "
                     "honours around the device plugin (it can expose every GPU of the node); "
@@ -1319,7 +993,7 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
     }
     if (!reachable)
         return;
-    if (ru->deny_privileged && (x = find_container(c->spec, is_privileged)))
+    if (ru->deny_privileged && (x = pod_find_container(c->spec, pod_is_privileged)))
         add_problem(c->problem, sizeof(c->problem),
                     "privileged container \"%s\" can reach GPU devices (a privileged container "
                     "sees all of the node's /dev, whatever it requests) and the pod can reach GPU "
@@ -1327,13 +1001,13 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
                     "needs",
                     container_name(x), why);
     if (ru->deny_visible_devices_env && ru->deny_env_from &&
-        (x = find_container(c->spec, has_env_from)))
+        (x = pod_find_container(c->spec, pod_has_env_from)))
         add_problem(c->problem, sizeof(c->problem),
                     "container \"%s\" can reach GPU nodes (%s) and takes its environment from "
                     "envFrom, which may set NVIDIA_VISIBLE_DEVICES or CUDA_VERSION unseen; give "
                     "each envFrom entry a prefix (e.g. APP_) or set its variables with env",
                     container_name(x), why);
-    if (ru->deny_visible_devices_env && (x = find_container(c->spec, cuda_env_unsafe)))
+    if (ru->deny_visible_devices_env && (x = pod_find_container(c->spec, pod_cuda_env_unsafe)))
         add_problem(c->problem, sizeof(c->problem),
                     "container \"%s\" sets CUDA_VERSION or NVIDIA_REQUIRE_CUDA so that the "
                     "NVIDIA runtime takes it for a legacy CUDA image, which gets every GPU of the "
@@ -1341,25 +1015,25 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
                     "remove CUDA_VERSION (or set NVIDIA_REQUIRE_CUDA, e.g. cuda>=12.0), or set "
                     "NVIDIA_VISIBLE_DEVICES=void in that container",
                     container_name(x), why);
-    if (ru->deny_dev_host_path && (hp = dev_host_path(c->spec)))
+    if (ru->deny_dev_host_path && (hp = pod_dev_host_path(c->spec)))
         add_problem(c->problem, sizeof(c->problem),
                     "hostPath volume \"%s\" exposes GPU device nodes to every container that "
                     "mounts it, around the device plugin, and the pod can reach GPU nodes (%s); "
                     "remove the volume",
                     hp, why);
-    if (ru->deny_dev_host_path && (x = find_container(c->spec, mounts_device_list)))
+    if (ru->deny_dev_host_path && (x = pod_find_container(c->spec, pod_mounts_device_list)))
         add_problem(c->problem, sizeof(c->problem),
                     "container \"%s\" mounts a volume at %s, where the NVIDIA runtime hook reads "
                     "the devices to hand over (a volume-mount device list, around the device "
                     "plugin), and the pod can reach GPU nodes (%s); mount it elsewhere",
-                    container_name(x), device_list_mount(x), why);
-    if (ru->deny_dev_host_path && (hp = runtime_socket_host_path(c->spec)))
+                    container_name(x), pod_device_list_mount(x), why);
+    if (ru->deny_dev_host_path && (hp = pod_runtime_socket_host_path(c->spec)))
         add_problem(c->problem, sizeof(c->problem),
                     "hostPath volume \"%s\" reaches the container runtime's socket, through "
                     "which a container can start a privileged container with every GPU of the "
                     "node, and the pod can reach GPU nodes (%s); remove the volume",
                     hp, why);
-    if (ru->deny_dev_host_path && dev_null_host_path(c->spec))
+    if (ru->deny_dev_host_path && pod_dev_null_host_path(c->spec))
         add_problem(c->problem, sizeof(c->problem),
                     "hostPath volume /dev/null is the device plugin's placeholder for a "
                     "volume-mount device list entry, and the pod can reach GPU nodes (%s); "
@@ -1448,19 +1122,19 @@ static enum verdict rule_ephemeral(struct ctx *c, const struct rule *ru)
         if (ephemeral_existed(c->r, container_name(x)))
             continue;
         if (ru->deny_visible_devices_env &&
-            (env_sets_visible_devices(x) || (ru->deny_env_from && has_env_from(x)) ||
-             cuda_env_unsafe(x)))
+            (pod_sets_visible_devices(x) || (ru->deny_env_from && pod_has_env_from(x)) ||
+             pod_cuda_env_unsafe(x)))
             add_problem(
                 c->problem, sizeof(c->problem),
                 "ephemeral container \"%s\" sets NVIDIA_VISIBLE_DEVICES%s, which would "
                 "expose every GPU of the node; debug without it",
                 container_name(x),
-                env_sets_visible_devices(x) ? ""
-                : (ru->deny_env_from && has_env_from(x))
+                pod_sets_visible_devices(x) ? ""
+                : (ru->deny_env_from && pod_has_env_from(x))
                     ? " (or may, via envFrom)"
                     : " in effect (CUDA_VERSION without NVIDIA_REQUIRE_CUDA makes a legacy CUDA "
                       "image, which gets \"all\")");
-        if (ru->deny_privileged && is_privileged(x))
+        if (ru->deny_privileged && pod_is_privileged(x))
             add_problem(c->problem, sizeof(c->problem),
                         "privileged ephemeral container \"%s\" can reach every GPU of the node; "
                         "debug without privileged (e.g. kubectl debug --profile=general)",
