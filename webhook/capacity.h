@@ -1,17 +1,17 @@
 /*
  * capacity.h: whether N more pods of a template fit the cluster view, and why not.
  *
- * Fit as the scheduler would place them (DESIGN.md): eligible nodes are Ready, schedulable,
- * match the template's nodeSelector and required node affinity, and tolerate its NoSchedule and
- * NoExecute taints; each pod lands whole on one node, so a node holds floor(free / per-pod) of
- * them per GPU resource. "Now" counts a node's effective allocatable minus what bound pods use
- * and the headroom, plus what pods of lower priority use when the template's class may preempt;
- * Pods already waiting for GPUs (unbound Pending pods, replicas a controller still owes) of
- * equal or higher priority take the free GPUs of the nodes they can go to first.
- * "ever" counts the eligible nodes' allocatable alone (no headroom), and also the nodes that
- * would be eligible but for a cordon or a NotReady condition, which a drain or a reboot ends.
- * Recent admissions are reserved for a short window, so a burst cannot overcommit; they are
- * keyed by the workload, so that a retried request is not charged its own reservation.
+ * Fit as the scheduler would place them (docs/architecture.md §4.3): eligible nodes are Ready,
+ * schedulable, match the template's nodeSelector and required node affinity, and tolerate its
+ * NoSchedule and NoExecute taints; each pod lands whole on one node, so a node holds
+ * floor(free / per-pod) of them per GPU resource. "Now" counts a node's effective allocatable minus
+ * what bound pods use and the headroom, plus what pods of lower priority use when the template's
+ * class may preempt; Pods already waiting for GPUs (unbound Pending pods, replicas a controller
+ * still owes) of equal or higher priority take the free GPUs of the nodes they can go to first.
+ * "ever" counts the eligible nodes' allocatable alone (no headroom), and also the nodes that would
+ * be eligible but for a cordon or a NotReady condition, which a drain or a reboot ends. Recent
+ * admissions are reserved for a short window, so a burst cannot overcommit; they are keyed by the
+ * workload, so that a retried request is not charged its own reservation.
  */
 #ifndef GPUADMIT_CAPACITY_H
 #define GPUADMIT_CAPACITY_H

@@ -25,7 +25,7 @@
 #include "workload.h"
 
 /*
- * Reading the review (YYJSON.md §2). Values are the review's immutable yyjson_val *, its depth
+ * Reading the review (docs/json.md §2). Values are the review's immutable yyjson_val *, its depth
  * capped by review_decode() (so yyjson_equals may recurse on them). Arrays are walked once with
  * ARR_EACH (yyjson_arr_get is O(i)); integers go through json_int64(), never the unchecked
  * yyjson_get_sint. Strings may hold a NUL ("\u0000"): the string values here are compared as C

@@ -1,5 +1,5 @@
 /*
- * json.h: the project's JSON conventions on top of yyjson (YYJSON.md has the library's facts).
+ * json.h: the project's JSON conventions on top of yyjson (docs/json.md has the library's facts).
  *
  * Reading: json_read() is the one way bytes become a document. It reads with fixed flags (never
  * the ALLOW_* ones), and refuses what yyjson accepts but the apiserver's decoder or a careful
@@ -42,7 +42,7 @@
 #define JSON_READ_ANY_ROOT 1u /* accept a root that is not an object (arrays, scalars) */
 #define JSON_READ_INSITU                                                                           \
     2u /* parse in place: buf has YYJSON_PADDING_SIZE zero bytes after                             \
-          len and outlives the document (YYJSON.md §4) */
+          len and outlives the document (docs/json.md §4) */
 #define JSON_READ_PREFIX                                                                           \
     4u /* stop after the first value; yyjson_doc_get_read_size() says                              \
           how far it read */

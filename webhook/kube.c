@@ -10,7 +10,7 @@
  * handle, polled at most KUBE_POLL_MS at a time: kube_stop() sets the flag and wakes each
  * handle with curl_multi_wakeup(), so a blocked watch ends within milliseconds.
  *
- * Protocol (PROTOCOL.md §9): lists carry no resourceVersion (a consistent read) and go page by
+ * Protocol (docs/protocol.md §9): lists carry no resourceVersion (a consistent read) and go page by
  * page with limit/continue; each page goes to the view as it arrives. The watch starts at the
  * list's resourceVersion and resumes from the last one seen (events and bookmarks) after a
  * clean end or a broken connection. 410 Gone, an ERROR event, or a stream that cannot be parsed

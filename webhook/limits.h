@@ -88,7 +88,7 @@
 
 /* AdmissionReview content. */
 /* Arrays and objects nested in a review body. yyjson reads any depth, but its equal and mutable
- * copies recurse without a cap (YYJSON.md §2.4); json_read() stops here. A Pod or workload the
+ * copies recurse without a cap (docs/json.md §2.4); json_read() stops here. A Pod or workload the
  * apiserver sends nests about 20 deep (its schema prunes unknown fields), so anything deeper
  * comes from another caller. */
 #define REVIEW_DEPTH_MAX 128u

@@ -4,7 +4,7 @@
  * own code: the AdmissionReview the apiserver would send (kind and resource from the object's
  * apiVersion and kind, for the kinds of the route table, eval_routes()), the mutating
  * evaluation, its JSON Patch applied (patch_apply), a reinvocation of the mutating evaluation on
- * the patched object (PROTOCOL.md §6: it must patch nothing more), then the validating
+ * the patched object (docs/protocol.md §6: it must patch nothing more), then the validating
  * evaluation of the patched object. For gpuadmit check and gpuadmit test.
  *
  * The review is a dry run (request.dryRun), so judging an object reserves no capacity: every

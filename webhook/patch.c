@@ -7,7 +7,7 @@
  * immutable, yyjson_mut_equals) run only on trees checked against PATCH_DEPTH_MAX first, or on
  * the working copy, which is the review's depth-capped object plus the shallow values eval.c
  * adds. yyjson's own yyjson_patch() is not used: 0.10 appends a second member on "add" of an
- * existing key instead of replacing it (YYJSON.md §2.5, RFC 6902 §4.1).
+ * existing key instead of replacing it (docs/json.md §2.5, RFC 6902 §4.1).
  */
 #include "patch.h"
 

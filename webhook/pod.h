@@ -2,9 +2,9 @@
  * pod.h: GPU facts of a pod spec (a Pod's spec, or the pod template spec of a workload).
  *
  * A container's GPU request is requests[r], or limits[r] where requests lack it: Pods arrive
- * defaulted, templates do not (PROTOCOL.md §6). The pod's demand per resource follows the
+ * defaulted, templates do not (docs/protocol.md §6). The pod's demand per resource follows the
  * scheduler: the larger of (app containers + sidecars) and the largest init-phase need, plus
- * spec.overhead (GPU.md §4). Every pointer is borrowed from the
+ * spec.overhead (docs/protocol.md §8). Every pointer is borrowed from the
  * spec's document.
  */
 #ifndef GPUADMIT_POD_H

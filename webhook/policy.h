@@ -1,5 +1,6 @@
 /*
- * policy.h: the GPU policy as loaded from rule files, and its evaluation.
+ * policy.h: the GPU policy as loaded from rule files: its types, the names of its vocabulary,
+ * its snapshots and the holder of the one in force. Loading is rules.h's, evaluation eval.h's.
  *
  * A policy is an immutable, reference-counted snapshot of every GPUPolicy document in the rules
  * directory. Requests take a reference (policy_ref) to the current snapshot for their whole

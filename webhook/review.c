@@ -1,5 +1,5 @@
 /*
- * review.c: AdmissionReview decoding and response encoding (PROTOCOL.md §2-§5).
+ * review.c: AdmissionReview decoding and response encoding (docs/protocol.md §2-§5).
  *
  * Invariants: a decoded review has a non-empty uid, a known operation and a request kind; every
  * pointer in it is borrowed from the yyjson document it owns. A response always carries the
@@ -262,7 +262,7 @@ int review_decode_in(struct review *r, char *body, size_t len, unsigned flags,
 
     memset(r, 0, sizeof(*r));
     diag_clear(&rd);
-    /* Decisions (YYJSON.md §2): duplicate keys refused (400, as with jansson's
+    /* Decisions (docs/json.md §2): duplicate keys refused (400, as with jansson's
      * JSON_REJECT_DUPLICATES: yyjson would keep both and find the first, the apiserver the
      * last); integers past 64 bits refused rather than read as doubles; nesting capped at
      * REVIEW_DEPTH_MAX by json_read's walk after the (iterative) parse, which replaces the

@@ -2,8 +2,8 @@
  * review.h: the AdmissionReview codec (admission.k8s.io/v1 and v1beta1).
  *
  * review_decode() turns request bytes into a struct review; review_encode() turns a review and a
- * decision into the response bytes the apiserver accepts (PROTOCOL.md §3). A struct review owns
- * its yyjson document, and every const char * and yyjson_val * in it is borrowed from that
+ * decision into the response bytes the apiserver accepts (docs/protocol.md §3). A struct review
+ * owns its yyjson document, and every const char * and yyjson_val * in it is borrowed from that
  * document, valid until review_free(). The decision it encodes is decision.h's.
  */
 #ifndef GPUADMIT_REVIEW_H

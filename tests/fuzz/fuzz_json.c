@@ -1,7 +1,7 @@
 /*
  * fuzz_json: json_read (webhook/json.c), the one way bytes become a document, on arbitrary
  * bytes, judged against yyjson's own reader and a walk of this file's own: what yyjson accepts
- * but gpuadmit must refuse (YYJSON.md section 2) must be refused with json.h's messages, and
+ * but gpuadmit must refuse (docs/json.md §2) must be refused with json.h's messages, and
  * what passes must be what yyjson read, write back, and read again the same.
  *
  * Input: byte 0 picks the flags (bit 0 JSON_READ_ANY_ROOT, bit 1 JSON_READ_PREFIX, bit 2

@@ -56,7 +56,7 @@ int fuzz_apply_patch(yyjson_mut_doc *doc, yyjson_val *ops, char *why, size_t len
 unsigned char *fuzz_base64_decode(const char *in, size_t len, size_t *out_len);
 
 /*
- * Checks an encoded response against the request it answers (PROTOCOL.md §3): same
+ * Checks an encoded response against the request it answers (docs/protocol.md §3): same
  * apiVersion, kind AdmissionReview, the uid byte for byte, allowed present and equal to the
  * decision, a status for a denial, patch and patchType together and only when mutating, the
  * patch standard base64 of a non-empty JSON array of operations that apply cleanly to the

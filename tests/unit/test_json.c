@@ -1,5 +1,5 @@
 /*
- * test_json.c: json.c, the checks yyjson does not make (YYJSON.md §2) and json_pack.
+ * test_json.c: json.c, the checks yyjson does not make (docs/json.md §2) and json_pack.
  *
  * The expected refusals are jansson 2.14's, which the project read with JSON_REJECT_DUPLICATES
  * until the move, and Go's encoding/json as the apiserver decodes (it refuses integers that do
@@ -95,7 +95,7 @@ static void errors_have_line_and_column(void)
 {
     struct diag d;
 
-    /* YYJSON.md §1: `"b": ,` on line 3 */
+    /* docs/json.md §1: `"b": ,` on line 3 */
     CHECK(rd("{\"a\": 1,\n\n \"b\": ,\n}", 0, 8, &d) == NULL);
     CHECK(d.line == 3 && d.column == 7);
     CHECK_CONTAINS(d.msg, "invalid JSON at 3:7: ");

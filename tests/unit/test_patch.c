@@ -106,7 +106,7 @@ static void test_apply_errors(void)
 }
 
 /* RFC 6902 section 4.1: "add" onto a member that exists replaces it, where yyjson 0.10's own
- * yyjson_patch() appends a second member of that key (YYJSON.md section 2.5): the patch applied
+ * yyjson_patch() appends a second member of that key (docs/json.md §2.5): the patch applied
  * twice gives what it gave once. */
 static void test_add_replaces(void)
 {
