@@ -15,8 +15,9 @@ Snapshots are `kubectl get nodes,pods,priorityclasses,replicasets,deployments,st
 -A -o json`, the input of `gpuadmit serve --cluster-snapshot`, as kubectl prints it. The
 review is recorded by a webhook of this script's own (a ValidatingWebhookConfiguration pointing at
 a listener here, on CLUSTER_PORT_BASE + 945), for a real create of the ReplicaSet, which is
-deleted afterwards. Brings the cluster up (make cluster) if it is not; leaves it running.
-Quiet but for the files it writes. Python 3 standard library only.
+deleted afterwards. Brings the cluster up (make cluster) if it is not (make cluster-capture
+stops it afterwards). Prints the Kubernetes version it captured from and nothing else. Python 3
+standard library only.
 """
 import base64
 import http.server

@@ -9,7 +9,7 @@
 #   etcd: Debian 13's etcd-server package, downloaded and unpacked, never installed (its postinst
 #     would start a system etcd on the default ports); when it cannot be fetched, the same
 #     release built from go.etcd.io/etcd/server/v3 through the wrapper module tests/cluster/etcd
-#     (GPUADMIT_ETCD=build builds it without trying Debian).
+#     (GPUADMIT_ETCD=build builds it without trying Debian, when no etcd is cached yet).
 # A missing binary is made alone: the others are taken over from the cache as they are.
 # Prints the directory holding all five on stdout; says nothing else when they are already there.
 #
@@ -73,7 +73,9 @@ fi
 
 # Go from PATH, or where Go's own installer puts it (a non-login shell may not have it on PATH)
 command -v go >/dev/null || [[ ! -x /usr/local/go/bin/go ]] || PATH=/usr/local/go/bin:$PATH
-for tool in go apt-get dpkg-deb flock setsid; do
+tools=(go flock setsid)
+[[ ${GPUADMIT_ETCD:-} == build ]] || tools+=(apt-get dpkg-deb) # Debian's etcd is fetched
+for tool in "${tools[@]}"; do
     command -v "$tool" >/dev/null ||
         { echo "k8s-binaries: $tool is needed to build or fetch the control plane" >&2; exit 1; }
 done
