@@ -24,8 +24,7 @@
 #include "limits.h"
 #include "policy.h"
 
-#define CAPACITY_RESOURCES_MAX 8
-#define CAPACITY_TEXT_MAX      1024
+#define CAPACITY_TEXT_MAX 1024
 
 struct capacity_request {
     yyjson_val *pod_spec;            /* the pod template's spec (borrowed) */

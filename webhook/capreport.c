@@ -24,14 +24,13 @@
 #include "cluster.h"
 #include "json.h"
 #include "kube.h"
+#include "limits.h"
 #include "log.h"
 #include "offline.h"
 #include "parse.h"
 #include "pod.h"
 #include "policy.h"
 #include "yamljson.h"
-
-#define SYNC_TIMEOUT_S_DEFAULT 30u
 
 static const char usage_capacity[] =
     "usage: gpuadmit capacity (--cluster-snapshot FILE | --kubeconfig FILE) [OPTIONS]\n"
@@ -78,7 +77,7 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
     int ch;
 
     o->rules = "rules";
-    o->timeout_s = SYNC_TIMEOUT_S_DEFAULT;
+    o->timeout_s = DEFAULT_CAPACITY_SYNC_TIMEOUT_S;
     opterr = 0;
     optind = 1;
     while ((ch = getopt_long(argc, argv, ":r:f:o:h", longopts, NULL)) != -1) {

@@ -52,34 +52,9 @@
 #include "mono.h"
 #include "text.h"
 
-#define KUBE_DEFAULT_WATCH_TIMEOUT_S 300u /* client-go asks 5-10 minutes */
-#define KUBE_MAX_WATCH_TIMEOUT_S     3600u
-#define KUBE_DEFAULT_LIST_PAGE       500u
-#define KUBE_MAX_LIST_PAGE           10000u
-
-#define KUBE_CONNECT_TIMEOUT_S 10L /* TCP connect and TLS handshake */
-#define KUBE_LIST_TIMEOUT_S    60L /* one list page, start to end */
-/* A watch silent for its timeoutSeconds plus this margin (at least KUBE_SILENCE_MARGIN_MIN_S,
- * else a tenth of the timeout) is dead: the apiserver would have ended it. */
-#define KUBE_SILENCE_MARGIN_MIN_S 2u
-#define KUBE_POLL_MS              250 /* longest wait in curl before checking stop and silence */
-#define KUBE_TCP_KEEPIDLE_S       30L
-#define KUBE_TCP_KEEPINTVL_S      10L
-
-/* Backoff: full jitter over an exponential ceiling, reset after a success. */
-#define KUBE_BACKOFF_BASE_MS 200u
-#define KUBE_BACKOFF_MAX_MS  30000u
-/* A watch that ends cleanly this soon without delivering anything counts as a failure, so that
- * a server closing every watch at once cannot make us spin. */
-#define KUBE_WATCH_MIN_HEALTHY_S 1.0
-
-/* Token files are re-read this often (client-go: every minute), and after a 401. */
-#define KUBE_TOKEN_REFRESH_S 60.0
-
-/* Bounds on what the apiserver (or something posing as it) can make us hold. */
-#define KUBE_LIST_BODY_MAX  (64u * 1024u * 1024u) /* one list page; past it the page halves */
-#define KUBE_ERROR_BODY_MAX (16u * 1024u)         /* a failed request's Status, for the log */
-#define KUBE_MSG_SHOWN      300                   /* chars of an apiserver message in logs */
+/* The timeouts, backoff and body caps against the apiserver are in limits.h. */
+#define KUBE_POLL_MS   250 /* longest wait in curl before checking stop and silence */
+#define KUBE_MSG_SHOWN 300 /* chars of an apiserver message in logs */
 
 #define KUBE_USER_AGENT "gpuadmit (kube client)"
 

@@ -21,11 +21,10 @@
 #include "buf.h"
 #include "cluster.h"
 #include "kubeconfig.h"
+#include "limits.h"
 #include "metrics.h"
 
-#define KUBE_LINE_MAX (16u * 1024u * 1024u) /* one watch event */
-#define KUBE_RV_MAX   256u                  /* a resourceVersion */
-#define KUBE_WHY_MAX  512u
+#define KUBE_WHY_MAX 512u
 
 enum verdict {
     V_OK,      /* keep reading */

@@ -37,13 +37,6 @@
 #define KUBE_SA_TOKEN KUBE_SA_DIR "/token"
 #define KUBE_SA_CA    KUBE_SA_DIR "/ca.crt"
 
-#define KUBE_TOKEN_MAX_BYTES (64u * 1024u)
-
-/* The kubeconfig file. */
-#define KUBE_KUBECONFIG_MAX_BYTES (4u * 1024u * 1024u)
-#define KUBE_YAML_DEPTH_MAX       32u
-#define KUBE_YAML_NODES_MAX       100000u
-
 void kubeconfig_secret_free(char *s)
 {
     if (s == NULL)

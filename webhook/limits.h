@@ -1,8 +1,11 @@
 /*
- * limits.h: every size, count and timeout gpuadmit uses, in one place.
+ * limits.h: the sizes, counts, depths and timeouts that bound what a peer can cost gpuadmit, and
+ * the defaults of the command line, in one place.
  *
- * Defaults that users can change on the command line are named DEFAULT_*; the rest are fixed
- * bounds that keep a hostile or broken peer from costing more than a known amount.
+ * Defaults that users can change on the command line are named DEFAULT_* (or *_DEFAULT_*); the
+ * rest are fixed bounds that keep a hostile or broken peer (a client, the apiserver, a rule file,
+ * a manifest, a kubeconfig) from costing more than a known amount. A module's private sizes (its
+ * message buffers, cache sizes, the tuning of an algorithm) stay next to its code.
  */
 #ifndef GPUADMIT_LIMITS_H
 #define GPUADMIT_LIMITS_H
@@ -135,5 +138,59 @@
 
 /* Logs. */
 #define LOG_LINE_MAX (16u * 1024u)
+
+/* The API-server client (kube.c): timeoutSeconds asked of each watch and limit per list page
+ * (flags; client-go asks 5-10 minutes), and their ceilings. */
+#define KUBE_DEFAULT_WATCH_TIMEOUT_S 300u
+#define KUBE_MAX_WATCH_TIMEOUT_S     3600u
+#define KUBE_DEFAULT_LIST_PAGE       500u
+#define KUBE_MAX_LIST_PAGE           10000u
+#define KUBE_CONNECT_TIMEOUT_S       10L /* TCP connect and TLS handshake */
+#define KUBE_LIST_TIMEOUT_S          60L /* one list page, start to end */
+/* A watch silent for its timeoutSeconds plus this margin (at least KUBE_SILENCE_MARGIN_MIN_S,
+ * else a tenth of the timeout) is dead: the apiserver would have ended it. */
+#define KUBE_SILENCE_MARGIN_MIN_S 2u
+#define KUBE_TCP_KEEPIDLE_S       30L
+#define KUBE_TCP_KEEPINTVL_S      10L
+/* Backoff: full jitter over an exponential ceiling, reset after a success. */
+#define KUBE_BACKOFF_BASE_MS 200u
+#define KUBE_BACKOFF_MAX_MS  30000u
+/* A watch that ends cleanly this soon without delivering anything counts as a failure, so that
+ * a server closing every watch at once cannot make us spin. */
+#define KUBE_WATCH_MIN_HEALTHY_S 1.0
+/* Token files are re-read this often (client-go: every minute), and after a 401. */
+#define KUBE_TOKEN_REFRESH_S 60.0
+/* What the apiserver (or something posing as it) can make us hold. */
+#define KUBE_LIST_BODY_MAX  (64u * 1024u * 1024u) /* one list page; past it the page halves */
+#define KUBE_LINE_MAX       (16u * 1024u * 1024u) /* one watch event */
+#define KUBE_ERROR_BODY_MAX (16u * 1024u)         /* a failed request's Status, for the log */
+#define KUBE_RV_MAX         256u                  /* a resourceVersion */
+
+/* The kubeconfig and the token file (kubeconfig.c). */
+#define KUBE_TOKEN_MAX_BYTES      (64u * 1024u)
+#define KUBE_KUBECONFIG_MAX_BYTES (4u * 1024u * 1024u)
+#define KUBE_YAML_DEPTH_MAX       32u
+#define KUBE_YAML_NODES_MAX       100000u
+
+/* Rule files (rules.c), per load: a broken or hostile file costs at most this much. */
+#define RULES_DEPTH_MAX      32u             /* nested mappings and sequences */
+#define RULES_FILE_MAX_BYTES (1024u * 1024u) /* per file */
+#define RULES_NODES_MAX      10000u          /* scalars, mappings, sequences per file */
+#define RULES_FILES_MAX      64u             /* rule files per directory or list */
+#define RULES_RULES_MAX      256u            /* rules in one load, all files together */
+#define RULES_ERRORS_MAX     50              /* errors kept; the rest are only counted */
+
+/* Pod specs and capacity: the GPU resources one pod spec (pod.c) and one template's capacity
+ * judgement (capacity.c) keep apart, and the admitted increases held at once (a burst of
+ * requests past this many reserves nothing more until the oldest end). */
+#define POD_RESOURCES_MAX         16
+#define CAPACITY_RESOURCES_MAX    8
+#define CAPACITY_RESERVATIONS_MAX 1024
+
+/* gpuadmit test (suite.c): suite files one run reads, and subdirectory levels it looks into. */
+#define SUITE_FILES_MAX 1000u
+#define SUITE_DIR_DEPTH 4u
+/* gpuadmit capacity (capreport.c): how long --timeout waits for a live cluster's first list. */
+#define DEFAULT_CAPACITY_SYNC_TIMEOUT_S 30u
 
 #endif

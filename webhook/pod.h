@@ -15,9 +15,8 @@
 #include <yyjson.h>
 
 #include "diag.h"
+#include "limits.h"
 #include "policy.h"
-
-#define POD_RESOURCES_MAX 16
 
 struct pod_amount {
     const char *name; /* borrowed from the spec */

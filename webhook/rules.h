@@ -16,17 +16,13 @@
 #include <stddef.h>
 
 #include "diag.h"
+#include "limits.h"
 #include "policy.h"
 
-/* Bounds of one load (the spec's): a broken or hostile file costs at most this much. */
-#define RULES_DEPTH_MAX      32u             /* nested mappings and sequences */
-#define RULES_FILE_MAX_BYTES (1024u * 1024u) /* per file */
-#define RULES_NODES_MAX      10000u          /* scalars, mappings, sequences per file */
-#define RULES_FILES_MAX      64u             /* rule files per directory or list */
-#define RULES_RULES_MAX      256u            /* rules in one load, all files together */
-#define RULES_ERRORS_MAX     50              /* errors kept; the rest are only counted */
-#define RULES_VALUE_SHOWN    64u             /* bytes of a bad value quoted in a message */
-#define RULES_PATH_MAX       256u            /* a key path in a message, e.g. spec.rules[3] */
+/* The bounds of one load (RULES_*_MAX: size, depth, nodes, files, rules, errors) are in
+ * limits.h; these size the messages. */
+#define RULES_VALUE_SHOWN 64u  /* bytes of a bad value quoted in a message */
+#define RULES_PATH_MAX    256u /* a key path in a message, e.g. spec.rules[3] */
 
 struct rules_errors {
     size_t n;       /* items used */

@@ -22,14 +22,12 @@
 
 #include "cluster.h"
 #include "json.h"
+#include "limits.h"
 #include "log.h"
 #include "offline.h"
 #include "patch.h"
 #include "policy.h"
 #include "yamljson.h"
-
-#define SUITE_FILES_MAX 1000u
-#define SUITE_DIR_DEPTH 4u /* subdirectory levels gpuadmit test DIR looks into */
 
 static const char usage_test[] =
     "usage: gpuadmit test PATH...\n"
