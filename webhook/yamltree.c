@@ -46,21 +46,20 @@ void yamltree_free(struct yamltree *t)
     memset(t, 0, sizeof(*t));
 }
 
-/* Makes room for one more element. -1 when out of memory (arr unchanged). */
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+/* Makes room for one more element past n: the array, moved or not, or NULL when out of memory
+ * (arr is then unchanged). */
+static void *grow(void *arr, size_t *cap, size_t n, size_t elem)
 {
     size_t ncap;
     void *p;
 
     if (n < *cap)
-        return 0;
+        return arr;
     ncap = *cap ? *cap * 2 : 8;
-    p = reallocarray(*arr, ncap, elem);
-    if (p == NULL)
-        return -1;
-    *arr = p;
-    *cap = ncap;
-    return 0;
+    p = reallocarray(arr, ncap, elem);
+    if (p != NULL)
+        *cap = ncap;
+    return p;
 }
 
 static int fail(struct yread *r, enum yamltree_fail code, const yaml_mark_t *m)
@@ -138,6 +137,7 @@ static int attach(struct yread *r, struct yamltree_node *n, const yaml_event_t *
     struct yamltree *t = r->t;
     struct yamltree_node *p = n->parent;
     struct yamltree_doc *doc = t->n_docs ? &t->docs[t->n_docs - 1] : NULL;
+    struct yamltree_node **nodes, **kids;
     bool container = n->kind == YAMLTREE_SEQ || n->kind == YAMLTREE_MAP;
     bool deep = container && r->depth >= r->lim->max_depth;
 
@@ -145,8 +145,13 @@ static int attach(struct yread *r, struct yamltree_node *n, const yaml_event_t *
         t->err.at = n;
         return fail(r, deep ? YAMLTREE_E_DEPTH : YAMLTREE_E_NODES, &ev->start_mark);
     }
-    if (grow((void **)&t->nodes, &t->cap_nodes, t->n_nodes, sizeof(*t->nodes)) < 0 ||
-        (p != NULL && grow((void **)&p->kids, &p->cap, p->n, sizeof(*p->kids)) < 0)) {
+    nodes = grow(t->nodes, &t->cap_nodes, t->n_nodes, sizeof(*t->nodes));
+    if (nodes != NULL)
+        t->nodes = nodes;
+    kids = nodes != NULL && p != NULL ? grow(p->kids, &p->cap, p->n, sizeof(*p->kids)) : NULL;
+    if (kids != NULL)
+        p->kids = kids;
+    if (nodes == NULL || (p != NULL && kids == NULL)) {
         node_free(t, n);
         return fail(r, YAMLTREE_E_MEMORY, &ev->start_mark);
     }
@@ -167,6 +172,7 @@ static int on_doc_start(struct yread *r, const yaml_event_t *ev)
 {
     struct yamltree *t = r->t;
 
+    struct yamltree_doc *docs;
     unsigned index = (unsigned)t->n_docs + 1;
 
     if (r->lim->max_docs && t->n_docs >= r->lim->max_docs) {
@@ -174,8 +180,10 @@ static int on_doc_start(struct yread *r, const yaml_event_t *ev)
         t->err.doc = index; /* the document refused */
         return -1;
     }
-    if (grow((void **)&t->docs, &t->cap_docs, t->n_docs, sizeof(*t->docs)) < 0)
+    docs = grow(t->docs, &t->cap_docs, t->n_docs, sizeof(*t->docs));
+    if (docs == NULL)
         return fail(r, YAMLTREE_E_MEMORY, &ev->start_mark);
+    t->docs = docs;
     t->docs[t->n_docs++] = (struct yamltree_doc){NULL, index, (unsigned)ev->start_mark.line + 1,
                                                  (unsigned)ev->start_mark.column + 1, false};
     return 0;
