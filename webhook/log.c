@@ -181,16 +181,21 @@ static void write_line(const yyjson_alc *alc, yyjson_mut_doc *doc, enum log_leve
     emit(alc, doc, line);
 }
 
+/* A document for one line at level, from the thread's arena; NULL when the level is off. */
+static yyjson_mut_doc *line_doc(enum log_level level, const yyjson_alc **alc)
+{
+    if (!log_enabled(level))
+        return NULL;
+    *alc = arena();
+    return yyjson_mut_doc_new(*alc);
+}
+
 void log_event(enum log_level level, const char *msg, const char *fmt, ...)
 {
-    const yyjson_alc *alc;
-    yyjson_mut_doc *doc;
+    const yyjson_alc *alc = NULL;
+    yyjson_mut_doc *doc = line_doc(level, &alc);
     yyjson_mut_val *fields = NULL;
 
-    if (!log_enabled(level))
-        return;
-    alc = arena();
-    doc = yyjson_mut_doc_new(alc);
     if (doc == NULL)
         return;
     if (fmt != NULL) {
@@ -206,13 +211,9 @@ void log_event(enum log_level level, const char *msg, const char *fmt, ...)
 
 void log_event_obj(enum log_level level, const char *msg, yyjson_mut_val *fields)
 {
-    const yyjson_alc *alc;
-    yyjson_mut_doc *doc;
+    const yyjson_alc *alc = NULL;
+    yyjson_mut_doc *doc = line_doc(level, &alc);
 
-    if (!log_enabled(level))
-        return;
-    alc = arena();
-    doc = yyjson_mut_doc_new(alc);
     if (doc == NULL)
         return;
     write_line(alc, doc, level, msg, fields);
