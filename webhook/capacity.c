@@ -419,14 +419,24 @@ static int64_t held_on(const struct held *h, const char *node, const char *res, 
     return sum;
 }
 
+/* nvidia.com/gpu.replicas of 2 or more: a number, however long (a label may hold more digits
+ * than 64 bits do; the device plugin's labeller writes a small one). */
+static bool replicas_shared(const char *s)
+{
+    uint64_t count;
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || strspn(s, "0123456789") != n)
+        return false;
+    return parse_uint(s, 2, UINT64_MAX, &count) == 0 || parse_uint(s, 0, 1, &count) != 0;
+}
+
 static bool node_shares(const struct node *n, char *why, size_t len)
 {
     /* node labels: from the apiserver, which allows no NUL in them */
     const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
     const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
-    uint64_t count;
-    bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) ||
-                  (replicas != NULL && parse_uint(replicas, 2, UINT64_MAX, &count) == 0);
+    bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) || replicas_shared(replicas);
 
     if (shared)
         snprintf(why, len, "%s%s%s", strategy ? strategy : "shared",

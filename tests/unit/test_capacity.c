@@ -670,6 +670,12 @@ static void test_replicas_label_is_a_number(void)
     CHECK(!judge(c, two, 1, 0).all_shared);
     apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", "'nvidia.com/gpu.replicas':'1'", "4", ""));
     CHECK(!judge(c, two, 1, 0).all_shared);
+    /* more digits than 64 bits hold is still a number of replicas */
+    apply(c, CLUSTER_NODES, "MODIFIED",
+          GPU_NODE("n1", "'nvidia.com/gpu.replicas':'99999999999999999999'", "4", ""));
+    CHECK(judge(c, two, 1, 0).all_shared);
+    apply(c, CLUSTER_NODES, "MODIFIED", GPU_NODE("n1", "'nvidia.com/gpu.replicas':'01'", "4", ""));
+    CHECK(!judge(c, two, 1, 0).all_shared);
     apply(c, CLUSTER_NODES, "MODIFIED",
           GPU_NODE("n1", "'nvidia.com/gpu.replicas':'4x','nvidia.com/gpu.sharing-strategy':'mps'",
                    "4", ""));
