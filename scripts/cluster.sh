@@ -10,6 +10,7 @@
 #   scripts/cluster.sh control-plane      etcd, apiserver, controller-manager, scheduler only
 #   scripts/cluster.sh restart-apiserver [ARG...]  stop kube-apiserver and start it again, with
 #                                         ARGs added to its flags (e.g. --watch-cache=false)
+#   scripts/cluster.sh stop-apiserver     stop kube-apiserver only (start it with control-plane)
 #   scripts/cluster.sh nodes POOL         replace the fake Nodes with tests/cluster/nodes/POOL.yaml
 #   scripts/cluster.sh install OVERLAY    kubectl apply -k manifests/overlays/OVERLAY, pointed
 #                                         at the local gpuadmit (tests/cluster/loopback)
@@ -343,10 +344,11 @@ case $cmd in
     down) down ;;
     control-plane) control_plane ;;
     restart-apiserver) apiserver_args=("$@") && stop apiserver && control_plane ;;
+    stop-apiserver) stop apiserver ;;
     nodes) nodes "$@" ;;
     install) install "$@" ;;
     uninstall) uninstall ;;
     gpuadmit-start) gpuadmit_start "$@" ;;
     gpuadmit-stop) stop gpuadmit ;;
-    *) sed -n '2,20s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,21s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
 esac
