@@ -30,8 +30,10 @@ RELEASE_CFLAGS := -O2 -g
 SAN_CFLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 LDLIBS_EXTRA := -lpthread
 
-SRC := $(wildcard webhook/*.c)
-LIB_SRC := $(filter-out webhook/main.c,$(SRC))
+# webhook/ holds the request path and the base modules, its folders the families
+# (docs/architecture.md)
+SRC := $(wildcard webhook/*.c webhook/*/*.c)
+LIB_SRC := $(filter-out webhook/cli/main.c,$(SRC))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_NAMES := $(notdir $(UNIT_SRC:.c=))
 
@@ -68,7 +70,7 @@ build/version.h: FORCE
 # phony, or .SECONDARY below would keep it from ever being remade
 .PHONY: FORCE
 FORCE:
-build/release/webhook/main.o build/san/webhook/main.o: build/version.h
+build/release/webhook/cli/main.o build/san/webhook/cli/main.o: build/version.h
 
 $(eval $(call variant,release,$(RELEASE_CFLAGS)))
 $(eval $(call variant,san,$(SAN_CFLAGS)))
@@ -147,8 +149,8 @@ valgrind: $(release_UNIT)
 		valgrind --quiet --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect $$t || exit 1; \
 	done
 
-FMT_FILES = webhook/*.c webhook/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c tests/fuzz/*.h \
-	tests/bench/*.c
+FMT_FILES = webhook/*.c webhook/*.h webhook/*/*.c webhook/*/*.h tests/unit/*.c tests/unit/*.h \
+	tests/fuzz/*.c tests/fuzz/*.h tests/bench/*.c
 
 fmt:
 	clang-format -i $(FMT_FILES)
@@ -160,17 +162,17 @@ lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 		--suppress=missingIncludeSystem --library=gnu \
 		--include=$$($(PKG_CONFIG) --variable=includedir yyjson)/yyjson.h \
-		-Iwebhook webhook tests/unit
+		-Iwebhook webhook tests/unit tests/bench/bench_view.c
 
 # make bench (tests/bench/run.py, README "Performance"): gpuadmit against nginx and a Node.js
 # webhook over TLS (wrk), handshakes, decode+evaluate+encode in process and memory; then the
-# cluster view's benchmark (bench/README.md; BENCH_VIEW=0 skips it, BENCH_ARGS="--scale 0.1
+# cluster view's benchmark (tests/bench/README.md; BENCH_VIEW=0 skips it, BENCH_ARGS="--scale 0.1
 # --reps 3" shrinks it). BENCH_QUICK=1 for a short run. Installs wrk, nginx and node if missing;
 # not part of check.
 .PHONY: bench bench-deps
 BENCH_PACKAGES := wrk nginx-light nodejs valgrind
 BENCH_VIEW ?= 1
-build/release/bench/bench_view: bench/bench_view.c $(release_LIB_OBJ)
+build/release/tests/bench/bench_view: tests/bench/bench_view.c $(release_LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  CC+LD [release] $@"
 	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
@@ -189,7 +191,7 @@ build/release/tests/bench/handshake build/release/tests/bench/overload: \
 	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $$($(PKG_CONFIG) --cflags openssl) $< -o $@ \
 		$$($(PKG_CONFIG) --libs openssl) $(LDLIBS_EXTRA)
 
--include build/release/bench/bench_view.d build/release/tests/bench/bench_codec.d \
+-include build/release/tests/bench/bench_view.d build/release/tests/bench/bench_codec.d \
 	build/release/tests/bench/handshake.d build/release/tests/bench/overload.d
 
 bench-deps:
@@ -197,10 +199,10 @@ bench-deps:
 
 bench: deps bench-deps
 	@$(MAKE) --no-print-directory build/release/gpuadmit build/release/tests/bench/bench_codec \
-		build/release/tests/bench/handshake build/release/tests/bench/overload $(if $(filter 0,$(BENCH_VIEW)),,build/release/bench/bench_view)
+		build/release/tests/bench/handshake build/release/tests/bench/overload $(if $(filter 0,$(BENCH_VIEW)),,build/release/tests/bench/bench_view)
 	@$(PYTHON) tests/bench/run.py build/release
-	@if [[ "$(BENCH_VIEW)" != 0 ]]; then echo; echo "Cluster view (bench/README.md):"; \
-		build/release/bench/bench_view $(BENCH_ARGS); fi
+	@if [[ "$(BENCH_VIEW)" != 0 ]]; then echo; echo "Cluster view (tests/bench/README.md):"; \
+		build/release/tests/bench/bench_view $(BENCH_ARGS); fi
 
 # the control plane's daemons first: their PID files are under build/cluster
 clean:
@@ -348,7 +350,7 @@ FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 # the HTTP server and certificate maker are not linked: no target reaches them (and clang's
 # -Wformat-nonliteral objects to libmicrohttpd's log callback, which gcc accepts)
-fuzz_LIB_OBJ := $(patsubst %.c,build/fuzz/%.o,$(filter-out webhook/server.c webhook/certgen.c,$(LIB_SRC)))
+fuzz_LIB_OBJ := $(patsubst %.c,build/fuzz/%.o,$(filter-out webhook/server.c webhook/tls/certgen.c,$(LIB_SRC)))
 fuzz_SUPPORT_OBJ := build/fuzz/tests/fuzz/fuzz_support.o build/fuzz/tests/fuzz/oracle.o
 FUZZ_BINS := $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
 

@@ -20,9 +20,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "cluster.h"
-#include "creds.h"
-#include "policy.h"
+#include "cluster/cluster.h"
+#include "tls/creds.h"
+#include "policy/policy.h"
 
 enum metrics_endpoint { METRICS_EP_MUTATE, METRICS_EP_VALIDATE, METRICS_ENDPOINTS };
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decision.h"
+#include "policy/decision.h"
 #include "json.h"
 #include "limits.h"
 #include "text.h"

@@ -28,10 +28,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "decision.h"
+#include "policy/decision.h"
 #include "limits.h"
 #include "log.h"
-#include "eval.h"
+#include "policy/eval.h"
 #include "json.h"
 #include "metrics.h"
 #include "mono.h"

@@ -13,11 +13,11 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "cluster.h"
-#include "creds.h"
+#include "cluster/cluster.h"
+#include "tls/creds.h"
 #include "diag.h"
 #include "metrics.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 struct server_config {
     const char *listen; /* "ADDR:PORT"; IPv6 as "[::1]:8443"; port 0 picks a free one */

@@ -26,11 +26,11 @@
 
 #include <yyjson.h>
 
-#include "eval.h"
+#include "policy/eval.h"
 #include "json.h"
 #include "log.h"
 #include "review.h"
-#include "rules.h"
+#include "policy/rules.h"
 
 struct fixture {
     const char *name;

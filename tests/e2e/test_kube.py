@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end tests of the API-server client (webhook/kube.c) through the real binary.
+"""End-to-end tests of the API-server client (webhook/cluster/kube.c) through the real binary.
 
     GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_kube.py [NAME-PART ...]
     GPUADMIT_SLOW=1 ...    slower binary (sanitizers): same assertions, longer time bounds

@@ -6,7 +6,7 @@
 
 What is tested:
   * every rule type (gpu-request, priority-class, tolerations, node-selector) with every action
-    and enforcement, at /mutate and /validate, against the table in webhook/eval.h: denials and
+    and enforcement, at /mutate and /validate, against the table in webhook/policy/eval.h: denials and
     their messages, exact JSON Patches, warnings, audit annotations and the decision log; every
     patch is applied here (an RFC 6902 "add" applier written for this file) and the patched
     pod must get no patch at /mutate and be allowed at /validate;

@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eval.h"
+#include "policy/eval.h"
 #include "fuzz_support.h"
 #include "oracle.h"
-#include "rules.h"
+#include "policy/rules.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

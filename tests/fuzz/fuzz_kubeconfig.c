@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "fuzz_support.h"
-#include "kubeconfig.h"
+#include "cluster/kubeconfig.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

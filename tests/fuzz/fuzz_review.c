@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "eval.h"
+#include "policy/eval.h"
 #include "fuzz_support.h"
 
 static struct policy *default_policy, *capacity_policy;

@@ -12,7 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "eval.h"
+#include "policy/eval.h"
 #include "fuzz_support.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -13,12 +13,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cluster_view.h"
-#include "decision.h"
+#include "cluster/cluster_view.h"
+#include "policy/decision.h"
 #include "limits.h"
 #include "log.h"
 #include "names.h"
-#include "rules.h"
+#include "policy/rules.h"
 
 #ifndef FUZZ_SRCDIR
 #define FUZZ_SRCDIR "."

@@ -13,10 +13,10 @@
 #include <stddef.h>
 #include <yyjson.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "json.h"
 #include "limits.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "review.h"
 
 #define FUZZ_FAIL(...) fuzz_fail(__FILE__, __LINE__, __VA_ARGS__)

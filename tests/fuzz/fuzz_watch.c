@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "fuzz_support.h"
-#include "kube_watch.h"
+#include "cluster/kube_watch.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

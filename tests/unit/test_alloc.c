@@ -12,13 +12,13 @@
 #include <unistd.h>
 #include <yyjson.h>
 
-#include "cluster.h"
-#include "eval.h"
+#include "cluster/cluster.h"
+#include "policy/eval.h"
 #include "harness.h"
 #include "json.h"
 #include "log.h"
 #include "review.h"
-#include "rules.h"
+#include "policy/rules.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define COUNTING 0

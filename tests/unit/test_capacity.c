@@ -3,7 +3,7 @@
  * nodes and the reasons for the others, free GPUs now and at most, preemption, headroom,
  * reservations, the pods already waiting, and what the cache remembers between decisions.
  */
-#include "capacity_cache.h"
+#include "cluster/capacity_cache.h"
 #include "view_fixture.h"
 
 /* A one-GPU pod template with the stall scenario's toleration and selector. */

@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "certgen.h"
+#include "tls/certgen.h"
 #include "harness.h"
 
 static char root[64];

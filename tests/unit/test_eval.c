@@ -7,12 +7,12 @@
 #include <unistd.h>
 #include <yyjson.h>
 
-#include "cluster.h"
-#include "eval.h"
+#include "cluster/cluster.h"
+#include "policy/eval.h"
 #include "harness.h"
 #include "json.h"
 #include "log.h"
-#include "rules.h"
+#include "policy/rules.h"
 
 #define POLICIES "tests/data/policies/"
 

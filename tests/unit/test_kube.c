@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "harness.h"
-#include "kube.h"
+#include "cluster/kube.h"
 #include "log.h"
 
 static char dir[] = "/tmp/gpuadmit-test-kube-XXXXXX";

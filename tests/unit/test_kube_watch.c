@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "kube_watch.h"
+#include "cluster/kube_watch.h"
 #include "log.h"
 #include "mono.h"
 

@@ -6,8 +6,8 @@
 #include "harness.h"
 #include "json.h"
 #include "log.h"
-#include "offline.h"
-#include "rules.h"
+#include "cli/offline.h"
+#include "policy/rules.h"
 
 #define EKS "rules/examples/eks-time-sliced-t4.yaml"
 

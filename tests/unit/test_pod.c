@@ -2,7 +2,7 @@
 #include <yyjson.h>
 
 #include "harness.h"
-#include "pod.h"
+#include "policy/pod.h"
 #include "quantity.h"
 
 /* JSON written with single quotes, for readability. New document. */

@@ -1,6 +1,6 @@
 /* Unit tests for policy.c: the names of the policy's vocabulary. */
 #include "harness.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 /* Every value has a name, no two share one, and out-of-range values have none. */
 static void check_names(const char *(*name_of)(int), int n)

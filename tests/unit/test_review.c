@@ -5,7 +5,7 @@
 #include "harness.h"
 #include "json.h"
 #include "limits.h"
-#include "decision.h"
+#include "policy/decision.h"
 #include "review.h"
 
 /* Kubernetes' own objects, copied into the repository (tests/data/k8s/README.md) */

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "rules.h"
+#include "policy/rules.h"
 
 #define DATA "tests/data/rules/"
 

@@ -26,13 +26,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "certgen.h"
-#include "creds.h"
+#include "tls/certgen.h"
+#include "tls/creds.h"
 #include "harness.h"
 #include "limits.h"
 #include "log.h"
-#include "policy.h"
-#include "rules.h"
+#include "policy/policy.h"
+#include "policy/rules.h"
 #include "server.h"
 
 #define MAX_BODY    MIN_MAX_BODY_BYTES /* small, so that bodies past it are cheap to send */

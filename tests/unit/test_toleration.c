@@ -2,7 +2,7 @@
 #include <yyjson.h>
 
 #include "harness.h"
-#include "toleration.h"
+#include "policy/toleration.h"
 
 /* Whether the toleration written as JSON tolerates key=value:effect. */
 static bool tol(const char *json, const char *key, const char *value, const char *effect)

@@ -6,7 +6,7 @@
 #include "harness.h"
 #include "json.h"
 #include "limits.h"
-#include "yamljson.h"
+#include "cli/yamljson.h"
 
 /* Whether v equals the JSON text want; prints v when not. */
 static bool equals(yyjson_val *v, const char *want)

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capacity.h"
-#include "cluster.h"
-#include "cluster_view.h"
+#include "cluster/capacity.h"
+#include "cluster/cluster.h"
+#include "cluster/cluster_view.h"
 #include "harness.h"
 #include "json.h"
 

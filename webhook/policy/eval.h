@@ -26,7 +26,7 @@
 
 #include <stdbool.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "decision.h"
 #include "policy.h"
 #include "review.h"

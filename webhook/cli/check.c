@@ -14,11 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "json.h"
 #include "log.h"
 #include "offline.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "yamljson.h"
 
 static const char usage_check[] =

@@ -18,7 +18,7 @@
 #include "json.h"
 #include "limits.h"
 #include "mono.h"
-#include "pod.h"
+#include "policy/pod.h"
 #include "quantity.h"
 
 static const struct {

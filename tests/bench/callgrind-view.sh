@@ -1,13 +1,13 @@
 #!/bin/bash
-# bench/callgrind.sh [bench_view options]: instructions per capacity decision, counted by
+# tests/bench/callgrind-view.sh [bench_view options]: instructions per capacity decision, counted by
 # callgrind (repeatable where wall time on a shared machine is not). Runs
-# build/release/bench/bench_view --callgrind under valgrind with instrumentation off until the
+# build/release/tests/bench/bench_view --callgrind under valgrind with instrumentation off until the
 # decisions start, then prints Ir per decision and per baseline scan. Example:
-#   bench/callgrind.sh --scale 0.2 --calls 200
+#   tests/bench/callgrind-view.sh --scale 0.2 --calls 200
 # The profiles stay in $CALLGRIND_DIR (default: a temporary folder, printed) for
 # callgrind_annotate.
 set -euo pipefail
-bin=${BENCH_VIEW:-build/release/bench/bench_view}
+bin=${BENCH_VIEW:-build/release/tests/bench/bench_view}
 dir=${CALLGRIND_DIR:-$(mktemp -d)}
 calls=2000
 args=("$@")

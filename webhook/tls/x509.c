@@ -1,7 +1,8 @@
 /*
- * certs.c: OpenSSL certificate checks (see certs.h). Key bytes are wiped before release.
+ * x509.c: OpenSSL's reading of certificates and keys (see x509.h). Key bytes are wiped before
+ * release.
  */
-#include "certs.h"
+#include "x509.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int certs_read_file(const char *path, size_t max, char **out, size_t *len, struct diag *d)
+int x509_read_file(const char *path, size_t max, char **out, size_t *len, struct diag *d)
 {
     int fd = -1, rc = -1;
     struct stat st;
@@ -64,13 +65,13 @@ int certs_read_file(const char *path, size_t max, char **out, size_t *len, struc
     rc = 0;
 out:
     if (buf != NULL)
-        certs_buf_free(buf, (size_t)st.st_size);
+        x509_buf_free(buf, (size_t)st.st_size);
     if (fd >= 0)
         close(fd);
     return rc;
 }
 
-void certs_buf_free(char *buf, size_t len)
+void x509_buf_free(char *buf, size_t len)
 {
     if (buf == NULL)
         return;
@@ -78,7 +79,7 @@ void certs_buf_free(char *buf, size_t len)
     free(buf);
 }
 
-const char *certs_ssl_error(char *buf, size_t len)
+const char *x509_ssl_error(char *buf, size_t len)
 {
     unsigned long e = ERR_peek_last_error();
 
@@ -87,6 +88,53 @@ const char *certs_ssl_error(char *buf, size_t len)
     ERR_error_string_n(e, buf, len);
     ERR_clear_error();
     return buf;
+}
+
+int x509_read_chain(const void *pem, size_t len, STACK_OF(X509) * *out)
+{
+    BIO *bio;
+    X509 *x;
+    STACK_OF(X509) *sk = NULL;
+    int n;
+
+    *out = NULL;
+    ERR_clear_error();
+    if (len > (size_t)INT32_MAX || (bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
+        return -1;
+    if ((sk = sk_X509_new_null()) == NULL)
+        goto oom;
+    while ((x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL)
+        if (!sk_X509_push(sk, x)) {
+            X509_free(x);
+            goto oom;
+        }
+    BIO_free(bio);
+    n = sk_X509_num(sk);
+    if (n == 0) {
+        sk_X509_free(sk);
+        return 0; /* the error of the first read says why */
+    }
+    ERR_clear_error(); /* the loop ends on "no start line" */
+    *out = sk;
+    return n;
+oom:
+    BIO_free(bio);
+    sk_X509_pop_free(sk, X509_free);
+    return -1;
+}
+
+EVP_PKEY *x509_read_key(const void *pem, size_t len)
+{
+    BIO *bio;
+    EVP_PKEY *key;
+
+    ERR_clear_error();
+    if (len > (size_t)INT32_MAX || (bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
+        return NULL;
+    /* an empty passphrase callback refuses encrypted keys instead of prompting on a tty */
+    key = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"");
+    BIO_free(bio);
+    return key;
 }
 
 static time_t asn1_to_time(const ASN1_TIME *t)
@@ -98,40 +146,32 @@ static time_t asn1_to_time(const ASN1_TIME *t)
     return timegm(&tm);
 }
 
-int certs_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
-                     struct certs_info *info, struct diag *d)
+int x509_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, size_t key_len,
+                    struct x509_info *info, struct diag *d)
 {
-    BIO *bio = NULL;
-    X509 *leaf = NULL, *extra = NULL;
+    STACK_OF(X509) *chain = NULL;
+    X509 *leaf;
     EVP_PKEY *key = NULL;
     char err[256];
-    int rc = -1;
+    int rc = -1, n;
 
     memset(info, 0, sizeof(*info));
-    ERR_clear_error();
-    bio = BIO_new_mem_buf(cert_pem, (int)cert_len);
-    if (bio == NULL || (leaf = PEM_read_bio_X509(bio, NULL, NULL, NULL)) == NULL) {
-        diag_set(d, NULL, 0, 0, "certificate: no PEM certificate found (%s)",
-                 certs_ssl_error(err, sizeof(err)));
+    if ((n = x509_read_chain(cert_pem, cert_len, &chain)) <= 0) {
+        diag_set(d, NULL, 0, 0, "certificate: %s (%s)",
+                 n < 0 ? "out of memory" : "no PEM certificate found",
+                 x509_ssl_error(err, sizeof(err)));
         goto out;
     }
-    info->chain_len = 1;
-    while ((extra = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
-        info->chain_len++;
-        X509_free(extra);
-    }
-    ERR_clear_error(); /* the loop ends on "no start line" */
-    BIO_free(bio);
-    bio = BIO_new_mem_buf(key_pem, (int)key_len);
-    /* an empty passphrase callback refuses encrypted keys instead of prompting on a tty */
-    if (bio == NULL || (key = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"")) == NULL) {
+    leaf = sk_X509_value(chain, 0);
+    info->chain_len = (unsigned)n;
+    if ((key = x509_read_key(key_pem, key_len)) == NULL) {
         diag_set(d, NULL, 0, 0, "key: no unencrypted PEM private key found (%s)",
-                 certs_ssl_error(err, sizeof(err)));
+                 x509_ssl_error(err, sizeof(err)));
         goto out;
     }
     if (X509_check_private_key(leaf, key) != 1) {
         diag_set(d, NULL, 0, 0, "key does not match the certificate (%s)",
-                 certs_ssl_error(err, sizeof(err)));
+                 x509_ssl_error(err, sizeof(err)));
         goto out;
     }
     info->not_before = asn1_to_time(X509_get0_notBefore(leaf));
@@ -140,8 +180,7 @@ int certs_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem,
     rc = 0;
 out:
     ERR_clear_error();
-    BIO_free(bio);
-    X509_free(leaf);
+    sk_X509_pop_free(chain, X509_free);
     EVP_PKEY_free(key);
     return rc;
 }

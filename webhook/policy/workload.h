@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <yyjson.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "review.h"
 
 /* What a capacity judgement is about. */

@@ -20,16 +20,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "capacity.h"
-#include "cluster.h"
+#include "cluster/capacity.h"
+#include "cluster/cluster.h"
 #include "json.h"
-#include "kube.h"
+#include "cluster/kube.h"
 #include "limits.h"
 #include "log.h"
 #include "offline.h"
 #include "parse.h"
-#include "pod.h"
-#include "policy.h"
+#include "policy/pod.h"
+#include "policy/policy.h"
 #include "yamljson.h"
 
 static const char usage_capacity[] =

@@ -20,13 +20,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "json.h"
 #include "limits.h"
 #include "log.h"
 #include "offline.h"
 #include "patch.h"
-#include "policy.h"
+#include "policy/policy.h"
 #include "yamljson.h"
 
 static const char usage_test[] =

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "buf.h"
-#include "certs.h"
+#include "x509.h"
 #include "parse.h"
 
 #define EXIT_USAGE      2
@@ -218,7 +218,7 @@ static EVP_PKEY *new_key(enum certgen_key k, struct diag *d)
     default: key = EVP_EC_gen("P-256"); break;
     }
     if (key == NULL)
-        diag_set(d, NULL, 0, 0, "cannot make a key: %s", certs_ssl_error(err, sizeof(err)));
+        diag_set(d, NULL, 0, 0, "cannot make a key: %s", x509_ssl_error(err, sizeof(err)));
     return key;
 }
 
@@ -293,7 +293,7 @@ static X509 *issue(const struct issue *is, struct diag *d)
     }
     if (!ok) {
         diag_set(d, NULL, 0, 0, "cannot make the certificate \"%s\": %s", is->cn,
-                 certs_ssl_error(err, sizeof(err)));
+                 x509_ssl_error(err, sizeof(err)));
         X509_free(x);
         return NULL;
     }
@@ -445,36 +445,18 @@ static STACK_OF(X509) * load_certs(const char *dir, const char *name, struct dia
     char path[PATH_MAX], err[256];
     char *buf = NULL;
     size_t len = 0;
-    BIO *b = NULL;
-    X509 *x;
     STACK_OF(X509) *sk = NULL;
+    int n;
 
     if (path_of(path, sizeof(path), dir, name) < 0 ||
-        certs_read_file(path, CERT_FILE_MAX_BYTES, &buf, &len, d) < 0)
+        x509_read_file(path, CERT_FILE_MAX_BYTES, &buf, &len, d) < 0)
         goto out;
-    ERR_clear_error();
-    if ((b = BIO_new_mem_buf(buf, (int)len)) == NULL || (sk = sk_X509_new_null()) == NULL)
-        goto oom;
-    while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL)) != NULL) {
-        if (!sk_X509_push(sk, x)) {
-            X509_free(x);
-            goto oom;
-        }
-    }
-    if (sk_X509_num(sk) == 0) {
-        diag_set(d, path, 0, 0, "no PEM certificate found (%s)", certs_ssl_error(err, sizeof(err)));
-        sk_X509_free(sk);
-        sk = NULL;
-    }
-    ERR_clear_error();
-    goto out;
-oom:
-    diag_set(d, path, 0, 0, "out of memory");
-    sk_X509_pop_free(sk, X509_free);
-    sk = NULL;
+    if ((n = x509_read_chain(buf, len, &sk)) < 0)
+        diag_set(d, path, 0, 0, "out of memory");
+    else if (n == 0)
+        diag_set(d, path, 0, 0, "no PEM certificate found (%s)", x509_ssl_error(err, sizeof(err)));
 out:
-    BIO_free(b);
-    certs_buf_free(buf, len);
+    x509_buf_free(buf, len);
     return sk;
 }
 
@@ -483,21 +465,16 @@ static EVP_PKEY *load_key(const char *dir, const char *name, struct diag *d)
     char path[PATH_MAX], err[256];
     char *buf = NULL;
     size_t len = 0;
-    BIO *b = NULL;
     EVP_PKEY *k = NULL;
 
     if (path_of(path, sizeof(path), dir, name) < 0 ||
-        certs_read_file(path, CERT_FILE_MAX_BYTES, &buf, &len, d) < 0)
+        x509_read_file(path, CERT_FILE_MAX_BYTES, &buf, &len, d) < 0)
         goto out;
-    ERR_clear_error();
-    /* an empty passphrase refuses an encrypted key instead of prompting */
-    if ((b = BIO_new_mem_buf(buf, (int)len)) == NULL ||
-        (k = PEM_read_bio_PrivateKey(b, NULL, NULL, (void *)"")) == NULL)
+    if ((k = x509_read_key(buf, len)) == NULL)
         diag_set(d, path, 0, 0, "no unencrypted PEM private key found (%s)",
-                 certs_ssl_error(err, sizeof(err)));
+                 x509_ssl_error(err, sizeof(err)));
 out:
-    BIO_free(b);
-    certs_buf_free(buf, len);
+    x509_buf_free(buf, len);
     return k;
 }
 
@@ -1020,7 +997,7 @@ int certgen_print_bundle(const char *dir, FILE *out, struct diag *d)
     int rc = -1;
 
     if (path_of(path, sizeof(path), dir, "ca.crt") < 0 ||
-        certs_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
+        x509_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
         goto out;
     if ((b64 = malloc(4 * ((len + 2) / 3) + 1)) == NULL) {
         diag_set(d, NULL, 0, 0, "out of memory");
@@ -1031,7 +1008,7 @@ int certgen_print_bundle(const char *dir, FILE *out, struct diag *d)
     rc = 0;
 out:
     free(b64);
-    certs_buf_free(pem, len);
+    x509_buf_free(pem, len);
     return rc;
 }
 

@@ -22,7 +22,7 @@
 
 #include "cluster.h"
 #include "limits.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 #define CAPACITY_TEXT_MAX 1024
 

@@ -19,9 +19,9 @@
 #include <stdio.h>
 #include <yyjson.h>
 
-#include "cluster.h"
+#include "cluster/cluster.h"
 #include "diag.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 #define OFFLINE_USER "gpuadmit-check"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capacity.h"
+#include "cluster/capacity.h"
 #include "decision.h"
 #include "json.h"
 #include "log.h"

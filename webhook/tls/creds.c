@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#include "certs.h"
+#include "x509.h"
 #include "limits.h"
 #include "log.h"
 
@@ -132,16 +132,16 @@ static struct credset *credset_load(const char *cert_path, const char *key_path,
 {
     char *cert = NULL, *key = NULL;
     size_t cert_len = 0, key_len = 0;
-    struct certs_info info;
+    struct x509_info info;
     struct diag pair;
     struct credset *s = NULL;
     time_t now;
 
-    if (certs_read_file(cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0 ||
-        certs_read_file(key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
+    if (x509_read_file(cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0 ||
+        x509_read_file(key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
         goto out;
     diag_clear(&pair);
-    if (certs_check_pair(cert, cert_len, key, key_len, &info, &pair) < 0) {
+    if (x509_check_pair(cert, cert_len, key, key_len, &info, &pair) < 0) {
         /* the check knows the parts, not the files: name them */
         diag_set(d, NULL, 0, 0, "%s with %s: %s", cert_path, key_path, pair.msg);
         goto out;
@@ -162,8 +162,8 @@ static struct credset *credset_load(const char *cert_path, const char *key_path,
     if (s != NULL)
         s->not_after = info.not_after;
 out:
-    certs_buf_free(cert, cert_len);
-    certs_buf_free(key, key_len);
+    x509_buf_free(cert, cert_len);
+    x509_buf_free(key, key_len);
     return s;
 }
 
@@ -278,11 +278,11 @@ static struct caset *caset_load(const char *path, struct diag *d)
     struct caset *s = NULL;
     int err;
 
-    if (certs_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
+    if (x509_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
         return NULL;
     data = (gnutls_datum_t){(unsigned char *)pem, (unsigned)len};
     err = gnutls_x509_crt_list_import2(&crts, &n, &data, GNUTLS_X509_FMT_PEM, 0);
-    certs_buf_free(pem, len);
+    x509_buf_free(pem, len);
     if (err < 0 || n == 0) {
         diag_set(d, path, 0, 0, "no PEM certificate can be read from it%s%s", err < 0 ? ": " : "",
                  err < 0 ? gnutls_strerror(err) : "");

@@ -18,21 +18,21 @@
 #include <unistd.h>
 
 #include "capreport.h"
-#include "certgen.h"
+#include "tls/certgen.h"
 #include "check.h"
-#include "cluster.h"
-#include "creds.h"
-#include "eval.h"
+#include "cluster/cluster.h"
+#include "tls/creds.h"
+#include "policy/eval.h"
 #include "json.h"
-#include "kube.h"
-#include "kubeconfig.h"
+#include "cluster/kube.h"
+#include "cluster/kubeconfig.h"
 #include "limits.h"
 #include "log.h"
 #include "metrics.h"
 #include "mono.h"
 #include "parse.h"
-#include "policy.h"
-#include "rules.h"
+#include "policy/policy.h"
+#include "policy/rules.h"
 #include "server.h"
 #include "suite.h"
 
@@ -710,6 +710,15 @@ out:
     return rc;
 }
 
+/* The commands: each gets its own name as argv[0] and returns the process's exit code. */
+static const struct command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+} commands[] = {
+    {"serve", cmd_serve},  {"certs", certgen_main}, {"routes", cmd_routes},
+    {"check", check_main}, {"test", suite_main},    {"capacity", capreport_main},
+};
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -729,18 +738,9 @@ int main(int argc, char **argv)
         printf("gpuadmit %s\n", GPUADMIT_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "serve") == 0)
-        return cmd_serve(argc - 1, argv + 1);
-    if (strcmp(argv[1], "certs") == 0)
-        return certgen_main(argc - 1, argv + 1);
-    if (strcmp(argv[1], "routes") == 0)
-        return cmd_routes(argc - 1, argv + 1);
-    if (strcmp(argv[1], "check") == 0)
-        return check_main(argc - 1, argv + 1);
-    if (strcmp(argv[1], "test") == 0)
-        return suite_main(argc - 1, argv + 1);
-    if (strcmp(argv[1], "capacity") == 0)
-        return capreport_main(argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
     fprintf(stderr, "gpuadmit: unknown command \"%s\"\n\n%s", argv[1], usage_main);
     return EXIT_USAGE;
 }

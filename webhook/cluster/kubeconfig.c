@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "certs.h"
+#include "tls/x509.h"
 #include "limits.h"
 #include "parse.h"
 #include "yamltree.h"
@@ -114,20 +114,14 @@ out:
 static int check_ca_pem(const unsigned char *pem, size_t len, const char *file, const char *what,
                         struct diag *d)
 {
-    BIO *bio = NULL;
-    X509 *x;
-    unsigned n = 0;
+    STACK_OF(X509) *chain = NULL;
+    int n = x509_read_chain(pem, len, &chain);
 
+    sk_X509_pop_free(chain, X509_free);
     ERR_clear_error();
-    if (len <= (size_t)INT32_MAX)
-        bio = BIO_new_mem_buf(pem, (int)len);
-    while (bio != NULL && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
-        n++;
-        X509_free(x);
-    }
-    ERR_clear_error(); /* the loop ends on "no start line" */
-    BIO_free(bio);
-    if (n == 0)
+    if (n < 0)
+        diag_set(d, file, 0, 0, "%s: out of memory", what);
+    else if (n == 0)
         diag_set(d, file, 0, 0, "%s: no PEM certificate found", what);
     return n > 0 ? 0 : -1;
 }
@@ -138,11 +132,11 @@ static int check_ca_file(const char *path, struct diag *d)
     size_t len = 0;
     int rc = -1;
 
-    if (certs_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
+    if (x509_read_file(path, CERT_FILE_MAX_BYTES, &pem, &len, d) < 0)
         goto out;
     rc = check_ca_pem((const unsigned char *)pem, len, path, "the CA bundle", d);
 out:
-    certs_buf_free(pem, len);
+    x509_buf_free(pem, len);
     return rc;
 }
 
@@ -151,27 +145,27 @@ static int check_client_pair(const struct kubeconfig_target *t, struct diag *d)
 {
     char *cert = NULL, *key = NULL;
     size_t cert_len = 0, key_len = 0;
-    struct certs_info info;
+    struct x509_info info;
     struct diag pair;
     int rc = -1;
 
     if (t->cert_path != NULL &&
-        certs_read_file(t->cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0)
+        x509_read_file(t->cert_path, CERT_FILE_MAX_BYTES, &cert, &cert_len, d) < 0)
         goto out;
     if (t->key_path != NULL &&
-        certs_read_file(t->key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
+        x509_read_file(t->key_path, CERT_FILE_MAX_BYTES, &key, &key_len, d) < 0)
         goto out;
     diag_clear(&pair);
-    if (certs_check_pair(cert ? cert : (const char *)t->cert, cert ? cert_len : t->cert_len,
-                         key ? key : (const char *)t->key, key ? key_len : t->key_len, &info,
-                         &pair) < 0) {
+    if (x509_check_pair(cert ? cert : (const char *)t->cert, cert ? cert_len : t->cert_len,
+                        key ? key : (const char *)t->key, key ? key_len : t->key_len, &info,
+                        &pair) < 0) {
         diag_set(d, t->source, 0, 0, "client certificate: %s", pair.msg);
         goto out;
     }
     rc = 0;
 out:
-    certs_buf_free(cert, cert_len);
-    certs_buf_free(key, key_len);
+    x509_buf_free(cert, cert_len);
+    x509_buf_free(key, key_len);
     return rc;
 }
 
@@ -180,7 +174,7 @@ char *kubeconfig_token_read(const char *path, struct diag *d)
     char *raw = NULL, *tok = NULL;
     size_t len = 0, a = 0, b, i;
 
-    if (certs_read_file(path, KUBE_TOKEN_MAX_BYTES, &raw, &len, d) < 0)
+    if (x509_read_file(path, KUBE_TOKEN_MAX_BYTES, &raw, &len, d) < 0)
         goto out;
     b = len;
     while (a < b && strchr(" \t\r\n", raw[a]) != NULL)
@@ -201,7 +195,7 @@ char *kubeconfig_token_read(const char *path, struct diag *d)
     if (tok == NULL)
         diag_set(d, path, 0, 0, "out of memory");
 out:
-    certs_buf_free(raw, len);
+    x509_buf_free(raw, len);
     return tok;
 }
 
@@ -261,10 +255,10 @@ static const struct yamltree_node *yload_file(const char *path, struct yamltree 
     int read;
 
     memset(t, 0, sizeof(*t));
-    if (certs_read_file(path, KUBE_KUBECONFIG_MAX_BYTES, &text, &len, d) < 0)
+    if (x509_read_file(path, KUBE_KUBECONFIG_MAX_BYTES, &text, &len, d) < 0)
         return NULL;
     read = yamltree_read(text, len, &lim, YAMLTREE_WIPE, t);
-    certs_buf_free(text, len);
+    x509_buf_free(text, len);
     /* in the order of the text, so that the first error is the one met first */
     for (size_t i = 0; i < t->n_nodes; i++) {
         const struct yamltree_node *n = t->nodes[i];

@@ -3,7 +3,7 @@
  * their files change.
  *
  * A credential set is immutable once published. creds_poll() builds a new set from the files,
- * checks it (certs.h) and swaps it in; a broken or mismatched pair is refused with a log line
+ * checks it (x509.h) and swaps it in; a broken or mismatched pair is refused with a log line
  * and the old set stays. Replaced sets are kept for CERT_RETIRE_S so that a handshake that
  * picked one up just before the swap can finish with it.
  */

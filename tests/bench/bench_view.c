@@ -1,5 +1,5 @@
 /*
- * bench_view.c: the cluster view's benchmark (make bench; see bench/README.md).
+ * bench_view.c: the cluster view's benchmark (make bench; see tests/bench/README.md).
  *
  * Builds a synthetic cluster the way the apiserver would serve it (list pages of 500 items,
  * watch event lines), then measures in one run, each figure against a baseline taken in the
@@ -33,15 +33,15 @@
 #define CALLGRIND_STOP_INSTRUMENTATION
 #define CALLGRIND_ZERO_STATS
 #define CALLGRIND_DUMP_STATS_AT(what) ((void)(what))
-#define RUNNING_ON_VALGRIND 0
+#define RUNNING_ON_VALGRIND           0
 #endif
 
-#include "capacity.h"
-#include "cluster.h"
+#include "cluster/capacity.h"
+#include "cluster/cluster.h"
 #include "diag.h"
 #include "json.h"
 #include "limits.h"
-#include "policy.h"
+#include "policy/policy.h"
 
 /* The cluster at --scale 1. */
 #define FULL_NODES         5000
@@ -1123,9 +1123,8 @@ static double time_event(struct cluster *c, const struct spans *s, size_t i)
     struct diag d;
 
     diag_clear(&d);
-    if (type == NULL ||
-        cluster_apply(c, s->v[i].kind, type, yyjson_obj_get(yyjson_doc_get_root(ev), "object"),
-                      &d) < 0) {
+    if (type == NULL || cluster_apply(c, s->v[i].kind, type,
+                                      yyjson_obj_get(yyjson_doc_get_root(ev), "object"), &d) < 0) {
         fprintf(stderr, "bench_view: watch line %zu: %s\n", i, d.msg);
         exit(1);
     }
@@ -1328,8 +1327,7 @@ static yyjson_doc **node_labels(const struct bench *B, size_t *n, size_t *bytes)
         if (B->pages.v[p].kind != CLUSTER_NODES)
             continue;
         root = parse(&B->pages, p, true);
-        yyjson_arr_foreach(yyjson_obj_get(yyjson_doc_get_root(root), "items"), i, max, it)
-        {
+        yyjson_arr_foreach (yyjson_obj_get(yyjson_doc_get_root(root), "items"), i, max, it) {
             if (k == B->m.n_nodes)
                 break;
             before = heap_in_use();
@@ -1457,15 +1455,15 @@ static void measure_jobs(const struct bench *B, struct cluster *c)
                           i, i, judge_tmpl);
             o = template_doc(b.p);
             diag_clear(&d);
-            if (cluster_apply(c, pod ? CLUSTER_PODS : CLUSTER_JOBS, "ADDED",
-                              yyjson_doc_get_root(o), &d) < 0)
+            if (cluster_apply(c, pod ? CLUSTER_PODS : CLUSTER_JOBS, "ADDED", yyjson_doc_get_root(o),
+                              &d) < 0)
                 die("cluster_apply failed");
             yyjson_doc_free(o);
         }
     }
     for (int k = 0; k < JOB_RESERVATIONS; k++) {
         struct capacity_request one = {yyjson_doc_get_root(spec), &globs, 1, 1, 0,
-                                       (uint64_t)k + 1, 0};
+                                       (uint64_t)k + 1,           0};
 
         capacity_reserve(c, &one, 1, 3600);
     }
@@ -1490,7 +1488,7 @@ static void measure_jobs(const struct bench *B, struct cluster *c)
 /* --callgrind: the view as (d) sees it (one list, the watch lines applied once), then --calls
  * decisions with callgrind's instrumentation on around them alone, dumped as "decisions", and
  * as many baseline scans, dumped as "baseline". Instruction counts repeat where wall time does
- * not; bench/callgrind.sh runs it and divides. */
+ * not; tests/bench/callgrind-view.sh runs it and divides. */
 static void count_judge(const struct bench *B)
 {
     char glob[] = "nvidia.com/gpu";
@@ -1530,8 +1528,8 @@ static void count_judge(const struct bench *B)
         size_t hits = 0;
 
         for (size_t k = 0; k < n_labels; k++)
-            hits += yyjson_obj_get(yyjson_doc_get_root(labels[k]), "nvidia.com/gpu.present") !=
-                    NULL;
+            hits +=
+                yyjson_obj_get(yyjson_doc_get_root(labels[k]), "nvidia.com/gpu.present") != NULL;
         sink += hits;
     }
     CALLGRIND_DUMP_STATS_AT("baseline");
@@ -1577,16 +1575,15 @@ static void describe_view(struct cluster *c)
 
     if (doc == NULL)
         die("cluster_dump failed");
-    yyjson_mut_obj_foreach(pods, i, max, key, v)
-    {
+    yyjson_mut_obj_foreach (pods, i, max, key, v) {
         const char *node = yyjson_mut_get_str(yyjson_mut_obj_get(v, "node"));
 
         bound += node != NULL && node[0] != '\0';
     }
     printf("view: %zu nodes, %zu GPU pods (%zu bound, %zu pending), %zu priority classes, %zu "
            "GPU workloads\n",
-           yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "nodes")), yyjson_mut_obj_size(pods),
-           bound, yyjson_mut_obj_size(pods) - bound,
+           yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "nodes")), yyjson_mut_obj_size(pods), bound,
+           yyjson_mut_obj_size(pods) - bound,
            yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "priorityClasses")),
            yyjson_mut_obj_size(yyjson_mut_obj_get(dump, "workloads")));
     yyjson_mut_doc_free(doc);

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "decision.h"
-#include "eval.h"
+#include "policy/decision.h"
+#include "policy/eval.h"
 #include "json.h"
 #include "limits.h"
 #include "patch.h"
 #include "review.h"
-#include "rules.h"
+#include "policy/rules.h"
 #include "yamljson.h"
 
 /* How strong an outcome is (enum rule_outcome runs from the weakest to the strongest): a rule's

@@ -13,8 +13,8 @@
 #include "json.h"
 #include "mono.h"
 #include "parse.h"
-#include "pod.h"
-#include "toleration.h"
+#include "policy/pod.h"
+#include "policy/toleration.h"
 
 #define REASONS_MAX  16
 #define NODES_LISTED 6
