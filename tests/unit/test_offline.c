@@ -115,6 +115,97 @@ static void test_denied_and_not_judged(void)
     policy_free(p);
 }
 
+/* The capacity judgement of the rule "capacity" in an offline_admit() result, or NULL. */
+static yyjson_val *capacity_of(yyjson_val *res)
+{
+    size_t i, max;
+    yyjson_val *ru;
+
+    yyjson_arr_foreach (yyjson_obj_get(res, "rules"), i, max, ru) {
+        if (json_str_is(yyjson_obj_get(ru, "rule"), "capacity"))
+            return yyjson_obj_get(ru, "capacity");
+    }
+    return NULL;
+}
+
+/* offline_admit of a Deployment (replicas, GPUs per pod) under policy p against view. */
+static yyjson_doc *admit_deployment(const struct policy *p, struct cluster *view, int replicas,
+                                    int gpus)
+{
+    struct offline_opts o = {.policy = p, .view = view};
+    char text[600];
+    yyjson_doc *in, *out = NULL;
+    yyjson_mut_doc *res;
+    struct diag d;
+
+    snprintf(text, sizeof(text),
+             "{'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'w',"
+             " 'namespace': 'ml'}, 'spec': {'replicas': %d, 'template': {'spec': {'containers':"
+             " [{'name': 'c', 'image': 'x', 'resources': {'limits': {'nvidia.com/gpu': %d}}}]}}}}",
+             replicas, gpus);
+    in = harness_json(text);
+    diag_clear(&d);
+    res = offline_admit(&o, harness_val(in), &d);
+    if (res != NULL)
+        out = yyjson_mut_doc_imut_copy(res, NULL);
+    yyjson_mut_doc_free(res);
+    yyjson_doc_free(in);
+    return out;
+}
+
+/* The capacity rule's own judgement rides along in its rule entry (what gpuadmit capacity
+ * reports): the stall view has 16 GPUs on 4 tainted nodes, 4 free; the time-sliced one 8 slices,
+ * 7 free (eks-t4-sliced.json). */
+static void test_capacity_judgement(void)
+{
+    const char *paths[] = {"rules/default.yaml"};
+    struct policy *p = rules_load_files(paths, 1, NULL);
+    struct diag d;
+    struct cluster *stall = offline_load_snapshot("tests/data/snapshots/stall.json", &d);
+    struct cluster *sliced = offline_load_snapshot("tests/data/snapshots/eks-t4-sliced.json", &d);
+    static const struct {
+        bool sliced;
+        int replicas, gpus;
+        const char *verdict, *outcome;
+        int64_t fit_now, fit_ever;
+    } cases[] = {
+        {false, 2, 1, "fits", "pass", 16, 16},   /* gpu-standard preempts the batch-low pods */
+        {false, 20, 1, "never", "deny", 16, 16}, /* 20 one-GPU pods on 16 GPUs */
+        {false, 1, 8, "never", "deny", 0, 0},    /* no node has 8 */
+        {true, 2, 1, "fits", "pass", 7, 8},
+        {true, 1, 2, "never", "deny", 3, 4}, /* two slices of a time-sliced GPU */
+    };
+
+    CHECK(p != NULL && stall != NULL && sliced != NULL);
+    for (size_t i = 0;
+         p != NULL && stall != NULL && sliced != NULL && i < sizeof(cases) / sizeof(cases[0]);
+         i++) {
+        yyjson_doc *res =
+            admit_deployment(p, cases[i].sliced ? sliced : stall, cases[i].replicas, cases[i].gpus);
+        yyjson_val *cap = capacity_of(harness_val(res));
+        int64_t v = -1;
+
+        CHECK(cap != NULL);
+        CHECK_STR(json_get_str(cap, "verdict"), cases[i].verdict);
+        CHECK_STR(rule_outcome(harness_val(res), "capacity"), cases[i].outcome);
+        CHECK(json_int64(yyjson_obj_get(cap, "pods"), &v) && v == cases[i].replicas);
+        CHECK(json_int64(yyjson_obj_get(cap, "fitNow"), &v) && v == cases[i].fit_now);
+        CHECK(json_int64(yyjson_obj_get(cap, "fitEver"), &v) && v == cases[i].fit_ever);
+        yyjson_doc_free(res);
+    }
+    /* without a view the rule judges nothing: no judgement, only whenStale's warning */
+    {
+        yyjson_doc *res = admit_deployment(p, NULL, 2, 1);
+
+        CHECK(capacity_of(harness_val(res)) == NULL);
+        CHECK_STR(rule_outcome(harness_val(res), "capacity"), "warn");
+        yyjson_doc_free(res);
+    }
+    cluster_free(stall);
+    cluster_free(sliced);
+    policy_free(p);
+}
+
 /* What f printed, as a string (new). */
 static char *printed(void (*fn)(FILE *, yyjson_val *), const char *json)
 {
@@ -160,6 +251,7 @@ int main(void)
     log_set_level(LOG_ERROR); /* decisions are the result here, as in gpuadmit check */
     RUN(test_patched);
     RUN(test_denied_and_not_judged);
+    RUN(test_capacity_judgement);
     RUN(test_print);
     TEST_MAIN_END("test_offline");
 }

@@ -106,8 +106,9 @@ static int fold_trace(yyjson_mut_doc *doc, yyjson_mut_val *rules, yyjson_mut_val
         yyjson_mut_val *name = yyjson_mut_obj_get(t, "rule");
         const char *out = yyjson_mut_get_str(yyjson_mut_obj_get(t, "outcome"));
         yyjson_mut_val *msg = yyjson_mut_obj_get(t, "message");
+        yyjson_mut_val *cap = yyjson_mut_obj_get(t, "capacity");
 
-        if (out == NULL || !yyjson_mut_is_str(msg))
+        if (cap == NULL && (out == NULL || !yyjson_mut_is_str(msg)))
             continue;
         yyjson_mut_arr_foreach (rules, k, kmax, ru) {
             yyjson_mut_val *msgs = yyjson_mut_obj_get(ru, "messages");
@@ -115,6 +116,12 @@ static int fold_trace(yyjson_mut_doc *doc, yyjson_mut_val *rules, yyjson_mut_val
 
             if (!same_str(yyjson_mut_obj_get(ru, "rule"), name))
                 continue;
+            if (cap != NULL) {
+                /* a capacity rule's judgement: no outcome of its own */
+                if (json_mut_set(doc, ru, "capacity", yyjson_mut_val_mut_copy(doc, cap)) < 0)
+                    return -1;
+                break;
+            }
             if (outcome_rank(out) >
                 outcome_rank(yyjson_mut_get_str(yyjson_mut_obj_get(ru, "outcome")))) {
                 /* both are the document's; a value sits in one container, so copy */

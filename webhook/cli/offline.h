@@ -41,7 +41,10 @@ struct offline_opts {
  *   message       (denied) the denial, as the apiserver would show it
  *   rules         [{rule, type, enforcement, outcome, messages: [...]}] for every rule of the
  *                 policy, in policy order; outcome is the strongest of both phases: "deny",
- *                 "warn", "audit", "patch", "pass", or "skip" (not in scope, or not judged)
+ *                 "warn", "audit", "patch", "pass", or "skip" (not in scope, or not judged);
+ *                 a capacity rule that judged the object against the view also has
+ *                 capacity: {requestsGPUs, pods, fitNow, fitEver, eligibleNodes, notEligible,
+ *                 explanation, verdict, why}, the judgement itself (eval.h)
  *   warnings      [...] both phases' warnings
  *   annotations   {rule: text} the audit annotations
  *   patch         [...] the mutating phase's JSON Patch ([] when none)

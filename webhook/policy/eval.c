@@ -1504,6 +1504,10 @@ struct run {
     yyjson_mut_val *trace; /* borrowed: the caller's per-rule trace, or NULL */
     unsigned findings;     /* decision lines so far: a rule that adds none passed */
     struct demand_memo memo;
+    /* the capacity rule being judged: its strongest finding (enum cap_severity, -1 none) and
+     * that finding's first sentence, for the trace */
+    int cap_worst;
+    char cap_why[MSG_MAX];
 };
 
 /* One rule's outcome in the caller's trace (gpuadmit check and test), when it asked for one. */
@@ -1830,6 +1834,11 @@ static void capacity_report(struct run *rn, const struct rule *ru, enum rule_enf
     char text[MSG_MAX + 160];
     bool denies = sev == CAP_NEVER || (sev == CAP_NOT_NOW && ru->deny_unavailable);
 
+    if ((int)sev > rn->cap_worst) {
+        rn->cap_worst = (int)sev;
+        snprintf(rn->cap_why, sizeof(rn->cap_why), "%s", brief);
+    }
+
     if (eff == ENFORCE_ENFORCE && denies) {
         record_deny(rn, ru, what);
     } else if (eff == ENFORCE_WARN || eff == ENFORCE_ENFORCE) {
@@ -1952,13 +1961,15 @@ static void with_hints(const char *brief, const struct cap_hints *hs, char *buf,
         l += (size_t)snprintf(buf + l, len - l, "; %s", hs->h[i]);
 }
 
-/* One capacity rule on one judged object. */
-static void capacity_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
-                          enum rule_enforcement eff, struct workload_demand *ct)
+/* One capacity rule's findings on one judged object, from rq (ct's request, which a Job's
+ * clamped width changes) into res (zeroed by the caller). 1 when res holds the judgement
+ * (res->judged false: not a GPU workload), 0 when nothing was judged against the view (none,
+ * not synced, stale: whenStale's answer), -1 when the template's GPU amounts do not parse
+ * (res->reasons says why). */
+static int capacity_findings(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
+                             enum rule_enforcement eff, struct workload_demand *ct,
+                             struct capacity_request *rq, struct capacity_result *res)
 {
-    struct capacity_request rq = {
-        ct->spec, &doc->gpu_resources, ct->increase, ct->total, ru->headroom, ct->key, ct->before};
-    struct capacity_result res;
     char text[3 * MSG_MAX + 8], expl[MSG_MAX], shared[MSG_MAX] = "", brief[MSG_MAX], where[200];
     char full[2 * MSG_MAX];
     struct cap_hints hs;
@@ -1968,31 +1979,31 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
 
     diag_clear(&d);
     if (pod_gpu_demand(ct->spec, &doc->gpu_resources, &dm, &d) == 0 && dm.n == 0)
-        return; /* not a GPU workload: nothing to judge, nothing to say */
+        return 1; /* not a GPU workload: nothing to judge, nothing to say */
     if (ct->pod && (rn->view == NULL || !cluster_synced(rn->view)))
-        return; /* a pod gets only the sharing check, which needs the view */
+        return 0; /* a pod gets only the sharing check, which needs the view */
     if (rn->view == NULL || !cluster_synced(rn->view) ||
         cluster_age_s(rn->view) > (double)ru->max_view_age_s) {
         /* only a change that adds GPU demand meets whenStale: a scale-down, a metadata-only
          * UPDATE or the garbage collector's finalizer removal adds none */
         if (ct->increase > 0)
             capacity_stale(rn, ru, eff, ct);
-        return;
+        return 0;
     }
-    if (capacity_judge(rn->view, &rq, &res) < 0) {
-        capacity_report(rn, ru, eff, CAP_NEVER, res.reasons, res.reasons, NULL);
-        return;
+    if (capacity_judge(rn->view, rq, res) < 0) {
+        capacity_report(rn, ru, eff, CAP_NEVER, res->reasons, res->reasons, NULL);
+        return -1;
     }
-    if (!res.judged)
-        return;
-    if (ru->deny_shared_multiple && res.all_shared)
-        shared_multiple(ct, &res, &doc->gpu_resources, shared, sizeof(shared));
+    if (!res->judged)
+        return 1;
+    if (ru->deny_shared_multiple && res->all_shared)
+        shared_multiple(ct, res, &doc->gpu_resources, shared, sizeof(shared));
     if (shared[0])
         capacity_report(rn, ru, as, CAP_NEVER, shared, shared, NULL);
     if (ct->pod || (ct->increase == 0 && !ct->grew))
-        return; /* nothing new: a changed template is judged against at most below */
-    capacity_explain(&rq, &res, expl, sizeof(expl));
-    if (res.eligible == 0 && res.transient == 0) {
+        return 1; /* nothing new: a changed template is judged against at most below */
+    capacity_explain(rq, res, expl, sizeof(expl));
+    if (res->eligible == 0 && res->transient == 0) {
         /* no node matches; only a node autoscaler can add one (a pool scaled to zero). With
          * `autoscaling: false` written in the rule none will, and the pods would wait
          * forever: a typo in a selector is caught here */
@@ -2012,71 +2023,123 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
                      ct->what, where);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         capacity_report(rn, ru, as, never ? CAP_NEVER : CAP_NOTE, text, brief, NULL);
-        return;
+        return 1;
     }
-    if (ct->job && ct->total > res.fit_ever && res.fit_ever > 0) {
+    if (ct->job && ct->total > res->fit_ever && res->fit_ever > 0) {
         /* a Job's pods run as others finish: its width is clamped to what the eligible nodes
          * hold at most, and that is what must fit now */
         snprintf(brief, sizeof(brief),
                  "%s runs at most %lld of its %lld pods at once on the eligible nodes (%lld %s "
                  "in all); the others run as those finish: lower parallelism to %lld to say so",
-                 ct->what, (long long)res.fit_ever, (long long)ct->total,
-                 (long long)res.total_gpus[0], res.res[0].name, (long long)res.fit_ever);
+                 ct->what, (long long)res->fit_ever, (long long)ct->total,
+                 (long long)res->total_gpus[0], res->res[0].name, (long long)res->fit_ever);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         capacity_report(rn, ru, as, CAP_NOTE, text, brief, NULL);
         /* of the pods it runs at once, clamped, those it did not run before */
-        ct->increase = res.fit_ever > ct->before ? res.fit_ever - ct->before : 0;
-        ct->total = res.fit_ever;
-        rq.increase = ct->increase; /* the arithmetic of what is judged now */
-        rq.total = ct->total;
-        capacity_explain(&rq, &res, expl, sizeof(expl));
-    } else if (ct->grew && ct->total > res.fit_ever) {
+        ct->increase = res->fit_ever > ct->before ? res->fit_ever - ct->before : 0;
+        ct->total = res->fit_ever;
+        rq->increase = ct->increase; /* the arithmetic of what is judged now */
+        rq->total = ct->total;
+        capacity_explain(rq, res, expl, sizeof(expl));
+    } else if (ct->grew && ct->total > res->fit_ever) {
         char fix[160];
 
-        if (res.fit_ever == 0)
+        if (res->fit_ever == 0)
             snprintf(fix, sizeof(fix),
                      "no eligible node holds one pod: ask for fewer GPUs per pod or add larger "
                      "nodes");
         else
             snprintf(fix, sizeof(fix), "lower %s to %lld or add nodes",
-                     ct->job ? "parallelism" : "replicas", (long long)res.fit_ever);
+                     ct->job ? "parallelism" : "replicas", (long long)res->fit_ever);
         snprintf(brief, sizeof(brief),
                  "%s can never fit: %lld pod%s at once, at most %lld fit the eligible nodes "
                  "(%lld %s in all, cordoned and not Ready nodes included); %s",
-                 ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)res.fit_ever,
-                 (long long)res.total_gpus[0], res.res[0].name, fix);
+                 ct->what, (long long)ct->total, ct->total == 1 ? "" : "s",
+                 (long long)res->fit_ever, (long long)res->total_gpus[0], res->res[0].name, fix);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         /* an autoscaled cluster can grow: a warning; a Job none of whose pods fits any node
          * never runs */
         capacity_report(rn, ru, as, !ru->autoscaling ? CAP_NEVER : CAP_NOT_NOW, text, brief, NULL);
-        return;
+        return 1;
     }
-    if (ct->increase > res.fit_now) {
+    if (ct->increase > res->fit_now) {
         /* the scheduler keeps no headroom: pods that fit once it is spent start, and eat it */
-        struct capacity_request bare = rq;
+        struct capacity_request bare = *rq;
         struct capacity_result nohr;
         bool eats = false;
 
         bare.headroom = 0;
-        if (rq.headroom > 0 && capacity_judge(rn->view, &bare, &nohr) == 0)
+        if (rq->headroom > 0 && capacity_judge(rn->view, &bare, &nohr) == 0)
             eats = ct->increase <= nohr.fit_now;
         snprintf(brief, sizeof(brief), "%s: only %lld of %lld more pods fit now, the rest %s",
-                 ct->what, (long long)res.fit_now, (long long)ct->increase,
+                 ct->what, (long long)res->fit_now, (long long)ct->increase,
                  ct->cron ? "of each Job's pods will wait Pending (or, with available: Deny, "
                             "the Job is refused) unless GPUs are free when the schedule fires"
                  : eats   ? "eat into the headroom the capacity rule keeps free (the scheduler "
                             "keeps none: they would start)"
                           : "will wait Pending");
-        not_now_hints(ru, ct, &res, &hs);
+        not_now_hints(ru, ct, res, &hs);
         with_hints(brief, &hs, full, sizeof(full));
         snprintf(text, sizeof(text), "%s; %s", full, expl);
         /* a CronJob's Jobs come later, and are judged when they do */
         capacity_report(rn, ru, as, ct->cron ? CAP_NOTE : CAP_NOT_NOW, text, brief, &hs);
         if (!ct->cron)
-            hold(rn, ru, &rq, res.fit_now);
+            hold(rn, ru, rq, res->fit_now);
     } else if (!ct->hpa && !ct->cron) {
-        hold(rn, ru, &rq, ct->increase);
+        hold(rn, ru, rq, ct->increase);
     }
+    return 1;
+}
+
+/* The judgement of one capacity rule in the caller's trace, for gpuadmit capacity: an entry
+ * {"stage", "rule", "type", "capacity": {...}} with no outcome (eval.h). asked is the pods the
+ * change asks for, before a Job's width is clamped to what the nodes hold at most: all of them
+ * fit now or some wait. The verdict is "never" when the rule found what it denies whatever
+ * `available` says (CAP_NEVER), else "notNow" when fewer than asked fit now, else "fits";
+ * "invalid" when the template's GPU amounts do not parse. */
+static void trace_capacity(struct run *rn, const struct rule *ru, const struct capacity_request *rq,
+                           const struct capacity_result *res, int64_t asked, int judged)
+{
+    struct capacity_request as = *rq;
+    char expl[MSG_MAX] = "";
+    const char *verdict = judged < 0                            ? "invalid"
+                          : rn->cap_worst == CAP_NEVER          ? "never"
+                          : res->judged && asked > res->fit_now ? "notNow"
+                                                                : "fits";
+    yyjson_mut_val *e;
+
+    as.increase = asked;
+    if (res->judged)
+        capacity_explain(&as, res, expl, sizeof(expl));
+    e = json_pack(rn->tdoc, "{s:s, s:s, s:s, s:{s:b, s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s}}",
+                  "stage", rn->mutating ? "mutate" : "validate", "rule", ru->name, "type",
+                  policy_rule_type_name(ru->type), "capacity", "requestsGPUs", res->judged, "pods",
+                  asked, "fitNow", res->fit_now, "fitEver", res->fit_ever, "eligibleNodes",
+                  res->eligible, "notEligible", res->reasons, "explanation", expl, "verdict",
+                  verdict, "why", judged < 0 ? res->reasons : rn->cap_why);
+    /* left out when it cannot be made (out of memory), as trace_rule's entries are */
+    if (e != NULL)
+        yyjson_mut_arr_append(rn->trace, e);
+}
+
+/* One capacity rule on one judged object: its findings, and for the offline CLI its judgement. */
+static void capacity_rule(struct run *rn, const struct policy_doc *doc, const struct rule *ru,
+                          enum rule_enforcement eff, struct workload_demand *ct)
+{
+    struct capacity_request rq = {
+        ct->spec, &doc->gpu_resources, ct->increase, ct->total, ru->headroom, ct->key, ct->before};
+    struct capacity_request asked = rq;
+    struct capacity_result res;
+    int judged;
+
+    memset(&res, 0, sizeof(res));
+    rn->cap_worst = -1;
+    rn->cap_why[0] = '\0';
+    /* a pod is one pod; a Job's clamped width changes rq, not what it asked for */
+    asked.increase = ct->pod ? 1 : ct->increase;
+    judged = capacity_findings(rn, doc, ru, eff, ct, &rq, &res);
+    if (judged != 0 && rn->trace != NULL)
+        trace_capacity(rn, ru, &asked, &res, asked.increase, judged);
 }
 
 /* /validate: every capacity rule in scope judges the workload, scale or HPA request. */

@@ -57,7 +57,19 @@ int eval_review(const struct policy *p, const struct review *r, bool mutating, b
 /* eval_review, also appending to trace (an array of tdoc, borrowed) one object per rule judged at
  * this endpoint: {"stage": "mutate"|"validate", "rule", "type", "enforcement", "outcome",
  * "message"}, outcome one of "pass", "patch", "deny", "warn", "audit" (a rule may add several,
- * e.g. capacity). Rules out of scope add nothing. For the offline CLI; the server passes none. */
+ * e.g. capacity). Rules out of scope add nothing. A capacity rule that judged a workload against
+ * the view also adds one entry without outcome and message, {"stage", "rule", "type",
+ * "capacity": {...}}, what gpuadmit capacity reports:
+ *   requestsGPUs   the template requests GPUs (the rest is 0 and "" when not)
+ *   pods           the pods the change asks for (a pod: 1; a Job: its width, before it is
+ *                  clamped to what the eligible nodes hold at most)
+ *   fitNow         how many pods of the template fit now, fitEver at most (capacity_judge)
+ *   eligibleNodes, notEligible, explanation   capacity_judge's nodes and capacity_explain
+ *   verdict        "never" when the rule found what it denies whatever `available` says,
+ *                  "notNow" when fewer than pods fit now, "fits" otherwise; "invalid" when
+ *                  the template's GPU amounts do not parse
+ *   why            the first sentence of the rule's strongest finding ("" when none)
+ * For the offline CLI; the server passes none. */
 int eval_review_trace(const struct policy *p, const struct review *r, bool mutating,
                       bool audit_only, struct cluster *view, struct decision *dec,
                       yyjson_mut_doc *tdoc, yyjson_mut_val *trace);
