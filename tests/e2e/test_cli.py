@@ -239,24 +239,173 @@ spec:
 
 @test
 def capacity_reports_nodes_and_fit():
+    """Exit 1: stall.json's GPU nodes gpu-0..3 each have allocatable nvidia.com/gpu 4 and 3 of it
+    requested by bound batch-low pods (priority 1000). The ReplicaSet's pods are batch-low too,
+    so the scheduler preempts none of them (DefaultPreemption only evicts lower priorities), and
+    NodeResourcesFit leaves 4 - 3 = 1 one-GPU pod a node: 4 fit now of the 8 asked; the nodes'
+    allocatable holds 4 x 4 = 16 at most. cpu-0 has no nvidia.com/gpu at all."""
     rc, out, err = run("capacity", "--cluster-snapshot", "tests/data/snapshots/stall.json", "-f",
                        "tests/data/manifests/stall-replicaset.yaml")
-    expect(rc, out, err, 0, "tests/data/snapshots/stall.json: 5 nodes",
+    expect(rc, out, err, 1, "tests/data/snapshots/stall.json: 5 nodes",
            "cpu-0  Ready      (no GPUs)                  -     -     -",
            "gpu-0  Ready      nvidia.com/gpu             4     3     1",
            "TOTAL             nvidia.com/gpu            16    12     4",
-           "ReplicaSet ml/stall: 8 replicas: 4 fit now, 16 at most")
+           "tests/data/manifests/stall-replicaset.yaml:3: ReplicaSet ml/stall: 8 replicas: does "
+           "not fit now: 4 fit now, 16 at most",
+           "  replicasets ml/stall: only 4 of 8 more pods fit now, the rest will wait Pending",
+           "1 workload: 0 fit now, 1 does not fit now, 0 never fit, 0 not judged")
     check("not eligible: 1 node has no nvidia.com/gpu" in out, out)
+    # without workloads: the cluster, exit 0
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL)
+    expect(rc, out, err, 0, "TOTAL             nvidia.com/gpu            16    12     4")
+    check("workload" not in out, "no workloads without files:\n" + out)
     rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-o", "json")
     eq(rc, 0, "exit code")
     doc = json.loads(out)
     eq(doc["totals"], {"nvidia.com/gpu": {"allocatable": 16, "used": 12, "free": 4}}, "totals")
+    check("workloads" not in doc, "no workloads without files")
     gpu0 = [n for n in doc["nodes"] if n["name"] == "gpu-0"][0]
     eq((gpu0["ready"], gpu0["cordoned"], gpu0["taints"]),
        (True, False, [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]),
        "gpu-0")
     rc, out, err = run("capacity")
-    eq(rc, 2, "no source")
+    eq((rc, err.strip()), (2, "gpuadmit capacity: give one of --cluster-snapshot and --kubeconfig"),
+       "no source")
+
+
+@test
+def capacity_exits_0_when_every_workload_fits():
+    """clean.yaml's Deployment asks for 2 one-GPU pods that tolerate the GPU taint: stall.json
+    has 4 - 3 = 1 free on each of gpu-0..3 by NodeResourcesFit, 4 in all, so both fit without
+    evicting anything. The report's 16 also counts the batch-low pods (1000) that its class
+    gpu-standard (100000, PreemptLowerPriority) may preempt. The Service is no workload."""
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "tests/data/manifests/clean.yaml")
+    expect(rc, out, err, 0,
+           "tests/data/manifests/clean.yaml:3: Deployment ml/trainer: 2 replicas: fits: 16 fit "
+           "now, 16 at most",
+           "tests/data/manifests/clean.yaml:28: Service ml/trainer: not judged: not a workload "
+           "with a pod template",
+           "2 workloads: 1 fits now, 0 do not fit now, 0 never fit, 1 not judged")
+    eq(err, "", "stderr")
+
+
+def stall_replicas(n):
+    """stall-replicaset.yaml with n replicas, as bytes for standard input."""
+    with open(os.path.join(MANIFESTS, "stall-replicaset.yaml")) as f:
+        text = f.read()
+    check("replicas: 8" in text, "stall-replicaset.yaml lost its replicas")
+    return text.replace("replicas: 8", "replicas: %d" % n).encode()
+
+
+@test
+def capacity_exits_3_when_a_workload_never_fits():
+    """20 one-GPU pods on stall.json: NodeResourcesFit against the allocatable alone, nothing in
+    use, holds 4 a node on gpu-0..3, 16 in all, and the capacity rule counts on no node
+    autoscaler (autoscaling is not set): 4 would stay Pending for good, and gpuadmit check
+    denies it."""
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-", stdin=stall_replicas(20))
+    expect(rc, out, err, 3,
+           "<stdin>:3: ReplicaSet ml/stall: 20 replicas: never fits: 4 fit now, 16 at most",
+           "  replicasets ml/stall can never fit: 20 pods at once, at most 16 fit the eligible "
+           "nodes (16 nvidia.com/gpu in all, cordoned and not Ready nodes included); lower "
+           "replicas to 16 or add nodes",
+           "  gpuadmit check denies it: capacity",
+           "1 workload: 0 fit now, 0 do not fit now, 1 never fits, 0 not judged")
+    rc, out, err = run("check", "--cluster-snapshot", STALL, "-", stdin=stall_replicas(20))
+    expect(rc, out, err, 1, "<stdin>:3: ReplicaSet ml/stall: denied")
+
+
+@test
+def capacity_takes_every_file_in_order_and_the_strongest_code():
+    """-f and file arguments, in the order given; of several workloads 2 > 3 > 1 > 0 (each
+    one's arithmetic is in the tests above)."""
+    stall, clean = "tests/data/manifests/stall-replicaset.yaml", "tests/data/manifests/clean.yaml"
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", clean, "-", "-f", stall,
+                       stdin=stall_replicas(20))
+    heads = [l for l in out.splitlines() if re.match(r"^\S+:\d+: ", l)]
+    eq(heads, ["tests/data/manifests/clean.yaml:3: Deployment ml/trainer: 2 replicas: fits: 16 "
+               "fit now, 16 at most",
+               "tests/data/manifests/clean.yaml:28: Service ml/trainer: not judged: not a "
+               "workload with a pod template",
+               "<stdin>:3: ReplicaSet ml/stall: 20 replicas: never fits: 4 fit now, 16 at most",
+               "tests/data/manifests/stall-replicaset.yaml:3: ReplicaSet ml/stall: 8 replicas: "
+               "does not fit now: 4 fit now, 16 at most"], "every file, in order")
+    expect(rc, out, err, 3,
+           "4 workloads: 1 fits now, 1 does not fit now, 1 never fits, 1 not judged")
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, clean, stall)
+    expect(rc, out, err, 1,
+           "3 workloads: 1 fits now, 1 does not fit now, 0 never fit, 1 not judged")
+    # an input error wins: the report goes on, the exit code is 2
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", stall, "-",
+                       "tests/data/manifests/nonexistent.yaml", stdin=stall_replicas(20))
+    expect(rc, out, err, 2,
+           "2 workloads: 0 fit now, 1 does not fit now, 1 never fits, 0 not judged; 1 input error")
+    check("gpuadmit capacity: tests/data/manifests/nonexistent.yaml: cannot read" in err, err)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-",
+                       "tests/data/manifests/broken.yaml", stdin=stall_replicas(8))
+    expect(rc, out, err, 2,
+           "1 workload: 0 fit now, 1 does not fit now, 0 never fit, 0 not judged; 1 input error")
+    check("gpuadmit capacity: tests/data/manifests/broken.yaml:10:6: document 1: YAML:" in err, err)
+    # JSON: the same workloads, in order, with where they come from and the verdict
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-o", "json", stall, clean)
+    eq(rc, 1, "exit code of -o json")
+    doc = json.loads(out)
+    eq([(w["file"], w["line"], w["name"], w.get("verdict"), w.get("fitNow"))
+        for w in doc["workloads"]],
+       [(stall, 3, "stall", "notNow", 4), (clean, 3, "trainer", "fits", 16),
+        (clean, 28, "trainer", None, None)], "workloads")
+    eq(doc["summary"], {"fits": 1, "notNow": 1, "never": 0, "notJudged": 1, "errors": 0},
+       "summary")
+    # usage: standard input once, and no stray option
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-", "-f", "-", stdin=b"")
+    eq((rc, out, err.strip()),
+       (2, "", "gpuadmit capacity: - (standard input) is given twice"), "- twice")
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-x")
+    eq((rc, err.strip()), (2, 'gpuadmit capacity: unknown option "-x"; see gpuadmit capacity '
+                              '--help'), "an unknown option")
+
+
+@test
+def capacity_and_check_agree_on_time_sliced_gpus():
+    """eks-t4-sliced.json: two g4dn.xlarge, one T4 each time-sliced 4 ways, so allocatable
+    nvidia.com/gpu 4 a node; one slice in use on ip-10-0-1-11 by a gpu-standard pod, the class
+    the policy gives these too (no preemption among equals). The pods tolerate the node group's
+    taint as the policy patches them (the tolerations rule), so both nodes pass
+    TaintToleration. NodeResourcesFit, one slice a pod: 3 + 4 = 7 fit now, 4 + 4 = 8 at most,
+    and the 2 replicas fit. Two slices a pod: floor(3/2) + floor(4/2) = 3 now, 2 + 2 = 4 at
+    most, so the scheduler would place it; but a slice is not a faster GPU, and the device
+    plugin's failRequestsGreaterThanOne fails such a pod on the node: gpuadmit check denies it
+    (denySharedMultiple), and capacity must say it never fits, not that 3 fit."""
+    f = "tests/data/manifests/sliced-deployments.yaml"
+    snap = "tests/data/snapshots/eks-t4-sliced.json"
+    why = ("container \"server\" asks for 2 nvidia.com/gpu, but every eligible node shares its "
+           "GPUs (time-slicing, nvidia.com/gpu.replicas=4): more than one slice gains nothing, "
+           "and a device plugin running with failRequestsGreaterThanOne fails the pod on the "
+           "node (UnexpectedAdmissionError); ask for 1")
+    rc, out, err = run("check", "--cluster-snapshot", snap, f)
+    expect(rc, out, err, 1,
+           "%s:4: Deployment ml/one-slice: patched" % f,
+           "%s:23: Deployment ml/two-slices: denied" % f,
+           "  capacity         deny   " + why,
+           "2 objects: 0 allowed, 1 patched, 1 denied, 0 not judged")
+    rc, out, err = run("capacity", "--cluster-snapshot", snap, f)
+    expect(rc, out, err, 3,
+           "%s:4: Deployment ml/one-slice: 2 replicas: fits: 7 fit now, 8 at most" % f,
+           "%s:23: Deployment ml/two-slices: 1 replica: never fits (by the GPUs' count alone 3 "
+           "would fit now, 4 at most)" % f,
+           "  " + why,
+           "  gpuadmit check denies it: capacity",
+           "2 workloads: 1 fits now, 0 do not fit now, 1 never fits, 0 not judged")
+    # object by object, as JSON: what check denies for capacity, capacity never calls fitting
+    rc, out, err = run("check", "--cluster-snapshot", snap, "-o", "json", f)
+    checked = {o["name"]: [r["outcome"] for r in o["rules"] if r["rule"] == "capacity"][0]
+               for o in json.loads(out)["objects"]}
+    rc, out, err = run("capacity", "--cluster-snapshot", snap, "-o", "json", f)
+    reported = {w["name"]: (w["verdict"], w["fitNow"], w["fitEver"])
+                for w in json.loads(out)["workloads"]}
+    eq((checked, reported), ({"one-slice": "pass", "two-slices": "deny"},
+                             {"one-slice": ("fits", 7, 8), "two-slices": ("never", 3, 4)}),
+       "check and capacity")
 
 
 @test
@@ -264,12 +413,16 @@ def capacity_judges_workloads_as_the_policy_patches_them():
     """-f judges what /validate sees: the Job after the tolerations and selector the policy
     adds (16 fit, as gpuadmit check says), and skips what the webhook would not judge."""
     f = "tests/data/manifests/mixed-workloads.yaml"
+    # the Job gets gpu-standard (100000), which may preempt stall.json's batch-low pods (1000):
+    # all 16 GPUs of gpu-0..3, one a pod; 30 run at once only as the first ones finish, so 14
+    # wait Pending now (exit 1), not forever
     rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", f)
-    expect(rc, out, err, 0, "Job ml/sweep: 30 replicas: 16 fit now, 16 at most",
+    expect(rc, out, err, 1,
+           "%s:3: Job ml/sweep: 30 replicas: does not fit now: 16 fit now, 16 at most" % f,
            "  (judged as the policy patches it: see gpuadmit check)",
-           "Service ml/sweep: not judged: not a workload with a pod template",
-           "Pod kube-system/probe: not judged: out of the policy's scope (exclude, namespaces), "
-           "so the webhook admits it")
+           "%s:21: Service ml/sweep: not judged: not a workload with a pod template" % f,
+           "%s:30: Pod kube-system/probe: not judged: out of the policy's scope (exclude, "
+           "namespaces), so the webhook admits it" % f)
     rc, out, err = run("check", "--cluster-snapshot", STALL, f)
     # a Job's pods run as others finish: its width is clamped to at most, with a warning
     check("jobs ml/sweep runs at most 16 of its 30 pods at once" in out, out)

@@ -5,9 +5,11 @@
  * The view comes from a snapshot file or from one list of a live cluster (kube.c's watcher,
  * started, waited on until synced, stopped). Per node and GPU resource: allocatable, in use
  * (bound, non-terminal pods), free; the node's taints, readiness and the labels that say what
- * its GPUs are. A workload (-f) is judged by capacity_judge(), as the capacity rule judges it,
- * and explained by capacity_explain(). Everything is read from cluster_dump(), so nothing here
- * reaches into the view's records.
+ * its GPUs are. Each workload of the files is judged by offline_admit() against the view, the
+ * very evaluation gpuadmit check makes: the capacity rule's own judgement (eval.h: the trace's
+ * "capacity" entry) gives how many fit, and its verdict the exit code, so that capacity never
+ * calls fitting what check denies for capacity. The nodes are read from cluster_dump(), so
+ * nothing here reaches into the view's records.
  *
  * JSON: the report is built in one mutable document (yyjson); the dump and each offline_admit()
  * result are frozen into immutable documents to be read, and freed once read.
@@ -33,30 +35,51 @@
 #include "yamljson.h"
 
 static const char usage_capacity[] =
-    "usage: gpuadmit capacity (--cluster-snapshot FILE | --kubeconfig FILE) [OPTIONS]\n"
+    "usage: gpuadmit capacity (--cluster-snapshot FILE | --kubeconfig FILE) [OPTIONS] [FILE...]\n"
     "\n"
     "Per node and GPU resource: allocatable, in use, free, taints, readiness and the GPU\n"
     "labels (nvidia.com/gpu.product, nvidia.com/gpu.replicas, nvidia.com/mig.config); totals\n"
-    "per resource; with -f, how many replicas of each workload in the file fit, and why the\n"
-    "other nodes are not eligible.\n"
+    "per resource; for each workload of the files, in file order, how many of its replicas fit\n"
+    "now and at most, and why the other nodes are not eligible. Each workload is judged as\n"
+    "gpuadmit check judges it (the policy's patches, then the capacity rule), alone against\n"
+    "the view: the workloads of the files do not add up.\n"
     "\n"
     "  --cluster-snapshot FILE   kubectl get nodes,pods,priorityclasses,replicasets,\n"
     "                            deployments,statefulsets,jobs -A -o json\n"
     "  --kubeconfig FILE         list the live cluster once through this kubeconfig\n"
     "  --timeout SECONDS         how long to wait for the live list (default 30)\n"
     "  -r, --rules PATH          policy directory or file: its GPU resources and capacity\n"
-    "                            headroom (default rules)\n"
+    "                            rule (default rules)\n"
     "  -f, --filename FILE       workloads to fit (Pods, Deployments, ReplicaSets,\n"
-    "                            StatefulSets, Jobs, CronJobs; - for standard input)\n"
+    "                            StatefulSets, Jobs, CronJobs); repeatable, and the same as a\n"
+    "                            FILE argument; - for standard input, once\n"
     "  -o, --output text|json    the report's format (default text)\n"
     "\n"
-    "Exit code: 0, or 2 for a usage or input error.\n";
+    "Exit code: 0 every workload fits now (or none is given), 1 some workload does not fit now\n"
+    "(fewer of its replicas fit than it asks for), 3 some workload never fits (the capacity\n"
+    "rule denies it whatever is free: no eligible node could ever hold its pods, or its GPUs\n"
+    "are shared and it asks for several), 2 a usage or input error. Of several workloads the\n"
+    "strongest wins: 2, then 3, then 1, then 0.\n";
 
 struct cap_opts {
-    const char *snapshot, *kubeconfig, *rules, *workloads;
+    const char *snapshot, *kubeconfig, *rules;
+    const char **files; /* the workload files, in command-line order (argv's strings) */
+    size_t n_files;
     unsigned timeout_s;
     bool json;
 };
+
+/* The exit codes, and which of two wins: a usage or input error (the report is incomplete),
+ * then a workload that never fits, then one that does not fit now. */
+enum { CAP_EXIT_FITS = 0, CAP_EXIT_NOT_NOW = 1, CAP_EXIT_USAGE = 2, CAP_EXIT_NEVER = 3 };
+
+static int cap_exit_worse(int a, int b)
+{
+    static const int rank[] = {
+        [CAP_EXIT_FITS] = 0, [CAP_EXIT_NOT_NOW] = 1, [CAP_EXIT_NEVER] = 2, [CAP_EXIT_USAGE] = 3};
+
+    return rank[b] > rank[a] ? b : a;
+}
 
 enum { OPT_SNAPSHOT = 256, OPT_KUBECONFIG, OPT_TIMEOUT, OPT_HELP };
 
@@ -71,6 +94,21 @@ static const struct option longopts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* A workload file, after the others; "-" only once (standard input is read once). -1 when it is
+ * a second "-" (reported). */
+static int add_file(struct cap_opts *o, const char *path)
+{
+    for (size_t i = 0; strcmp(path, "-") == 0 && i < o->n_files; i++)
+        if (strcmp(o->files[i], "-") == 0) {
+            fprintf(stderr, "gpuadmit capacity: - (standard input) is given twice\n");
+            return -1;
+        }
+    o->files[o->n_files++] = path;
+    return 0;
+}
+
+/* 0 to go on, 1 when help was printed, -1 on a usage error (reported). o->files is new (free
+ * it) whatever the result. */
 static int parse_args(int argc, char **argv, struct cap_opts *o)
 {
     uint64_t v;
@@ -78,10 +116,22 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
 
     o->rules = "rules";
     o->timeout_s = DEFAULT_CAPACITY_SYNC_TIMEOUT_S;
+    /* every file is an argument or an option's value: argc bounds them */
+    if ((o->files = calloc((size_t)argc + 1, sizeof(*o->files))) == NULL) {
+        fprintf(stderr, "gpuadmit capacity: out of memory\n");
+        return -1;
+    }
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, ":r:f:o:h", longopts, NULL)) != -1) {
+    /* "-": file arguments come back in place (as option 1), so -f and plain files keep the
+     * order they were given in */
+    while ((ch = getopt_long(argc, argv, "-:r:f:o:h", longopts, NULL)) != -1) {
         switch (ch) {
+        case 1:
+        case 'f':
+            if (add_file(o, optarg) < 0)
+                return -1;
+            break;
         case OPT_SNAPSHOT: o->snapshot = optarg; break;
         case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
         case OPT_TIMEOUT:
@@ -93,7 +143,6 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
             o->timeout_s = (unsigned)v;
             break;
         case 'r': o->rules = optarg; break;
-        case 'f': o->workloads = optarg; break;
         case 'o':
             if (strcmp(optarg, "json") != 0 && strcmp(optarg, "text") != 0) {
                 fprintf(stderr, "gpuadmit capacity: -o takes text or json, got \"%s\"\n", optarg);
@@ -112,10 +161,6 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
                     argv[optind - 1]);
             return -1;
         }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "gpuadmit capacity: unexpected argument \"%s\"\n", argv[optind]);
-        return -1;
     }
     if ((o->snapshot != NULL) == (o->kubeconfig != NULL)) {
         fprintf(stderr, "gpuadmit capacity: give one of --cluster-snapshot and --kubeconfig\n");
@@ -151,17 +196,14 @@ static struct cluster *list_live(const struct cap_opts *o, struct diag *d)
     return view;
 }
 
-/* The policy document whose GPU resources and headroom apply: the first with a capacity rule,
- * else the first. */
-static const struct policy_doc *capacity_doc(const struct policy *p, int64_t *headroom)
+/* The policy document whose GPU resources the node report shows: the first with a capacity
+ * rule, else the first. */
+static const struct policy_doc *capacity_doc(const struct policy *p)
 {
-    *headroom = 0;
     for (size_t i = 0; i < p->n_docs; i++)
         for (size_t k = 0; k < p->docs[i].n_rules; k++)
-            if (p->docs[i].rules[k].type == RULE_CAPACITY) {
-                *headroom = p->docs[i].rules[k].headroom;
+            if (p->docs[i].rules[k].type == RULE_CAPACITY)
                 return &p->docs[i];
-            }
     return p->n_docs ? &p->docs[0] : NULL;
 }
 
@@ -273,51 +315,74 @@ out:
     return out;
 }
 
-/* The pod template spec (borrowed from obj's document) and replicas of a workload object, or
- * NULL. */
-static yyjson_val *template_of(yyjson_val *obj, int64_t *replicas)
+/* Whether obj is a workload with a pod template: a Pod, Deployment, ReplicaSet, StatefulSet, Job
+ * or CronJob with one. */
+static bool has_template(yyjson_val *obj)
 {
     const char *kind = json_get_str(obj, "kind");
-    yyjson_val *spec = yyjson_obj_get(obj, "spec"), *v;
-    int64_t par, comp;
+    yyjson_val *spec = yyjson_obj_get(obj, "spec");
+    static const char *const kinds[] = {"Deployment", "ReplicaSet", "StatefulSet", "Job"};
+    bool known = false;
 
-    *replicas = 1;
     if (kind == NULL || !yyjson_is_obj(spec))
-        return NULL;
-    if (json_str_is(yyjson_obj_get(obj, "kind"), "Pod"))
-        return spec;
-    if (json_str_is(yyjson_obj_get(obj, "kind"), "CronJob")) {
-        kind = "Job";
+        return false;
+    if (strlen(kind) != yyjson_get_len(yyjson_obj_get(obj, "kind")))
+        return false; /* a kind with a NUL in it is none of these */
+    if (strcmp(kind, "Pod") == 0)
+        return true;
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+        known = known || strcmp(kind, kinds[i]) == 0;
+    if (strcmp(kind, "CronJob") == 0)
         spec = yyjson_obj_get(yyjson_obj_get(spec, "jobTemplate"), "spec");
-    } else if (strlen(kind) != yyjson_get_len(yyjson_obj_get(obj, "kind"))) {
-        return NULL; /* a kind with a NUL in it is none of these */
-    }
-    if (strcmp(kind, "Job") == 0) {
-        if (!json_int64(yyjson_obj_get(spec, "parallelism"), &par))
-            par = 1;
-        if (!json_int64(yyjson_obj_get(spec, "completions"), &comp))
-            comp = par;
-        *replicas = par < comp ? par : comp;
-    } else if (strcmp(kind, "Deployment") == 0 || strcmp(kind, "ReplicaSet") == 0 ||
-               strcmp(kind, "StatefulSet") == 0) {
-        if (!json_int64(yyjson_obj_get(spec, "replicas"), replicas))
-            *replicas = 1;
-    } else {
-        return NULL;
-    }
-    v = yyjson_obj_get(yyjson_obj_get(spec, "template"), "spec");
-    return yyjson_is_obj(v) ? v : NULL;
+    else if (!known)
+        return false;
+    return yyjson_is_obj(yyjson_obj_get(yyjson_obj_get(spec, "template"), "spec"));
+}
+
+/* The workloads of the files as they are judged: the report's array and tally, the exit code
+ * so far. */
+struct judging {
+    yyjson_mut_doc *doc;
+    yyjson_mut_val *list;
+    const struct offline_opts *oo;
+    size_t fits, not_now, never, not_judged, errors;
+    int code;
+};
+
+/* One input error, on stderr: the report goes on without that document, and exits 2. */
+static void input_error(struct judging *j, const struct diag *d)
+{
+    char text[DIAG_MSG_MAX + 300];
+
+    fprintf(stderr, "gpuadmit capacity: %s\n", diag_format(d, text, sizeof(text)));
+    j->errors++;
+    j->code = cap_exit_worse(j->code, CAP_EXIT_USAGE);
+}
+
+/* Appends e (in j->doc, or NULL when out of memory) to the report. */
+static void append(struct judging *j, yyjson_mut_val *e, const char *file, unsigned line)
+{
+    struct diag d;
+
+    if (e != NULL && json_mut_set(j->doc, e, "file", yyjson_mut_strcpy(j->doc, file)) == 0 &&
+        json_mut_set(j->doc, e, "line", yyjson_mut_uint(j->doc, line)) == 0 &&
+        yyjson_mut_arr_append(j->list, e))
+        return;
+    diag_clear(&d);
+    diag_set(&d, file, line, 0, "out of memory");
+    input_error(j, &d);
 }
 
 /* One document of the file that is not judged, with why: new in doc. */
-static yyjson_mut_val *skipped(yyjson_mut_doc *doc, yyjson_val *obj, const char *why)
+static yyjson_mut_val *skipped(struct judging *j, yyjson_val *obj, const char *why)
 {
     yyjson_val *meta = yyjson_obj_get(obj, "metadata");
     const char *kind = json_get_str(obj, "kind");
     const char *ns = json_get_str(meta, "namespace");
     const char *name = json_get_str(meta, "name");
 
-    return json_pack(doc, "{s:s, s:s, s:s, s:s}", "kind", kind ? kind : "?", "namespace",
+    j->not_judged++;
+    return json_pack(j->doc, "{s:s, s:s, s:s, s:s}", "kind", kind ? kind : "?", "namespace",
                      ns ? ns : "default", "name", name ? name : "", "skipped", why);
 }
 
@@ -336,6 +401,33 @@ static bool in_scope(yyjson_val *admit)
     return false;
 }
 
+/* How strong a capacity verdict is (eval.h), weakest first; -1 for none. */
+static int verdict_rank(yyjson_val *cap)
+{
+    static const char *const order[] = {"fits", "notNow", "never", "invalid"};
+    yyjson_val *v = yyjson_obj_get(cap, "verdict");
+
+    for (int i = 0; i < 4; i++)
+        if (json_str_is(v, order[i]))
+            return i;
+    return -1;
+}
+
+/* The capacity judgement of the admit result: of its capacity rules, the strongest verdict (the
+ * first of equals); NULL when no capacity rule judged the object. Borrowed from admit. */
+static yyjson_val *judgement_of(yyjson_val *admit)
+{
+    yyjson_val *r, *cap, *best = NULL;
+    size_t i, max;
+
+    yyjson_arr_foreach (yyjson_obj_get(admit, "rules"), i, max, r) {
+        cap = yyjson_obj_get(r, "capacity");
+        if (verdict_rank(cap) > verdict_rank(best))
+            best = cap;
+    }
+    return best;
+}
+
 /* The result of offline_admit() for obj, frozen (a new document), or NULL with d filled. */
 static yyjson_doc *admit_frozen(const struct offline_opts *oo, yyjson_val *obj, struct diag *d)
 {
@@ -349,101 +441,127 @@ static yyjson_doc *admit_frozen(const struct offline_opts *oo, yyjson_val *obj, 
     return out;
 }
 
-/* One workload judged (admit: its offline_admit() result): its entry, new in doc. NULL with d
- * filled when it cannot be judged. */
-static yyjson_mut_val *workload_entry(yyjson_mut_doc *doc, struct cluster *view, yyjson_val *obj,
-                                      yyjson_val *admit, const struct strlist *globs,
-                                      int64_t headroom, struct diag *d)
+/* The rules that deny the object in admit (its offline_admit() result), an array new in doc;
+ * NULL when out of memory. */
+static yyjson_mut_val *denied_by(yyjson_mut_doc *doc, yyjson_val *admit)
 {
-    yyjson_val *judged = yyjson_obj_get(admit, "object"), *meta, *spec;
-    const char *ns, *name;
-    int64_t replicas;
-    struct capacity_result res;
-    char expl[2 * CAPACITY_TEXT_MAX + 512];
+    yyjson_mut_val *out = yyjson_mut_arr(doc);
+    yyjson_val *r;
+    size_t i, max;
 
-    if (!yyjson_is_obj(judged))
-        judged = obj;
-    meta = yyjson_obj_get(judged, "metadata");
-    ns = json_get_str(meta, "namespace");
-    name = json_get_str(meta, "name");
-    spec = template_of(judged, &replicas);
-    struct capacity_request rq = {spec, globs, replicas, replicas, headroom, 0, 0};
-
-    memset(&res, 0, sizeof(res));
-    if (spec == NULL || capacity_judge(view, &rq, &res) < 0) {
-        diag_set(d, NULL, 0, 0, "%s",
-                 spec == NULL ? "the patched object has no pod template" : res.reasons);
-        return NULL;
+    yyjson_arr_foreach (yyjson_obj_get(admit, "rules"), i, max, r) {
+        if (out != NULL && json_str_is(yyjson_obj_get(r, "outcome"), "deny") &&
+            !yyjson_mut_arr_append(out, yyjson_val_mut_copy(doc, yyjson_obj_get(r, "rule"))))
+            out = NULL;
     }
-    if (res.judged)
-        capacity_explain(&rq, &res, expl, sizeof(expl));
-    else
-        snprintf(expl, sizeof(expl), "requests no GPU");
-    return json_pack(doc, "{s:s?, s:s, s:s, s:I, s:b, s:I, s:I, s:i, s:s, s:s, s:b}", "kind",
-                     json_get_str(judged, "kind"), "namespace", ns ? ns : "default", "name",
-                     name ? name : "", "replicas", replicas, "requestsGPUs", res.judged, "fitNow",
-                     (int64_t)res.fit_now, "fitEver", (int64_t)res.fit_ever, "eligibleNodes",
-                     res.eligible, "notEligible", res.reasons, "explanation", expl, "patched",
-                     yyjson_arr_size(yyjson_obj_get(admit, "patch")) > 0);
+    return out;
 }
 
-/* Each workload of the file, judged as the capacity rule judges it at /validate: after the
- * policy's patches (a toleration or selector the mutating webhook adds changes which nodes are
- * eligible). An array, new in doc; NULL with d filled on an input error. */
-static yyjson_mut_val *workload_report(yyjson_mut_doc *doc, struct cluster *view,
-                                       const struct policy *p, const char *path,
-                                       const struct strlist *globs, int64_t headroom,
-                                       struct diag *d)
+/* One workload's entry from its capacity judgement cap (in admit, its offline_admit() result),
+ * new in j->doc; counts it. */
+static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson_val *cap)
 {
-    struct yamljson y;
-    struct offline_opts oo = {p, NULL, false, NULL, NULL};
-    yyjson_mut_val *out = NULL, *e;
+    const char *verdict = json_get_str(cap, "verdict");
+    bool gpus = yyjson_is_true(yyjson_obj_get(cap, "requestsGPUs"));
+    yyjson_mut_val *e;
 
-    if (yamljson_read_file(path, 0, &y, d) < 0)
-        return NULL;
-    out = yyjson_mut_arr(doc);
-    for (size_t i = 0; out != NULL && i < y.n; i++) {
-        yyjson_val *obj = y.docs[i].value, *root;
-        const char *decision, *reason;
-        int64_t replicas;
-        yyjson_doc *admit = NULL;
-        struct diag ad;
-
-        e = NULL;
-        diag_clear(&ad);
-        if (template_of(obj, &replicas) == NULL) {
-            e = skipped(doc, obj, "not a workload with a pod template");
-            goto next;
-        }
-        admit = admit_frozen(&oo, obj, &ad);
-        root = yyjson_doc_get_root(admit);
-        decision = json_get_str(root, "decision");
-        reason = json_get_str(root, "reason");
-        if (admit == NULL || decision == NULL || strcmp(decision, "not judged") == 0) {
-            e = skipped(doc, obj,
-                        admit == NULL ? ad.msg
-                        : reason      ? reason
-                                      : "not judged by the policy");
-        } else if (!in_scope(root)) {
-            e = skipped(doc, obj,
-                        "out of the policy's scope (exclude, namespaces), so the "
-                        "webhook admits it");
-        } else if ((e = workload_entry(doc, view, obj, root, globs, headroom, &ad)) == NULL) {
-            diag_set(d, path, y.docs[i].line, y.docs[i].column, "document %u: %s", y.docs[i].index,
-                     ad.msg);
-            yyjson_doc_free(admit);
-            out = NULL;
-            break;
-        }
-    next:
-        yyjson_doc_free(admit);
-        if (e == NULL || !yyjson_mut_arr_append(out, e)) {
-            diag_set(d, path, 0, 0, "out of memory");
-            out = NULL;
-        }
+    if (!gpus || strcmp(verdict, "fits") == 0) {
+        j->fits++;
+    } else if (strcmp(verdict, "notNow") == 0) {
+        j->not_now++;
+        j->code = cap_exit_worse(j->code, CAP_EXIT_NOT_NOW);
+    } else {
+        j->never++;
+        j->code = cap_exit_worse(j->code, CAP_EXIT_NEVER);
     }
-    yamljson_free(&y);
-    return out; /* on failure, what was built stays in doc until it is freed */
+    e = json_pack(
+        j->doc, "{s:s, s:s, s:s, s:V, s:V, s:V, s:V, s:V, s:V, s:V, s:s, s:V, s:s, s:b}", "kind",
+        json_get_str(admit, "kind"), "namespace", json_get_str(admit, "namespace"), "name",
+        json_get_str(admit, "name"), "replicas", yyjson_obj_get(cap, "pods"), "requestsGPUs",
+        yyjson_obj_get(cap, "requestsGPUs"), "fitNow", yyjson_obj_get(cap, "fitNow"), "fitEver",
+        yyjson_obj_get(cap, "fitEver"), "eligibleNodes", yyjson_obj_get(cap, "eligibleNodes"),
+        "notEligible", yyjson_obj_get(cap, "notEligible"), "explanation",
+        yyjson_obj_get(cap, "explanation"), "verdict", gpus ? verdict : "fits", "why",
+        yyjson_obj_get(cap, "why"), "decision", json_get_str(admit, "decision"), "patched",
+        yyjson_arr_size(yyjson_obj_get(admit, "patch")) > 0);
+    if (e != NULL && json_mut_set(j->doc, e, "deniedBy", denied_by(j->doc, admit)) < 0)
+        e = NULL;
+    return e;
+}
+
+/* One object of a file (at ptr in doc, a JSON Pointer), judged as gpuadmit check judges it at
+ * /validate: after the policy's patches (a toleration or selector the mutating webhook adds
+ * changes which nodes are eligible), by the capacity rule, against the view. A List's items
+ * one by one, as check takes them. */
+static void judge_object(struct judging *j, const struct yamljson_doc *doc, const char *file,
+                         const char *ptr, yyjson_val *obj)
+{
+    unsigned line = doc->line, column = doc->column;
+    yyjson_val *items = yyjson_obj_get(obj, "items"), *it, *root, *cap;
+    const char *kind = json_get_str(obj, "kind"), *decision, *reason;
+    yyjson_mut_val *e;
+    yyjson_doc *admit = NULL;
+    struct diag d;
+    char sub[64];
+    size_t i, max;
+
+    yamljson_mark(doc, ptr, &line, &column);
+    if (yyjson_is_arr(items) && kind != NULL && strlen(kind) >= 4 &&
+        strcmp(kind + strlen(kind) - 4, "List") == 0) {
+        yyjson_arr_foreach (items, i, max, it) {
+            snprintf(sub, sizeof(sub), "/items/%zu", i);
+            judge_object(j, doc, file, sub, it);
+        }
+        return;
+    }
+    diag_clear(&d);
+    if (!has_template(obj)) {
+        append(j, skipped(j, obj, "not a workload with a pod template"), file, line);
+        return;
+    }
+    admit = admit_frozen(j->oo, obj, &d);
+    root = yyjson_doc_get_root(admit);
+    decision = json_get_str(root, "decision");
+    reason = json_get_str(root, "reason");
+    cap = judgement_of(root);
+    if (admit == NULL || decision == NULL || strcmp(decision, "not judged") == 0) {
+        e = skipped(j, obj, admit == NULL ? d.msg : reason ? reason : "not judged by the policy");
+    } else if (!in_scope(root)) {
+        e = skipped(j, obj,
+                    "out of the policy's scope (exclude, namespaces), so the webhook admits it");
+    } else if (cap == NULL) {
+        e = skipped(j, obj,
+                    "no capacity rule of the policy judges it, so neither does gpuadmit check");
+    } else if (json_str_is(yyjson_obj_get(cap, "verdict"), "invalid")) {
+        diag_set(&d, file, line, column, "document %u: %s", doc->index,
+                 json_get_str(cap, "why") ? json_get_str(cap, "why") : "");
+        input_error(j, &d);
+        yyjson_doc_free(admit);
+        return;
+    } else {
+        e = judged_entry(j, root, cap);
+    }
+    append(j, e, file, line);
+    yyjson_doc_free(admit);
+}
+
+/* Each workload of each file, in order, into j->list. */
+static void workload_report(struct judging *j, const struct cap_opts *o)
+{
+    for (size_t f = 0; f < o->n_files; f++) {
+        const char *file = strcmp(o->files[f], "-") == 0 ? "<stdin>" : o->files[f];
+        struct yamljson y;
+        struct diag d;
+
+        diag_clear(&d);
+        if (yamljson_read_file(o->files[f], YAMLJSON_MARKS, &y, &d) < 0) {
+            input_error(j, &d);
+            continue;
+        }
+        for (size_t i = 0; i < y.n; i++)
+            judge_object(j, &y.docs[i], file, "", y.docs[i].value);
+        yamljson_free(&y);
+    }
 }
 
 /* A string of the report, or "" (print_text's %s never gets NULL). */
@@ -490,22 +608,44 @@ static void print_node(yyjson_val *n, int width)
     }
 }
 
+/* One workload: "FILE:LINE: KIND NS/NAME: N replicas: VERDICT: N fit now, M at most", the
+ * capacity rule's reason, whether the policy patches it, the arithmetic. */
 static void print_workload(yyjson_val *w)
 {
     int64_t replicas = int_of(yyjson_obj_get(w, "replicas"));
+    int64_t now = int_of(yyjson_obj_get(w, "fitNow")), ever = int_of(yyjson_obj_get(w, "fitEver"));
+    const char *verdict = s_of(w, "verdict"), *why = s_of(w, "why");
+    yyjson_val *r;
+    size_t i, max;
 
+    printf("\n%s:%lld: %s %s/%s: ", s_of(w, "file"), (long long)int_of(yyjson_obj_get(w, "line")),
+           s_of(w, "kind"), s_of(w, "namespace"), s_of(w, "name"));
     if (yyjson_obj_get(w, "skipped") != NULL) {
-        printf("\n%s %s/%s: not judged: %s\n", s_of(w, "kind"), s_of(w, "namespace"),
-               s_of(w, "name"), s_of(w, "skipped"));
+        printf("not judged: %s\n", s_of(w, "skipped"));
         return;
     }
-    printf("\n%s %s/%s: %lld replica%s", s_of(w, "kind"), s_of(w, "namespace"), s_of(w, "name"),
-           (long long)replicas, replicas == 1 ? "" : "s");
-    if (yyjson_is_true(yyjson_obj_get(w, "requestsGPUs")))
-        printf(": %lld fit now, %lld at most\n", (long long)int_of(yyjson_obj_get(w, "fitNow")),
-               (long long)int_of(yyjson_obj_get(w, "fitEver")));
+    printf("%lld replica%s: ", (long long)replicas, replicas == 1 ? "" : "s");
+    if (!yyjson_is_true(yyjson_obj_get(w, "requestsGPUs"))) {
+        printf("requests no GPU\n");
+        return;
+    }
+    if (strcmp(verdict, "never") == 0 && ever >= replicas)
+        /* the rule refuses what the GPUs' count would hold (shared GPUs, several per pod) */
+        printf("never fits (by the GPUs' count alone %lld would fit now, %lld at most)\n",
+               (long long)now, (long long)ever);
     else
-        putchar('\n');
+        printf("%s: %lld fit now, %lld at most\n",
+               strcmp(verdict, "never") == 0    ? "never fits"
+               : strcmp(verdict, "notNow") == 0 ? "does not fit now"
+                                                : "fits",
+               (long long)now, (long long)ever);
+    if (why[0])
+        printf("  %s\n", why);
+    yyjson_arr_foreach (yyjson_obj_get(w, "deniedBy"), i, max, r) {
+        printf("%s%s", i ? ", " : "  gpuadmit check denies it: ", json_str(r) ? json_str(r) : "?");
+        if (i + 1 == max)
+            putchar('\n');
+    }
     if (yyjson_is_true(yyjson_obj_get(w, "patched")))
         printf("  (judged as the policy patches it: see gpuadmit check)\n");
     printf("  %s\n", s_of(w, "explanation"));
@@ -514,6 +654,7 @@ static void print_workload(yyjson_val *w)
 static void print_text(yyjson_val *report, const char *source)
 {
     yyjson_val *nodes = yyjson_obj_get(report, "nodes"), *n, *k, *r, *w;
+    yyjson_val *sum = yyjson_obj_get(report, "summary");
     size_t i, max;
     int width = 5; /* "TOTAL" */
 
@@ -535,6 +676,47 @@ static void print_text(yyjson_val *report, const char *source)
     }
     yyjson_arr_foreach (yyjson_obj_get(report, "workloads"), i, max, w)
         print_workload(w);
+    if (sum != NULL) {
+        int64_t all = int_of(yyjson_obj_get(sum, "fits")) + int_of(yyjson_obj_get(sum, "notNow")) +
+                      int_of(yyjson_obj_get(sum, "never")) +
+                      int_of(yyjson_obj_get(sum, "notJudged"));
+
+        printf("\n%lld workload%s: %lld fit%s now, %lld do%s not fit now, %lld never fit%s, %lld "
+               "not judged",
+               (long long)all, all == 1 ? "" : "s", (long long)int_of(yyjson_obj_get(sum, "fits")),
+               int_of(yyjson_obj_get(sum, "fits")) == 1 ? "s" : "",
+               (long long)int_of(yyjson_obj_get(sum, "notNow")),
+               int_of(yyjson_obj_get(sum, "notNow")) == 1 ? "es" : "",
+               (long long)int_of(yyjson_obj_get(sum, "never")),
+               int_of(yyjson_obj_get(sum, "never")) == 1 ? "s" : "",
+               (long long)int_of(yyjson_obj_get(sum, "notJudged")));
+        if (int_of(yyjson_obj_get(sum, "errors")) > 0)
+            printf("; %lld input error%s", (long long)int_of(yyjson_obj_get(sum, "errors")),
+                   int_of(yyjson_obj_get(sum, "errors")) == 1 ? "" : "s");
+        putchar('\n');
+    }
+}
+
+/* The workloads of the files, judged, into report (in doc) with their summary; the exit code
+ * they give, or CAP_EXIT_USAGE when out of memory. */
+static int add_workloads(yyjson_mut_doc *doc, yyjson_mut_val *report, const struct cap_opts *o,
+                         const struct policy *p, struct cluster *view)
+{
+    struct offline_opts oo = {p, view, false, NULL, NULL};
+    struct judging j = {doc, yyjson_mut_arr(doc), &oo, 0, 0, 0, 0, 0, CAP_EXIT_FITS};
+
+    if (j.list == NULL)
+        return CAP_EXIT_USAGE;
+    workload_report(&j, o);
+    if (json_mut_set(doc, report, "workloads", j.list) < 0 ||
+        json_mut_set(doc, report, "summary",
+                     json_pack(doc, "{s:I, s:I, s:I, s:I, s:I}", "fits", (int64_t)j.fits, "notNow",
+                               (int64_t)j.not_now, "never", (int64_t)j.never, "notJudged",
+                               (int64_t)j.not_judged, "errors", (int64_t)j.errors)) < 0) {
+        fprintf(stderr, "gpuadmit capacity: out of memory\n");
+        return CAP_EXIT_USAGE;
+    }
+    return j.code;
 }
 
 int capreport_main(int argc, char **argv)
@@ -544,21 +726,20 @@ int capreport_main(int argc, char **argv)
     struct cluster *view = NULL;
     const struct policy_doc *doc;
     yyjson_mut_doc *rdoc = NULL;
-    yyjson_mut_val *report, *w;
+    yyjson_mut_val *report;
     yyjson_doc *frozen = NULL;
     struct diag d;
     char text[DIAG_MSG_MAX + 300], *dump;
-    int64_t headroom;
-    int rc = 2;
+    int rc = CAP_EXIT_USAGE, code = CAP_EXIT_FITS;
 
     switch (parse_args(argc, argv, &o)) {
-    case 1: return 0;
-    case -1: return 2;
+    case 1: rc = 0; goto out;
+    case -1: goto out;
     }
     log_set_level(LOG_ERROR);
     if ((p = offline_load_policy("gpuadmit capacity", o.rules)) == NULL)
         goto out;
-    doc = capacity_doc(p, &headroom);
+    doc = capacity_doc(p);
     diag_clear(&d);
     view = o.snapshot ? offline_load_snapshot(o.snapshot, &d) : list_live(&o, &d);
     if (view == NULL || doc == NULL) {
@@ -571,13 +752,8 @@ int capreport_main(int argc, char **argv)
         fprintf(stderr, "gpuadmit capacity: out of memory\n");
         goto out;
     }
-    if (o.workloads != NULL) {
-        w = workload_report(rdoc, view, p, o.workloads, &doc->gpu_resources, headroom, &d);
-        if (w == NULL || json_mut_set(rdoc, report, "workloads", w) < 0) {
-            fprintf(stderr, "gpuadmit capacity: %s\n", diag_format(&d, text, sizeof(text)));
-            goto out;
-        }
-    }
+    if (o.n_files > 0)
+        code = add_workloads(rdoc, report, &o, p, view);
     if (o.json) {
         dump = json_mut_write_pretty(report, NULL);
         if (dump == NULL) {
@@ -594,11 +770,12 @@ int capreport_main(int argc, char **argv)
         }
         print_text(yyjson_doc_get_root(frozen), o.snapshot ? o.snapshot : o.kubeconfig);
     }
-    rc = 0;
+    rc = code;
 out:
     yyjson_doc_free(frozen);
     yyjson_mut_doc_free(rdoc);
     cluster_free(view);
     policy_free(p);
+    free(o.files);
     return rc;
 }
