@@ -513,14 +513,22 @@ def check_without_manifests_lints_the_policy():
 @test
 def every_command_has_help():
     """COMMAND --help prints the command's usage on standard output and exits 0, for every
-    command that gpuadmit --help lists."""
+    command that gpuadmit --help lists, and says the command's exit codes (README.md's table
+    has them all)."""
     rc, out, err = run("--help")
     cmds = [m.group(1) for m in (re.match(r"^  ([a-z]+)  +\S", l) for l in out.splitlines()) if m]
     check(len(cmds) >= 6, "commands in --help: %r" % cmds)
+    check(any(l.startswith("Exit code: ") for l in out.splitlines()), "gpuadmit --help: " + out)
     for cmd in cmds:
         rc, out, err = run(cmd, "--help")
         eq(rc, 0, "%s --help: exit code (stderr %r)" % (cmd, err))
         check(out.startswith("usage: gpuadmit %s" % cmd), "%s --help: %r" % (cmd, out[:200]))
+        codes = out[out.find("\nExit code: "):]
+        check(codes.startswith("\nExit code: 0 ") and " 2 " in codes.replace("\n", " "),
+              "%s --help names its exit codes: %r" % (cmd, out[-400:]))
+    rc, out, err = run("capacity", "--help")
+    check("1 some workload does not fit now" in out and "3 some workload never fits" in out and
+          "strongest wins: 2, then 3, then 1, then 0" in out.replace("\n", " "), out)
 
 
 def setup(work):

@@ -57,9 +57,9 @@ static const char usage_capacity[] =
     "\n"
     "Exit code: 0 every workload fits now (or none is given), 1 some workload does not fit now\n"
     "(fewer of its replicas fit than it asks for), 3 some workload never fits (the capacity\n"
-    "rule denies it whatever is free: no eligible node could ever hold its pods, or its GPUs\n"
-    "are shared and it asks for several), 2 a usage or input error. Of several workloads the\n"
-    "strongest wins: 2, then 3, then 1, then 0.\n";
+    "rule denies it whatever is free: the eligible nodes could never hold all its pods, or\n"
+    "their GPUs are shared and it asks for several a container), 2 a usage or input error.\n"
+    "Of several workloads the strongest wins: 2, then 3, then 1, then 0.\n";
 
 struct cap_opts {
     const char *snapshot, *kubeconfig, *rules;

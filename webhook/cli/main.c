@@ -54,7 +54,9 @@ static const char usage_main[] =
     "  capacity     GPUs per node and resource, and how many replicas of a workload fit\n"
     "\n"
     "  gpuadmit --help       this text;  gpuadmit COMMAND --help  the command's options\n"
-    "  gpuadmit --version    print the version\n";
+    "  gpuadmit --version    print the version\n"
+    "\n"
+    "Exit code: each command's --help says its own; no command, or an unknown one, is 2.\n";
 
 static const char usage_serve[] =
     "usage: gpuadmit serve --tls-cert FILE --tls-key FILE [OPTIONS]\n"
@@ -106,7 +108,12 @@ static const char usage_serve[] =
     "                            always on the HTTPS port)\n"
     "  --log-level LEVEL         debug, info, warn or error (default info)\n"
     "\n"
-    "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the rules and the certificate now.\n";
+    "Signals: SIGTERM/SIGINT stop gracefully; SIGHUP reloads the rules and the certificate now.\n"
+    "\n"
+    "Exit code: 0 stopped by SIGTERM or SIGINT once every request finished, 1 stopped before\n"
+    "they all did (a second signal, or --shutdown-grace ran out) or could not serve (the\n"
+    "address cannot be listened on, out of memory), 2 a usage error, or rules, certificate,\n"
+    "client CA, cluster snapshot or kubeconfig that do not load at start.\n";
 
 struct serve_opts {
     struct server_config server;
@@ -651,7 +658,9 @@ out:
     "\n"                                                                                           \
     "Prints, as JSON, the webhook rules (apiGroups, apiVersions, resources, operations) of the\n"  \
     "requests each endpoint acts on: {\"mutating\": [...], \"validating\": [...]}. The\n"          \
-    "manifests' webhook configurations must send at least these.\n"
+    "manifests' webhook configurations must send at least these.\n"                                \
+    "\n"                                                                                           \
+    "Exit code: 0 printed, 1 out of memory, 2 an argument was given.\n"
 
 /* The rules of the webhook configurations, from the evaluator's own table, so that the
  * manifests can be checked against the code. */

@@ -1045,10 +1045,10 @@ static const char usage_certs[] =
     "                      names cover the Service (and each --dns/--ip), expiry\n"
     "  --min-days N        with --check: fail when a certificate has fewer days left (30)\n"
     "\n"
-    "Exit status: 0 done or all checks passed; 1 could not make or write the files; 2 usage;\n"
-    "3 a file cannot be read or parsed; with --check, otherwise the sum of: 4 key does not\n"
-    "match, 8 chain does not verify, 16 names not covered, 32 expired or not yet valid,\n"
-    "64 expires within --min-days.\n";
+    "Exit code: 0 done or all checks passed; 1 could not make or write the files, or a\n"
+    "--rotate step was refused; 2 usage; 3 a file cannot be read or parsed; with --check,\n"
+    "otherwise the sum of: 4 key does not match, 8 chain does not verify, 16 names not\n"
+    "covered, 32 expired or not yet valid, 64 expires within --min-days.\n";
 
 enum {
     C_SERVICE = 256,
