@@ -193,6 +193,25 @@ static void test_capacity_judgement(void)
         CHECK(json_int64(yyjson_obj_get(cap, "fitEver"), &v) && v == cases[i].fit_ever);
         yyjson_doc_free(res);
     }
+    /* a pod gets no capacity finding (the scheduler keeps it Pending), but the verdict a
+     * workload of one would get: 8 GPUs on nodes of 4 never fit */
+    {
+        struct offline_opts o = {.policy = p, .view = stall};
+        yyjson_doc *in = harness_json("{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': "
+                                      "'big', 'namespace': 'ml'}, 'spec': {'containers': [{'name':"
+                                      " 'c', 'image': 'x', 'resources': {'limits': "
+                                      "{'nvidia.com/gpu': 8}}}]}}");
+        yyjson_mut_doc *m = offline_admit(&o, harness_val(in), &d);
+        yyjson_doc *res = m != NULL ? yyjson_mut_doc_imut_copy(m, NULL) : NULL;
+        yyjson_val *cap = capacity_of(harness_val(res));
+
+        CHECK_STR(rule_outcome(harness_val(res), "capacity"), "pass");
+        CHECK_STR(json_get_str(cap, "verdict"), "never");
+        CHECK_CONTAINS(json_get_str(cap, "why"), "no eligible node holds one pod");
+        yyjson_doc_free(res);
+        yyjson_mut_doc_free(m);
+        yyjson_doc_free(in);
+    }
     /* without a view the rule judges nothing: no judgement, only whenStale's warning */
     {
         yyjson_doc *res = admit_deployment(p, NULL, 2, 1);

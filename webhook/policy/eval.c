@@ -2091,32 +2091,51 @@ static int capacity_findings(struct run *rn, const struct policy_doc *doc, const
     return 1;
 }
 
+/* Whether a pod of the template could never run: what capacity_findings finds "never" in a new
+ * workload of one replica. A pod itself gets no such finding (the scheduler keeps it Pending,
+ * and the webhook admits it), but the offline report's verdict is the same for both. */
+static bool pod_never(const struct rule *ru, const struct capacity_result *res)
+{
+    if (res->eligible == 0 && res->transient == 0)
+        return ru->autoscaling_set && !ru->autoscaling;
+    return !ru->autoscaling && res->fit_ever < 1;
+}
+
 /* The judgement of one capacity rule in the caller's trace, for gpuadmit capacity: an entry
  * {"stage", "rule", "type", "capacity": {...}} with no outcome (eval.h). asked is the pods the
  * change asks for, before a Job's width is clamped to what the nodes hold at most: all of them
  * fit now or some wait. The verdict is "never" when the rule found what it denies whatever
  * `available` says (CAP_NEVER), else "notNow" when fewer than asked fit now, else "fits";
  * "invalid" when the template's GPU amounts do not parse. */
-static void trace_capacity(struct run *rn, const struct rule *ru, const struct capacity_request *rq,
-                           const struct capacity_result *res, int64_t asked, int judged)
+static void trace_capacity(struct run *rn, const struct rule *ru, const struct workload_demand *ct,
+                           const struct capacity_request *rq, const struct capacity_result *res,
+                           int64_t asked, int judged)
 {
     struct capacity_request as = *rq;
     char expl[MSG_MAX] = "";
-    const char *verdict = judged < 0                            ? "invalid"
-                          : rn->cap_worst == CAP_NEVER          ? "never"
-                          : res->judged && asked > res->fit_now ? "notNow"
-                                                                : "fits";
+    bool pod_nv = rn->cap_worst != CAP_NEVER && ct->pod && res->judged && pod_never(ru, res);
+    const char *verdict = judged < 0                             ? "invalid"
+                          : rn->cap_worst == CAP_NEVER || pod_nv ? "never"
+                          : res->judged && asked > res->fit_now  ? "notNow"
+                                                                 : "fits";
+    const char *why = judged < 0 ? res->reasons : rn->cap_why;
     yyjson_mut_val *e;
 
     as.increase = asked;
     if (res->judged)
         capacity_explain(&as, res, expl, sizeof(expl));
+    if (pod_nv) /* the words of capacity_findings' findings, which a pod does not get */
+        why = res->eligible == 0 && res->transient == 0
+                  ? "no node matches it, and the capacity rule says no node autoscaler adds "
+                    "nodes (autoscaling: false)"
+                  : "no eligible node holds one pod, cordoned and not Ready nodes included: ask "
+                    "for fewer GPUs per pod or add larger nodes";
     e = json_pack(rn->tdoc, "{s:s, s:s, s:s, s:{s:b, s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s}}",
                   "stage", rn->mutating ? "mutate" : "validate", "rule", ru->name, "type",
                   policy_rule_type_name(ru->type), "capacity", "requestsGPUs", res->judged, "pods",
                   asked, "fitNow", res->fit_now, "fitEver", res->fit_ever, "eligibleNodes",
                   res->eligible, "notEligible", res->reasons, "explanation", expl, "verdict",
-                  verdict, "why", judged < 0 ? res->reasons : rn->cap_why);
+                  verdict, "why", why);
     /* left out when it cannot be made (out of memory), as trace_rule's entries are */
     if (e != NULL)
         yyjson_mut_arr_append(rn->trace, e);
@@ -2139,7 +2158,7 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
     asked.increase = ct->pod ? 1 : ct->increase;
     judged = capacity_findings(rn, doc, ru, eff, ct, &rq, &res);
     if (judged != 0 && rn->trace != NULL)
-        trace_capacity(rn, ru, &asked, &res, asked.increase, judged);
+        trace_capacity(rn, ru, ct, &asked, &res, asked.increase, judged);
 }
 
 /* /validate: every capacity rule in scope judges the workload, scale or HPA request. */

@@ -65,9 +65,10 @@ int eval_review(const struct policy *p, const struct review *r, bool mutating, b
  *                  clamped to what the eligible nodes hold at most)
  *   fitNow         how many pods of the template fit now, fitEver at most (capacity_judge)
  *   eligibleNodes, notEligible, explanation   capacity_judge's nodes and capacity_explain
- *   verdict        "never" when the rule found what it denies whatever `available` says,
- *                  "notNow" when fewer than pods fit now, "fits" otherwise; "invalid" when
- *                  the template's GPU amounts do not parse
+ *   verdict        "never" when the rule found what it denies whatever `available` says (a
+ *                  pod: what it would find in a workload of one replica), "notNow" when fewer
+ *                  than pods fit now, "fits" otherwise; "invalid" when the template's GPU
+ *                  amounts do not parse
  *   why            the first sentence of the rule's strongest finding ("" when none)
  * For the offline CLI; the server passes none. */
 int eval_review_trace(const struct policy *p, const struct review *r, bool mutating,
