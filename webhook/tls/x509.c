@@ -123,6 +123,17 @@ oom:
     return -1;
 }
 
+/* The passphrase callback: there is none to give. OpenSSL's default would prompt on the
+ * terminal; an empty passphrase (u = "") would still open a key encrypted with one. */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf;
+    (void)size;
+    (void)rwflag;
+    (void)u;
+    return -1;
+}
+
 EVP_PKEY *x509_read_key(const void *pem, size_t len)
 {
     BIO *bio;
@@ -131,8 +142,7 @@ EVP_PKEY *x509_read_key(const void *pem, size_t len)
     ERR_clear_error();
     if (len > (size_t)INT32_MAX || (bio = BIO_new_mem_buf(pem, (int)len)) == NULL)
         return NULL;
-    /* an empty passphrase callback refuses encrypted keys instead of prompting on a tty */
-    key = PEM_read_bio_PrivateKey(bio, NULL, NULL, (void *)"");
+    key = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
     BIO_free(bio);
     return key;
 }
