@@ -116,13 +116,15 @@ static int check_ca_pem(const unsigned char *pem, size_t len, const char *file, 
 {
     STACK_OF(X509) *chain = NULL;
     int n = x509_read_chain(pem, len, &chain);
+    char err[256];
 
     sk_X509_pop_free(chain, X509_free);
-    ERR_clear_error();
     if (n < 0)
         diag_set(d, file, 0, 0, "%s: out of memory", what);
     else if (n == 0)
-        diag_set(d, file, 0, 0, "%s: no PEM certificate found", what);
+        diag_set(d, file, 0, 0, "%s: cannot read the PEM certificates (%s)", what,
+                 x509_ssl_error(err, sizeof(err)));
+    ERR_clear_error();
     return n > 0 ? 0 : -1;
 }
 

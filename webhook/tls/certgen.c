@@ -454,7 +454,8 @@ static STACK_OF(X509) * load_certs(const char *dir, const char *name, struct dia
     if ((n = x509_read_chain(buf, len, &sk)) < 0)
         diag_set(d, path, 0, 0, "out of memory");
     else if (n == 0)
-        diag_set(d, path, 0, 0, "no PEM certificate found (%s)", x509_ssl_error(err, sizeof(err)));
+        diag_set(d, path, 0, 0, "cannot read the PEM certificates (%s)",
+                 x509_ssl_error(err, sizeof(err)));
 out:
     x509_buf_free(buf, len);
     return sk;

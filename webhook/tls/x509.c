@@ -95,6 +95,7 @@ int x509_read_chain(const void *pem, size_t len, STACK_OF(X509) * *out)
     BIO *bio;
     X509 *x;
     STACK_OF(X509) *sk = NULL;
+    unsigned long e;
     int n;
 
     *out = NULL;
@@ -109,12 +110,16 @@ int x509_read_chain(const void *pem, size_t len, STACK_OF(X509) * *out)
             goto oom;
         }
     BIO_free(bio);
+    /* the text ends with "no start line" (as SSL_CTX_use_certificate_chain_file judges it);
+     * any other error is a certificate block that does not parse, and stopping there would
+     * silently drop it and every certificate after it */
+    e = ERR_peek_last_error();
     n = sk_X509_num(sk);
-    if (n == 0) {
-        sk_X509_free(sk);
-        return 0; /* the error of the first read says why */
+    if (n == 0 || ERR_GET_LIB(e) != ERR_LIB_PEM || ERR_GET_REASON(e) != PEM_R_NO_START_LINE) {
+        sk_X509_pop_free(sk, X509_free);
+        return 0; /* the error says why */
     }
-    ERR_clear_error(); /* the loop ends on "no start line" */
+    ERR_clear_error();
     *out = sk;
     return n;
 oom:
@@ -168,7 +173,7 @@ int x509_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, 
     memset(info, 0, sizeof(*info));
     if ((n = x509_read_chain(cert_pem, cert_len, &chain)) <= 0) {
         diag_set(d, NULL, 0, 0, "certificate: %s (%s)",
-                 n < 0 ? "out of memory" : "no PEM certificate found",
+                 n < 0 ? "out of memory" : "cannot read the PEM certificates",
                  x509_ssl_error(err, sizeof(err)));
         goto out;
     }

@@ -30,9 +30,10 @@ int x509_check_pair(const char *cert_pem, size_t cert_len, const char *key_pem, 
                     struct x509_info *info, struct diag *d);
 
 /* The certificates of a PEM text, in order, as a new stack in *out (free with
- * sk_X509_pop_free(*out, X509_free)). Returns how many: 0 leaves *out NULL and OpenSSL's error
- * for x509_ssl_error(); -1 is out of memory (or a text past INT_MAX bytes). Text between and
- * after the certificates is ignored, as OpenSSL's PEM reader ignores it. */
+ * sk_X509_pop_free(*out, X509_free)). Returns how many: 0 (none, or a certificate block that
+ * does not parse) leaves *out NULL and OpenSSL's error for x509_ssl_error(); -1 is out of
+ * memory (or a text past INT_MAX bytes). Text and other PEM blocks between and after the
+ * certificates are ignored, as OpenSSL's PEM reader ignores them. */
 int x509_read_chain(const void *pem, size_t len, STACK_OF(X509) * *out);
 
 /* The one unencrypted private key of a PEM text (free with EVP_PKEY_free()), or NULL with
