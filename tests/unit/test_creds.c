@@ -1,7 +1,7 @@
 /*
- * test_creds.c: the OpenSSL pair check (tls/x509.c) and the hot-reloading credential store
- * (creds.c): good pairs load, changes are picked up, broken or mismatched pairs are refused and
- * leave the served pair untouched.
+ * test_creds.c: the hot-reloading credential store (creds.c): good pairs load, changes are
+ * picked up, broken or mismatched pairs are refused and leave the served pair untouched. The
+ * pair check itself (tls/x509.c) is test_x509's.
  */
 #include <openssl/ec.h>
 #include <openssl/evp.h>
@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tls/x509.h"
 #include "tls/creds.h"
 #include "harness.h"
 #include "log.h"
@@ -73,70 +72,6 @@ static void write_file(const char *path, const char *text)
     fputs(text, f);
     fclose(f);
     rename(tmp, path); /* a new inode, as a Secret volume update makes */
-}
-
-static void test_check_pair(void)
-{
-    struct pem a, b;
-    struct x509_info info;
-    struct diag d;
-
-    make_pem(&a, 10, 0);
-    make_pem(&b, 10, 0);
-    diag_clear(&d);
-    CHECK(x509_check_pair(a.cert, strlen(a.cert), a.key, strlen(a.key), &info, &d) == 0);
-    CHECK(info.chain_len == 1);
-    CHECK(labs((long)(info.not_after - a.not_after)) < 5);
-    CHECK_CONTAINS(info.subject, "CN=test");
-
-    diag_clear(&d);
-    CHECK(x509_check_pair(a.cert, strlen(a.cert), b.key, strlen(b.key), &info, &d) == -1);
-    CHECK_CONTAINS(d.msg, "key does not match the certificate");
-
-    diag_clear(&d);
-    CHECK(x509_check_pair("garbage", 7, a.key, strlen(a.key), &info, &d) == -1);
-    CHECK_CONTAINS(d.msg, "certificate: cannot read the PEM certificates");
-
-    diag_clear(&d);
-    CHECK(x509_check_pair(a.cert, strlen(a.cert), a.cert, strlen(a.cert), &info, &d) == -1);
-    CHECK_CONTAINS(d.msg, "key: no unencrypted PEM private key found");
-
-    /* a chain: leaf then another certificate */
-    {
-        char chain[8192];
-        snprintf(chain, sizeof(chain), "%s%s", a.cert, b.cert);
-        diag_clear(&d);
-        CHECK(x509_check_pair(chain, strlen(chain), a.key, strlen(a.key), &info, &d) == 0);
-        CHECK(info.chain_len == 2);
-    }
-}
-
-static void test_read_file_limits(void)
-{
-    char dir[] = "/tmp/gpuadmit-test-XXXXXX", path[256];
-    char *buf = NULL;
-    size_t len = 0;
-    struct diag d;
-
-    CHECK(mkdtemp(dir) != NULL);
-    snprintf(path, sizeof(path), "%s/f", dir);
-    write_file(path, "0123456789");
-    diag_clear(&d);
-    CHECK(x509_read_file(path, 5, &buf, &len, &d) == -1);
-    CHECK_CONTAINS(d.msg, "more than the limit of 5");
-    diag_clear(&d);
-    CHECK(x509_read_file(path, 100, &buf, &len, &d) == 0);
-    CHECK(len == 10 && buf != NULL && strcmp(buf, "0123456789") == 0);
-    x509_buf_free(buf, len);
-    diag_clear(&d);
-    CHECK(x509_read_file(dir, 100, &buf, &len, &d) == -1);
-    CHECK_CONTAINS(d.msg, "not a regular file");
-    unlink(path);
-    diag_clear(&d);
-    CHECK(x509_read_file(path, 100, &buf, &len, &d) == -1);
-    CHECK_CONTAINS(d.msg, "cannot read: No such file or directory");
-    CHECK_STR(d.file, path);
-    rmdir(dir);
 }
 
 static gnutls_pcert_st *served(struct creds *c)
@@ -442,8 +377,6 @@ int main(void)
 
     log_set_fd(fileno(logf));
     srand((unsigned)getpid());
-    RUN(test_check_pair);
-    RUN(test_read_file_limits);
     RUN(test_reload);
     RUN(test_refuses_certificates_clients_would_refuse);
     RUN(test_secret_volume_swap);
