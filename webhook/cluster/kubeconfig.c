@@ -171,10 +171,20 @@ out:
     return rc;
 }
 
+/* A bearer token goes into the Authorization header as it is: a space would end it there, a
+ * control character (a newline above all) split the header. */
+static bool token_chars_ok(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x21 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
 char *kubeconfig_token_read(const char *path, struct diag *d)
 {
     char *raw = NULL, *tok = NULL;
-    size_t len = 0, a = 0, b, i;
+    size_t len = 0, a = 0, b;
 
     if (x509_read_file(path, KUBE_TOKEN_MAX_BYTES, &raw, &len, d) < 0)
         goto out;
@@ -187,11 +197,9 @@ char *kubeconfig_token_read(const char *path, struct diag *d)
         diag_set(d, path, 0, 0, "the token file is empty");
         goto out;
     }
-    for (i = a; i < b; i++) {
-        if ((unsigned char)raw[i] < 0x21 || raw[i] == 0x7f) {
-            diag_set(d, path, 0, 0, "the token holds a space or control character");
-            goto out;
-        }
+    if (!token_chars_ok(raw + a, b - a)) {
+        diag_set(d, path, 0, 0, "the token holds a space or control character");
+        goto out;
     }
     tok = strndup(raw + a, b - a);
     if (tok == NULL)
@@ -496,6 +504,8 @@ static int read_user(struct kcfg *K, const struct yamltree_node *u, struct kubec
         return -1;
     if ((t->cert_path || t->cert) != (t->key_path || t->key))
         return kerr(K, u, "user: a client certificate needs its key, and a key its certificate");
+    if (token != NULL && !token_chars_ok(token, strlen(token)))
+        return kerr(K, get(u, "token"), "user.token holds a space or control character");
     if (token != NULL && (t->token = strdup(token)) == NULL)
         return kerr(K, NULL, "out of memory");
     if (token_file != NULL && (t->token_path = resolve(K, token_file)) == NULL)
