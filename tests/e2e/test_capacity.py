@@ -5,6 +5,7 @@ a watched (simulated) API server. Standard library only.
 
 Run: GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_capacity.py
 """
+import base64
 import copy
 import http.client
 import json
@@ -87,10 +88,10 @@ def review(obj, resource, op="CREATE", old=None, sub="", name="", ns="ml", dry_r
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
 
 
-def validate(port, body):
+def validate(port, body, path="/validate"):
     c = Conn(port)
     try:
-        c.request("POST", "/validate", json.dumps(body).encode(),
+        c.request("POST", path, json.dumps(body).encode(),
                   {"Content-Type": "application/json"})
         r = c.getresponse()
         data = r.read()
@@ -130,6 +131,33 @@ def scale(name, before, after):
 
 def warnings_of(resp):
     return resp.get("warnings") or []
+
+
+def apply_adds(doc, ops):
+    """doc with a patch of "add" operations (all gpuadmit sends, webhook/patch.h) applied as
+    RFC 6902 says: a missing parent fails, "-" appends, ~1 and ~0 unescape."""
+    out = copy.deepcopy(doc)
+    for op in ops:
+        check(op["op"] == "add", "not an add: %r" % op)
+        tokens = [x.replace("~1", "/").replace("~0", "~") for x in op["path"].split("/")[1:]]
+        node = out
+        for tok in tokens[:-1]:
+            node = node[int(tok)] if isinstance(node, list) else node[tok]
+        if isinstance(node, list):
+            check(tokens[-1] == "-", "index %r" % tokens[-1])
+            node.append(op["value"])
+        else:
+            node[tokens[-1]] = op["value"]
+    return out
+
+
+def mutated(port, body):
+    """The object as the apiserver passes it on to validating webhooks: /mutate's patch
+    applied (docs/protocol.md §6)."""
+    r = validate(port, body, "/mutate")
+    check(r["allowed"] is True, "/mutate refused %r" % r)
+    obj = body["request"]["object"]
+    return apply_adds(obj, json.loads(base64.b64decode(r["patch"]))) if r.get("patch") else obj
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,6 +236,58 @@ def stall_deny_setting_refuses_past_what_fits_now():
               and "only 4 of 8 more pods fit now" in r["status"]["message"], "scale: %r" % r)
         r = validate(srv.port, scale("trainer-critical", 2, 10))
         check(r["allowed"] is True, "preempting scale refused: %r" % r)
+
+
+def bare_replicaset(n, cls):
+    """replicaset(n, cls) as a user writes it: no toleration of the GPU taint, no GPU node
+    label; the default policy's tolerations and node-selector rules (Mutate) add them."""
+    rs = replicaset(n, cls)
+    del rs["spec"]["template"]["spec"]["tolerations"]
+    del rs["spec"]["template"]["spec"]["nodeSelector"]
+    return rs
+
+
+@test
+def audit_only_capacity_judges_what_enforcing_would_admit():
+    """--audit-only: /validate sees the ReplicaSet as the user wrote it, since no mutating
+    webhook patched it. Its capacity finding must be the one enforcing gives for the patched
+    object at /validate (kube-scheduler puts pods with the toleration on the tainted GPU nodes,
+    and 4 of the 16 GPUs of stall.json are free at batch-low's priority), never "untolerated
+    taint", which no enforcing webhook would have left. 20 preempting pods never fit the 16
+    GPUs, patched or not, and audit-only still records that."""
+    rules = rules_dir("deny", "Deny")
+    with Server(rules, "--cluster-snapshot", STALL, name="enforce") as enf, \
+            Server(rules, "--cluster-snapshot", STALL, "--audit-only", name="audit") as aud:
+        for n, cls, want in ((4, "batch-low", None),
+                             (8, "batch-low", "replicasets ml/stall: only 4 of 8 more pods fit "
+                              "now, the rest will wait Pending"),
+                             (20, "gpu-critical", "replicasets ml/stall can never fit: 20 pods "
+                              "at once, at most 16 fit the eligible nodes")):
+            what = "%d replicas at %s" % (n, cls)
+            body = review(bare_replicaset(n, cls), "apps/replicasets")
+            patched = mutated(enf.port, body)
+            check(patched["spec"]["template"]["spec"].get("tolerations") == [TOL],
+                  "%s: enforcing patched %r" % (what, patched))
+            e = validate(enf.port, review(patched, "apps/replicasets"))
+            a = validate(aud.port, body)
+            m = validate(aud.port, body, "/mutate")
+            check(a["allowed"] is True and not warnings_of(a) and m["allowed"] is True and
+                  not m.get("patch"), "%s: audit-only denied, patched or warned: %r %r"
+                  % (what, a, m))
+            ann = (a.get("auditAnnotations") or {}).get("capacity")
+            check("untolerated taint" not in json.dumps(a),
+                  "%s: audit-only judged the unpatched template: %r" % (what, a))
+            if want is None:
+                check(e["allowed"] is True and not warnings_of(e), "%s: enforcing %r" % (what, e))
+                check(ann is None, "%s: enforcing admits it, audit-only records %r" % (what, ann))
+                continue
+            check(e["allowed"] is False and want in e["status"]["message"],
+                  "%s: enforcing %r" % (what, e))
+            check(ann is not None and ann.startswith("would deny: " + want),
+                  "%s: audit-only records %r" % (what, ann))
+            # the same arithmetic, word for word, as the enforcing denial
+            check(ann[len("would deny: "):] in e["status"]["message"],
+                  "%s: enforcing says %r, audit-only %r" % (what, e["status"]["message"], ann))
 
 
 def stall_objects():

@@ -2288,6 +2288,177 @@ static void test_two_policies_share_lists(void)
     policy_unref(p);
 }
 
+/* The /validate decision for c under --audit-only into out (initialised by the caller). */
+static int check_audit(const struct policy *p, struct cluster *view, const struct ecase *c,
+                       struct decision *out)
+{
+    yyjson_doc *object = js(c->object);
+    struct review *r = make_review(c, harness_val(object));
+    int rc = r != NULL ? eval_review(p, r, false, true, view, out) : -1;
+
+    review_free(r);
+    yyjson_doc_free(object);
+    return rc;
+}
+
+/* A GPU ReplicaSet of n one-GPU replicas at class cls whose template lacks the GPU taint's
+ * toleration and the GPU node label: the Mutate rules of capacity-mutate.yaml add both. */
+#define BARE_RS(n, cls)                                                                            \
+    "{'metadata':{'name':'trainer'},'spec':{'replicas':" #n ",'template':{'spec':{"                \
+    "'priorityClassName':'" cls "','containers':[{'name':'t','resources':{'limits':"               \
+    "{'nvidia.com/gpu':'1'}}}]}}}}"
+
+/* Whether any warning or annotation of dec holds text. */
+static bool says(const struct decision *dec, const char *text)
+{
+    yyjson_mut_val *k, *v;
+    yyjson_mut_obj_iter it;
+
+    if (has_warning(dec, text) || (dec->message != NULL && strstr(dec->message, text)))
+        return true;
+    yyjson_mut_obj_iter_init(dec->annotations, &it);
+    while ((k = yyjson_mut_obj_iter_next(&it)) != NULL) {
+        v = yyjson_mut_obj_iter_get_val(k);
+        if (strstr(yyjson_mut_get_str(v), text) != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* What enforcing decides at /validate for object: /mutate's patch applied first, as the
+ * apiserver applies it before calling validating webhooks (docs/protocol.md §6). */
+static void enforced(const struct policy *p, struct cluster *view, const struct ecase *c,
+                     struct decision *out)
+{
+    yyjson_doc *object = js(c->object), *patched = NULL;
+    struct review *r = make_review(c, harness_val(object)), *r2 = NULL;
+    struct decision m;
+
+    decision_init(&m);
+    CHECK(r != NULL && eval_review(p, r, true, false, view, &m) == 0);
+    CHECK(m.patch != NULL);
+    patched = m.patch ? apply_patch(object, m.patch) : NULL;
+    CHECK(patched != NULL);
+    r2 = patched ? make_review(c, harness_val(patched)) : NULL;
+    CHECK(r2 != NULL && eval_review(p, r2, false, false, view, out) == 0);
+    decision_release(&m);
+    review_free(r);
+    review_free(r2);
+    yyjson_doc_free(object);
+    yyjson_doc_free(patched);
+}
+
+/* audit-only: at /validate the object is as the user wrote it, since no mutating webhook patched
+ * it. The capacity rule, Audit then, judges it as enforcing would have patched it: with the
+ * toleration of the GPU taint the tolerations rule would add, kube-scheduler's TaintToleration
+ * filter lets the pods onto the GPU nodes (pkg/scheduler/framework/plugins/tainttoleration), so
+ * no "untolerated taint", and the same arithmetic as the enforcing /validate of the patched
+ * object. stall.json: 4 GPU nodes of 4, 12 GPUs in use at batch-low's priority. */
+static void test_audit_capacity_judges_the_patched_template(void)
+{
+    struct policy *p = load("capacity-mutate.yaml");
+    struct cluster *view = load_view("stall.json");
+    struct ecase fits = {.resource = "apps/replicasets", .object = BARE_RS(4, "batch-low")};
+    struct ecase stalls = fits, never = fits, update = fits;
+    struct decision aud, enf;
+    const char *ann;
+
+    stalls.object = BARE_RS(8, "batch-low");
+    never.object = BARE_RS(20, "gpu-critical");
+    /* a scale-up of a ReplicaSet whose stored template audit-only never patched */
+    update.op = "UPDATE";
+    update.object = BARE_RS(8, "batch-low");
+    update.old_object = BARE_RS(2, "batch-low");
+
+    /* 4 fit the 4 free GPUs: nothing to say, as enforcing has nothing to say */
+    decision_init(&aud);
+    decision_init(&enf);
+    CHECK(check_audit(p, view, &fits, &aud) == 0);
+    CHECK(aud.allowed && yyjson_mut_arr_size(aud.warnings) == 0);
+    CHECK(annotation(&aud, "capacity") == NULL);
+    CHECK(!says(&aud, "untolerated taint"));
+    enforced(p, view, &fits, &enf);
+    CHECK(enf.allowed && yyjson_mut_arr_size(enf.warnings) == 0 &&
+          annotation(&enf, "capacity") == NULL);
+    decision_release(&aud);
+    decision_release(&enf);
+
+    /* 8: 4 fit now; enforcing denies (available: Deny), audit-only records that denial */
+    decision_init(&aud);
+    decision_init(&enf);
+    CHECK(check_audit(p, view, &stalls, &aud) == 0);
+    ann = annotation(&aud, "capacity");
+    CHECK_CONTAINS(ann, "would deny: replicasets ml/trainer: only 4 of 8 more pods fit now");
+    CHECK_CONTAINS(ann, "4 eligible nodes");
+    CHECK(aud.allowed && !says(&aud, "untolerated taint"));
+    enforced(p, view, &stalls, &enf);
+    CHECK(!enf.allowed);
+    CHECK_CONTAINS(enf.message, "[capacity] replicasets ml/trainer: only 4 of 8 more pods fit now");
+    /* word for word what enforcing says, past "would deny: " */
+    CHECK(ann != NULL && enf.message != NULL &&
+          strstr(enf.message, ann + strlen("would deny: ")) != NULL);
+    decision_release(&aud);
+    decision_release(&enf);
+
+    /* 20 at a preempting class: even patched they never fit the 16 GPUs, and audit-only says so */
+    decision_init(&aud);
+    decision_init(&enf);
+    CHECK(check_audit(p, view, &never, &aud) == 0);
+    ann = annotation(&aud, "capacity");
+    CHECK_CONTAINS(ann, "would deny: replicasets ml/trainer can never fit: 20 pods at once, at "
+                        "most 16 fit the eligible nodes");
+    CHECK(!says(&aud, "untolerated taint"));
+    enforced(p, view, &never, &enf);
+    CHECK(!enf.allowed);
+    CHECK(ann != NULL && enf.message != NULL &&
+          strstr(enf.message, ann + strlen("would deny: ")) != NULL);
+    decision_release(&aud);
+    decision_release(&enf);
+
+    /* an UPDATE that leaves the template alone (no rule judges it) is judged patched too; a
+     * view of its own, as the allowed reviews above reserved the free GPUs (they are no dry
+     * run) */
+    cluster_free(view);
+    view = load_view("stall.json");
+    decision_init(&aud);
+    CHECK(check_audit(p, view, &update, &aud) == 0);
+    CHECK_CONTAINS(annotation(&aud, "capacity"),
+                   "would deny: replicasets ml/trainer: only 4 of 6 more pods fit now");
+    CHECK(!says(&aud, "untolerated taint"));
+    decision_release(&aud);
+
+    cluster_free(view);
+    policy_unref(p);
+}
+
+/* Without audit-only, a capacity rule that warns judges what the Mutate rules would patch (they
+ * only warn here), and one that enforces judges the object as it is, which is what the
+ * scheduler places: pods without the toleration fit no tainted GPU node. */
+static void test_warn_and_enforce_capacity_judge_their_own_template(void)
+{
+    struct policy *p = load("capacity-mutate-warn.yaml");
+    struct cluster *view = load_view("stall.json");
+    const struct ecase c = {.resource = "apps/replicasets", .object = BARE_RS(4, "batch-low")};
+    yyjson_doc *object = js(c.object);
+    struct review *r = make_review(&c, harness_val(object));
+    struct decision dec;
+
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
+    CHECK(dec.allowed);
+    CHECK(!has_warning(&dec, "gpuadmit [capacity-warned]"));
+    CHECK(has_warning(&dec, "gpuadmit [capacity-enforced]: replicasets ml/trainer: no node "
+                            "matches its GPU resources and tolerations now"));
+    CHECK_CONTAINS(annotation(&dec, "capacity-enforced"),
+                   "not eligible: 4 nodes have untolerated taint nvidia.com/gpu=true:NoSchedule");
+    CHECK(annotation(&dec, "capacity-warned") == NULL);
+    decision_release(&dec);
+    review_free(r);
+    yyjson_doc_free(object);
+    cluster_free(view);
+    policy_unref(p);
+}
+
 /* Reservations: a denied review reserves nothing; two capacity rules reserve once. */
 static void test_reservation_per_review(void)
 {
@@ -2939,6 +3110,8 @@ int main(void)
     RUN(test_routes);
     RUN(test_two_policies_share_lists);
     RUN(test_patch_beside_problem);
+    RUN(test_audit_capacity_judges_the_patched_template);
+    RUN(test_warn_and_enforce_capacity_judge_their_own_template);
     RUN(test_reservation_per_review);
     RUN(test_deny_warn_at_validate);
     RUN(test_empty_effect_tolerates_every_effect);

@@ -1482,10 +1482,14 @@ static const rule_fn rule_fns[] = {
 /* One review's evaluation. On /mutate two working copies are kept: "real" carries only what
  * enforcing rules patch (the patch that is sent), "pred" what every Mutate rule would patch if it
  * were enforced, so that Warn and Audit report what enforcing would really do, each rule seeing
- * the earlier rules' would-be patches. pred is made only when a rule needs it. */
+ * the earlier rules' would-be patches. pred is made only when a rule needs it. On /validate
+ * there is no real (nothing is patched there), and pred is made by predict() for the capacity
+ * rules that report rather than enforce. */
 struct run {
     const struct review *r;
     const struct target *t;
+    const struct target *found; /* the object's pod spec, also when t is NULL because the rules
+                                   have nothing to judge in this review (an unchanged template) */
     bool mutating;
     bool audit_only;
     struct patch real;
@@ -1497,6 +1501,7 @@ struct run {
     int64_t reserve_s;
     int64_t reserve_headroom;
     const struct strlist *reserve_globs;
+    yyjson_val *reserve_spec; /* the template the reservation is placed for */
     struct decision *dec;
     char deny[4 * MSG_MAX]; /* the joined denial message */
     int n_deny;
@@ -1871,6 +1876,7 @@ static void hold(struct run *rn, const struct rule *ru, const struct capacity_re
     rn->reserve_s = ru->reserve_s;
     rn->reserve_headroom = rq->headroom;
     rn->reserve_globs = rq->gpu_globs;
+    rn->reserve_spec = rq->pod_spec;
 }
 
 /* The rule's answer while the view is not synced or too old: its whenStale, logged. */
@@ -2161,6 +2167,66 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
         trace_capacity(rn, ru, ct, &asked, &res, asked.increase, judged);
 }
 
+/* /validate: into rn->pred, the object as every Mutate rule in scope would have patched it at
+ * /mutate had it been enforced: the rules eval_doc() runs there, in its order, each seeing the
+ * earlier ones' patches. An enforcing rule's patch is in the object already when the mutating
+ * webhook ran, and patching it again changes nothing (patches converge); a Warn or Audit rule's
+ * never is, on the apiserver (a validating webhook sees the object as the mutating ones left it,
+ * docs/protocol.md §6), in audit-only mode above all. The spec at rn->found's prefix of
+ * rn->pred.doc is then the template enforcing would have admitted. -1 when out of memory. */
+static int predict(struct run *rn, const struct policy *p)
+{
+    const struct target *t = rn->t;
+    struct who w;
+    struct ctx c;
+    int rc = 0;
+
+    if (patch_init(&rn->pred, rn->r->object, NULL, rn->dec->alc) < 0)
+        return -1;
+    rn->t = rn->found; /* run_rule() reads the pod spec where rn->t says */
+    who_init(&w, rn->r, rn->found, rn->r->object);
+    for (int phase = 0; phase < 2; phase++) {
+        for (size_t i = 0; i < p->n_docs; i++) {
+            const struct policy_doc *doc = &p->docs[i];
+
+            if ((!rn->found->is_pod && !doc->autogen) || !in_scope(&doc->scope, &w))
+                continue;
+            for (size_t k = 0; k < doc->n_rules; k++) {
+                const struct rule *ru = &doc->rules[k];
+
+                if (ru->action != ACTION_MUTATE || ru->type == RULE_CAPACITY ||
+                    (ru->type == RULE_GPU_REQUEST) != (phase == 0) || !in_scope(&ru->scope, &w))
+                    continue;
+                run_rule(rn, doc, ru, &rn->pred, &c);
+            }
+        }
+    }
+    rn->t = t;
+    if (patch_sync(&rn->pred) < 0)
+        rc = -1;
+    return rc;
+}
+
+/* The template a capacity rule of enforcement eff judges. Enforce judges the object as it is:
+ * that is what the scheduler will place. Warn and Audit report what enforcing would do, so they
+ * judge the template as the Mutate rules would have patched it (predict()): in audit-only mode,
+ * a GPU workload the tolerations rule would have given the taint's toleration is judged with
+ * it, not refused for an untolerated taint no enforcing webhook would have left. The scale
+ * subresource and the HPA, whose template comes from the view, and a prediction that cannot be
+ * made (out of memory), are judged as they are. */
+static yyjson_val *judged_spec(struct run *rn, const struct policy *p, enum rule_enforcement eff,
+                               const struct workload_demand *ct, yyjson_val *spec)
+{
+    if (eff == ENFORCE_ENFORCE || ct->spec_doc != NULL || rn->found == NULL ||
+        rn->found->ephemeral || patch_get(rn->r->object, rn->found->prefix) != spec)
+        return spec;
+    if (rn->pred.doc == NULL && predict(rn, p) < 0)
+        return spec;
+    return yyjson_is_obj(patch_get(rn->pred.doc, rn->found->prefix))
+               ? patch_get(rn->pred.doc, rn->found->prefix)
+               : spec;
+}
+
 /* /validate: every capacity rule in scope judges the workload, scale or HPA request. */
 static void capacity_pass(struct run *rn, const struct policy *p)
 {
@@ -2168,6 +2234,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
     struct who w;
     static const struct target none = {"object", "/spec", "/metadata", NULL, false, false};
     const struct rule *first = NULL;
+    yyjson_val *spec;
 
     memset(&ct, 0, sizeof(ct));
     for (size_t i = 0; i < p->n_docs && first == NULL; i++)
@@ -2188,6 +2255,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
         ct.pod = true;
         snprintf(ct.what, sizeof(ct.what), "pod");
     }
+    spec = ct.spec;
     if (rn->t == NULL) {
         rn->t = &none;
         snprintf(rn->subject, sizeof(rn->subject), "%s", ct.what);
@@ -2207,6 +2275,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
 
             if (ru->type != RULE_CAPACITY || !in_scope(&ru->scope, &w))
                 continue;
+            ct.spec = judged_spec(rn, p, eff, &ct, spec);
             capacity_rule(rn, doc, ru, eff, &ct);
             if (rn->findings == before)
                 trace_rule(rn, ru, eff, OUTCOME_PASS, "");
@@ -2215,7 +2284,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
     /* reserve only what is admitted for real: not a dry run, and nothing denied it here */
     if (rn->reserve_pods > 0 && rn->n_deny == 0 && !rn->r->dry_run && !ct.hpa && !ct.pod &&
         !ct.cron) {
-        struct capacity_request rq = {ct.spec,          rn->reserve_globs,    rn->reserve_pods,
+        struct capacity_request rq = {rn->reserve_spec, rn->reserve_globs,    rn->reserve_pods,
                                       rn->reserve_pods, rn->reserve_headroom, ct.key,
                                       ct.before};
 
@@ -2253,7 +2322,7 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
     rn.trace = tdoc != NULL ? trace : NULL;
     for (size_t i = 0; i < p->n_docs; i++)
         any_autogen = any_autogen || p->docs[i].autogen;
-    rn.t = find_target(r, any_autogen);
+    rn.t = rn.found = find_target(r, any_autogen);
     if (is_mirror_pod(r) || (rn.t != NULL && r->op == REVIEW_UPDATE && !template_changed(r, rn.t)))
         rn.t = NULL;
     if (rn.t != NULL && rn.t->is_pod && !rn.t->ephemeral && r->op == REVIEW_UPDATE &&

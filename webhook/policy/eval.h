@@ -17,7 +17,10 @@
  *
  * A Mutate rule under Warn or Audit reports "would deny" for a problem it could not patch, and
  * judges the object as the earlier Mutate rules would have patched it, so that its report is
- * what enforcing would really do.
+ * what enforcing would really do. So does a capacity rule under Warn or Audit at /validate: it
+ * judges the pod template as every Mutate rule would have patched it, since /validate sees the
+ * object as the mutating webhooks left it, which in audit-only mode is unpatched. A capacity
+ * rule that enforces judges the object as it is: that is what the scheduler will place.
  *
  * audit_only (the --audit-only flag) and a policy's spec.auditOnly turn every rule into Audit.
  */
