@@ -70,6 +70,74 @@ static void test_capacity_stall(void)
     cluster_free(c);
 }
 
+/* "(it may preempt lower-priority pods)" only when a pod on the eligible nodes' GPUs has a
+ * strictly lower priority and the class does not say preemptionPolicy: Never: kube-scheduler's
+ * DefaultPreemption evicts only strictly lower priorities (default_preemption.go,
+ * isPreemptionAllowed), and never for a pod of preemptionPolicy Never
+ * (PodEligibleToPreemptOthers). stall.json: 12 GPUs held by pods at batch-low (1000). */
+static void test_preemption_hint(void)
+{
+    struct cluster *c = stall();
+    struct capacity_result r;
+    char text[2048];
+    yyjson_val *spec = js(TEMPLATE("batch-low"));
+    struct capacity_request rq = {spec, &gpus, 8, 8, 0, 0, 0};
+
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'urgent-never'},'value':1000000,"
+          "'preemptionPolicy':'Never'}");
+    /* equal priority: nothing it may preempt */
+    r = judge(c, TEMPLATE("batch-low"), 8, 0);
+    CHECK(r.preempts && r.priority == 1000 && r.lower == 0 && r.fit_now == 4);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "; 4 more fit now, 16 at most");
+    CHECK(strstr(text, "preempt") == NULL);
+    /* a higher class: the 12 GPUs of batch-low pods are its to take */
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
+    CHECK(r.preempts && r.lower == 12 && r.fit_now == 16);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "; 16 more fit now (it may preempt lower-priority pods), 16 at most");
+    /* as high, but preemptionPolicy: Never: it waits for free GPUs like anyone */
+    r = judge(c, TEMPLATE("urgent-never"), 8, 0);
+    CHECK(!r.preempts && r.priority == 1000000 && r.lower == 0 && r.fit_now == 4);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "; 4 more fit now, 16 at most");
+    CHECK(strstr(text, "preempt") == NULL);
+    /* the node-by-node way (a reservation held) counts the same */
+    capacity_reserve(c, &rq, 1, 60);
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
+    CHECK(r.lower == 12 && r.fit_now == 15);
+    r = judge(c, TEMPLATE("batch-low"), 8, 0);
+    CHECK(r.lower == 0 && r.fit_now == 3);
+    cluster_free(c);
+    /* and the way with pods waiting: a Pending pod at gpu-critical waits first */
+    c = stall();
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'first','namespace':'ml'},'spec':{'priority':1000000,"
+          "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'}],"
+          "'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t',"
+          "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':'Pending'}}");
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
+    CHECK(r.waiting_pods == 1 && r.lower == 12 && r.fit_now == 15);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "; 15 more fit now (it may preempt lower-priority pods)");
+    cluster_free(c);
+    /* and so does the way with pods waiting: pending.json, 12 GPUs bound and 4 pods Pending,
+     * all at gpu-standard (100000) */
+    c = cluster_new(&(struct cluster_config){60});
+    CHECK(cluster_load_snapshot(c, "tests/data/snapshots/pending.json", &(struct diag){0}) == 0);
+    r = judge(c, TEMPLATE("gpu-standard"), 1, 0);
+    CHECK(r.waiting_pods == 4 && r.lower == 0);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK(strstr(text, "preempt") == NULL);
+    r = judge(c, TEMPLATE("gpu-critical"), 1, 0);
+    CHECK(r.lower == 12);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "(it may preempt lower-priority pods)");
+    js_free(spec);
+    cluster_free(c);
+}
+
 /* Reservations sit on the nodes the workload can use, and shrink as its pods arrive. */
 static void test_reservations(void)
 {
@@ -687,6 +755,7 @@ static void test_replicas_label_is_a_number(void)
 int main(void)
 {
     RUN(test_capacity_stall);
+    RUN(test_preemption_hint);
     RUN(test_capacity_nodes);
     RUN(test_reservations);
     RUN(test_affinity_rules);

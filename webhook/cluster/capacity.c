@@ -621,8 +621,10 @@ static void fit_all(const struct cluster *c, const struct elig_set *set,
     int64_t fn, fe;
 
     for (size_t i = 0; i < set->n; i++) {
-        for (size_t r = 0; r < out->n_res; r++)
+        for (size_t r = 0; r < out->n_res; r++) {
             amounts_at(c, set, i, r, rn, out, now, &a[r]);
+            out->lower += a[r].lower;
+        }
         node_fit_with(rq, out, h, set->nodes[i]->name, a, &fn, &fe);
         out->fit_now += fn;
         out->fit_ever += fe;
@@ -638,7 +640,7 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
 {
     const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
     const bool preempts = out->preempts;
-    int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, lower = 0, fn, fe;
     struct amounts a;
 
     for (size_t k = 0; k < set->n; k++) {
@@ -646,10 +648,12 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
+        lower += a.lower;
         fit_now += fn;
         fit_ever += fe;
     }
     out->total_gpus[0] += total;
+    out->lower += lower;
     out->fit_now += fit_now;
     out->fit_ever += fit_ever;
 }
@@ -692,7 +696,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
 {
     const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
     const bool preempts = out->preempts;
-    int64_t fit_now = 0, fit_ever = 0, total = 0, fn, fe, both = 0;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, lower = 0, fn, fe, both = 0;
     size_t cur[WAIT_GROUPS_MAX + 1] = {0}, at = 0;
     /* the usual case, one group, with its cursor in registers */
     const struct elig_set *one = wt->n == 1 ? wt->g[0].gset : NULL;
@@ -708,6 +712,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
+        lower += a.lower;
         fit_now += fn;
         fit_ever += fe;
         if (one != NULL) {
@@ -731,6 +736,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
     if (one != NULL)
         wt->g[0].both = both;
     out->total_gpus[0] += total;
+    out->lower += lower;
     out->fit_now += fit_now;
     out->fit_ever += fit_ever;
 }
@@ -1465,9 +1471,15 @@ void capacity_explain(const struct capacity_request *rq, const struct capacity_r
     snprintf(buf + l, len - l, "; %d eligible node%s (%s) with %lld %s in all", res->eligible,
              res->eligible == 1 ? "" : "s", res->eligible ? res->nodes : "none",
              (long long)res->total_gpus[0], res->res[0].name);
+    /* kube-scheduler's DefaultPreemption evicts only pods of strictly lower priority
+     * (kubernetes/kubernetes pkg/scheduler/framework/plugins/defaultpreemption/
+     * default_preemption.go: isPreemptionAllowed, PodPriority(victim) < PodPriority(preemptor),
+     * the test SelectVictimsOnNode makes of every pod on a node), and none for a pod of
+     * preemptionPolicy Never (PodEligibleToPreemptOthers, "not eligible due to
+     * preemptionPolicy=Never"): the hint only when such a pod holds GPUs it could use */
     l = strlen(buf);
     snprintf(buf + l, len - l, "; %lld more fit now%s", (long long)res->fit_now,
-             res->preempts ? " (it may preempt lower-priority pods)" : "");
+             res->preempts && res->lower > 0 ? " (it may preempt lower-priority pods)" : "");
     if (rq->headroom > 0) {
         l = strlen(buf);
         snprintf(buf + l, len - l, " keeping the headroom of %lld free on each node",

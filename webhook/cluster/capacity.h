@@ -44,9 +44,12 @@ struct capacity_result {
     } res[CAPACITY_RESOURCES_MAX];
     size_t n_res;
     int64_t priority;
-    bool preempts;
-    int64_t fit_now;                            /* more pods that fit now */
-    int64_t fit_ever;                           /* pods that fit the eligible nodes' allocatable */
+    bool preempts;    /* its class lets it preempt (not preemptionPolicy: Never) */
+    int64_t lower;    /* GPUs the bound pods of strictly lower priority hold on the eligible nodes,
+                         of every resource the template asks for: what preempting can free (0
+                         unless it preempts) */
+    int64_t fit_now;  /* more pods that fit now */
+    int64_t fit_ever; /* pods that fit the eligible nodes' allocatable */
     int64_t total_gpus[CAPACITY_RESOURCES_MAX]; /* allocatable of the eligible nodes */
     int eligible;
     int transient;         /* nodes eligible but for a cordon or NotReady: in fit_ever only */
