@@ -181,6 +181,66 @@ static void test_snapshot(void)
     cluster_free(c);
 }
 
+/* A snapshot file of text (single quotes for double), into path (a mkstemp template). */
+static void write_snapshot(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    char *buf = strdup(text);
+    size_t n = strlen(buf);
+
+    for (char *p = buf; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    CHECK(fd >= 0 && write(fd, buf, n) == (ssize_t)n);
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+}
+
+/* What a snapshot held: the kinds of which it had an object, also those the view keeps none of
+ * (a pod that uses no GPU); a watched view lacks nothing. */
+static void test_snapshot_missing_kinds(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *full = stall(), *part = cluster_new(&cfg), *watched = cluster_new(&cfg);
+    char path[] = "/tmp/gpuadmit-snap-XXXXXX";
+    const unsigned classes = 1u << CLUSTER_PRIORITYCLASSES, pods = 1u << CLUSTER_PODS,
+                   nodes = 1u << CLUSTER_NODES;
+    struct diag d;
+
+    /* stall.json: nodes, pods, classes and Deployments, no other workload kind */
+    CHECK((cluster_snapshot_missing(full) & (classes | pods | nodes)) == 0);
+    CHECK(cluster_snapshot_missing(full) & (1u << CLUSTER_JOBS));
+    CHECK_STR(cluster_snapshot_path(full), SNAPSHOT);
+    /* kubectl get nodes,pods -A -o json: one node, a pod without GPUs, no class */
+    write_snapshot(path,
+                   "{'kind':'List','items':[" NODE(
+                       "g", "4", "4",
+                       "") ",{'kind':'Pod',"
+                           "'metadata':{'name':'dns','namespace':'kube-system'},'spec':{'nodeName':"
+                           "'g','containers':[{'name':'c'}]},'status':{'phase':'Running'}}]}");
+    diag_clear(&d);
+    CHECK(cluster_load_snapshot(part, path, &d) == 0);
+    CHECK((cluster_snapshot_missing(part) & (classes | pods | nodes)) == classes);
+    CHECK_STR(cluster_snapshot_path(part), path);
+    CHECK(cluster_synced(part)); /* a snapshot is the whole truth it has, and judged from */
+    /* told once per view */
+    CHECK(cluster_snapshot_tell_gaps(part));
+    CHECK(!cluster_snapshot_tell_gaps(part));
+    CHECK(cluster_snapshot_tell_gaps(full));
+    /* a view fed by list and watch lists every kind, empty or not */
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(watched, (enum cluster_kind)k);
+        cluster_list_end(watched, (enum cluster_kind)k);
+    }
+    CHECK(cluster_snapshot_missing(watched) == 0);
+    CHECK(cluster_snapshot_path(watched) == NULL);
+    unlink(path);
+    cluster_free(watched);
+    cluster_free(part);
+    cluster_free(full);
+}
+
 /* Every node record points at the binding of its name, or at none when it has none. */
 static bool links_ok(const struct cluster *c)
 {
@@ -583,6 +643,7 @@ int main(void)
     RUN(test_device_plugin_grace);
     RUN(test_snapshot);
     RUN(test_snapshot_size_limit);
+    RUN(test_snapshot_missing_kinds);
     RUN(test_priority_churn);
     RUN(test_long_resource_names);
     RUN(test_node_binding_links);

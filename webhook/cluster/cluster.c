@@ -1401,6 +1401,7 @@ void cluster_free(struct cluster *c)
     table_free(&c->rnames); /* empty by now: every user is gone */
     free(c->sums);
     capacity_cache_free(c->cap); /* no decision runs any more */
+    free(c->snapshot_path);
     pthread_rwlock_destroy(&c->lock);
     free(c);
 }
@@ -1838,6 +1839,8 @@ static int load_object(struct cluster *c, yyjson_val *obj, struct diag *d)
         return 0; /* something the view does not need, e.g. a Service */
     diag_clear(&one);
     pthread_rwlock_wrlock(&c->lock);
+    /* held, also when the view keeps none of it (a pod that uses no GPU) */
+    c->snapshot_held |= 1u << k;
     if (upsert(c, (enum cluster_kind)k, obj, &one) < 0) {
         pthread_rwlock_unlock(&c->lock);
         diag_set(d, NULL, 0, 0, "%s", one.msg);
@@ -1908,6 +1911,15 @@ int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d)
         goto out;
     }
     memset(buf + size, 0, YYJSON_PADDING_SIZE);
+    pthread_rwlock_wrlock(&c->lock);
+    c->snapshot_held = 0;
+    free(c->snapshot_path);
+    c->snapshot_path = strdup(path);
+    pthread_rwlock_unlock(&c->lock);
+    if (c->snapshot_path == NULL) {
+        diag_set(d, path, 0, 0, "out of memory");
+        goto out;
+    }
     for (int k = 0; k < CLUSTER_KINDS; k++)
         cluster_list_begin(c, (enum cluster_kind)k);
     /* one List, or several documents one after another (kubectl output appended) */
@@ -1950,6 +1962,37 @@ out:
     if (f != NULL)
         fclose(f);
     return rc;
+}
+
+unsigned cluster_snapshot_missing(struct cluster *c)
+{
+    unsigned missing;
+
+    pthread_rwlock_rdlock(&c->lock);
+    missing = c->snapshot_path != NULL ? ((1u << CLUSTER_KINDS) - 1) & ~c->snapshot_held : 0;
+    pthread_rwlock_unlock(&c->lock);
+    return missing;
+}
+
+const char *cluster_snapshot_path(struct cluster *c)
+{
+    const char *path;
+
+    pthread_rwlock_rdlock(&c->lock);
+    path = c->snapshot_path;
+    pthread_rwlock_unlock(&c->lock);
+    return path;
+}
+
+bool cluster_snapshot_tell_gaps(struct cluster *c)
+{
+    bool first;
+
+    pthread_rwlock_wrlock(&c->lock);
+    first = !c->gaps_told;
+    c->gaps_told = true;
+    pthread_rwlock_unlock(&c->lock);
+    return first;
 }
 
 yyjson_doc *cluster_workload_template(struct cluster *c, enum cluster_kind k, const char *ns,

@@ -83,6 +83,18 @@ void cluster_mark_snapshot(struct cluster *c);
  * are skipped. */
 int cluster_load_snapshot(struct cluster *c, const char *path, struct diag *d);
 
+/* For a view loaded from a snapshot: the kinds of which it held no object, as bits
+ * (1u << kind); 0 for a view that is watched, which lists every kind. A snapshot without
+ * PriorityClasses or Pods is one kubectl was not asked for them: every cluster has the system
+ * classes, which kube-apiserver creates at start (pkg/registry/scheduling/rest/
+ * storage_scheduling.go, AddSystemPriorityClasses), and the pods of kube-system. */
+unsigned cluster_snapshot_missing(struct cluster *c);
+/* The snapshot file the view was loaded from (borrowed: valid while c lives), or NULL. */
+const char *cluster_snapshot_path(struct cluster *c);
+/* true the first time it is called on c, false after: for a caller that tells what a snapshot
+ * lacks once per view, however many objects it then judges against it. */
+bool cluster_snapshot_tell_gaps(struct cluster *c);
+
 /* A copy of the pod template spec of the GPU-requesting workload NS/NAME of kind k (a workload
  * kind), and its replicas; NULL when the view holds no such workload (it does not exist, or
  * its template requests no extended resource). A new document (yyjson_doc_free()) whose root

@@ -212,6 +212,9 @@ struct cluster {
     bool listed[CLUSTER_KINDS];
     double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */
     bool snapshot;
+    unsigned snapshot_held; /* the kinds a snapshot held objects of, bits (1u << kind) */
+    char *snapshot_path;    /* the file it was loaded from (owned), or NULL */
+    bool gaps_told;         /* cluster_snapshot_tell_gaps() answered true once */
 };
 
 /* The allocatable a decision uses: the last nonzero one during the grace after a drop to 0. */
