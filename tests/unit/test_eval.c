@@ -2459,6 +2459,126 @@ static void test_warn_and_enforce_capacity_judge_their_own_template(void)
     policy_unref(p);
 }
 
+/* stall.json without its objects of kind drop (and of kind drop2, when not NULL), written to
+ * path (a mkstemp template): a snapshot kubectl was not asked those kinds for. */
+static void stall_without(char *path, const char *drop, const char *drop2)
+{
+    size_t len;
+    char *text = harness_slurp("tests/data/snapshots/stall.json", &len);
+    yyjson_doc *doc = js(text);
+    yyjson_mut_doc *m = yyjson_doc_mut_copy(doc, NULL);
+    yyjson_mut_val *items = yyjson_mut_obj_get(yyjson_mut_doc_get_root(m), "items"), *it;
+    char *out;
+    int fd = mkstemp(path);
+
+    for (size_t i = yyjson_mut_arr_size(items); i-- > 0;) {
+        it = yyjson_mut_arr_get(items, i);
+        if (json_mut_str_is(yyjson_mut_obj_get(it, "kind"), drop) ||
+            (drop2 != NULL && json_mut_str_is(yyjson_mut_obj_get(it, "kind"), drop2)))
+            yyjson_mut_arr_remove(items, i);
+    }
+    out = json_mut_write(yyjson_mut_doc_get_root(m), &len);
+    CHECK(fd >= 0 && out != NULL && write(fd, out, len) == (ssize_t)len);
+    if (fd >= 0)
+        close(fd);
+    free(out);
+    yyjson_mut_doc_free(m);
+    yyjson_doc_free(doc);
+    free(text);
+}
+
+/* A snapshot that holds no PriorityClasses: the kinds each policy reads and lacks are named,
+ * and a class denial says the view is incomplete, since every cluster has classes (the system
+ * ones, created by kube-apiserver at start: AddSystemPriorityClasses in
+ * pkg/registry/scheduling/rest/storage_scheduling.go). */
+static void test_snapshot_without_classes(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *noclass = cluster_new(&cfg), *bare = cluster_new(&cfg);
+    struct cluster *full = load_view("stall.json");
+    struct policy *dflt = load("rules/default.yaml"), *deny = load("deny.yaml");
+    struct policy *cap = load("capacity.yaml"), *gpu_only = load("debug-exempt.yaml");
+    char p1[] = "/tmp/gpuadmit-noclass-XXXXXX", p2[] = "/tmp/gpuadmit-bare-XXXXXX";
+    char gaps[512];
+    struct diag d;
+    const struct ecase named = {.object =
+                                    POD("{'containers':[" GPU_CONTAINER "],"
+                                        "'priorityClassName':'batch-low','tolerations':[" TOL
+                                        "],'nodeSelector':{'nvidia.com/gpu.present':'true'}}")};
+    const struct ecase unnamed = {.object = ONLY_CLASS};
+    const struct ecase unknown = {.object = POD("{'containers':[" GPU_CONTAINER "],"
+                                                "'priorityClassName':'nope','tolerations':[" TOL
+                                                "],'nodeSelector':{'nvidia.com/gpu.present':"
+                                                "'true'}}")};
+    struct decision dec;
+    yyjson_doc *obj;
+    struct review *r;
+
+    stall_without(p1, "PriorityClass", NULL);
+    stall_without(p2, "PriorityClass", "Pod");
+    diag_clear(&d);
+    CHECK(cluster_load_snapshot(noclass, p1, &d) == 0 && cluster_load_snapshot(bare, p2, &d) == 0);
+
+    /* the kinds each policy reads, and only those */
+    CHECK(eval_view_gaps(dflt, noclass, gaps, sizeof(gaps)) == 1);
+    CHECK_STR(gaps, "no PriorityClasses (read by the priority-class and capacity rules)");
+    CHECK(eval_view_gaps(dflt, bare, gaps, sizeof(gaps)) == 2);
+    CHECK_STR(gaps, "no PriorityClasses (read by the priority-class and capacity rules), no Pods "
+                    "(read by the capacity rules)");
+    CHECK(eval_view_gaps(deny, bare, gaps, sizeof(gaps)) == 1);
+    CHECK_STR(gaps, "no PriorityClasses (read by the priority-class rules)");
+    CHECK(eval_view_gaps(cap, bare, gaps, sizeof(gaps)) == 2);
+    CHECK_STR(gaps, "no PriorityClasses (read by the capacity rules), no Pods (read by the "
+                    "capacity rules)");
+    CHECK(eval_view_gaps(gpu_only, bare, gaps, sizeof(gaps)) == 0 && gaps[0] == '\0');
+    CHECK(eval_view_gaps(dflt, full, gaps, sizeof(gaps)) == 0 && gaps[0] == '\0');
+    CHECK(eval_view_gaps(dflt, NULL, gaps, sizeof(gaps)) == 0);
+
+    /* a class the pod names, and the rule's default class, unknown for want of classes */
+    obj = js(named.object);
+    r = make_review(&named, harness_val(obj));
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(deny, r, false, false, noclass, &dec) == 0);
+    CHECK(!dec.allowed);
+    CHECK_CONTAINS(dec.message, "[priority-class] priorityClassName \"batch-low\" is not a known "
+                                "PriorityClass (the cluster view is a snapshot without "
+                                "PriorityClasses: list them in it too");
+    decision_release(&dec);
+    review_free(r);
+    yyjson_doc_free(obj);
+    obj = js(unnamed.object);
+    r = make_review(&unnamed, harness_val(obj));
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(deny, r, false, false, noclass, &dec) == 0);
+    CHECK(!dec.allowed);
+    CHECK_CONTAINS(dec.message, "the default class \"gpu-standard\" is not a known PriorityClass "
+                                "(the cluster view is a snapshot without PriorityClasses");
+    decision_release(&dec);
+    review_free(r);
+    yyjson_doc_free(obj);
+    /* a snapshot with classes: an unknown one is just unknown */
+    obj = js(unknown.object);
+    r = make_review(&unknown, harness_val(obj));
+    decision_init(&dec);
+    CHECK(r != NULL && eval_review(deny, r, false, false, full, &dec) == 0);
+    CHECK(!dec.allowed);
+    CHECK_CONTAINS(dec.message, "priorityClassName \"nope\" is not a known PriorityClass");
+    CHECK(dec.message != NULL && strstr(dec.message, "snapshot") == NULL);
+    decision_release(&dec);
+    review_free(r);
+    yyjson_doc_free(obj);
+
+    unlink(p1);
+    unlink(p2);
+    policy_unref(dflt);
+    policy_unref(deny);
+    policy_unref(cap);
+    policy_unref(gpu_only);
+    cluster_free(noclass);
+    cluster_free(bare);
+    cluster_free(full);
+}
+
 /* Reservations: a denied review reserves nothing; two capacity rules reserve once. */
 static void test_reservation_per_review(void)
 {
@@ -3112,6 +3232,7 @@ int main(void)
     RUN(test_patch_beside_problem);
     RUN(test_audit_capacity_judges_the_patched_template);
     RUN(test_warn_and_enforce_capacity_judge_their_own_template);
+    RUN(test_snapshot_without_classes);
     RUN(test_reservation_per_review);
     RUN(test_deny_warn_at_validate);
     RUN(test_empty_effect_tolerates_every_effect);

@@ -1189,6 +1189,17 @@ static bool classes_known(const struct ctx *c)
     return view_synced(c);
 }
 
+/* What a denial that no class of a name exists adds when the view was loaded from a snapshot
+ * that held no PriorityClass at all: then the class may well exist, and the snapshot is
+ * incomplete (a cluster always has the system classes, cluster.h). */
+static const char *classes_missing(const struct ctx *c)
+{
+    if (c->view != NULL && (cluster_snapshot_missing(c->view) & (1u << CLUSTER_PRIORITYCLASSES)))
+        return " (the cluster view is a snapshot without PriorityClasses: list them in it too, "
+               "kubectl get priorityclasses -o json)";
+    return "";
+}
+
 static bool is_system_class(const char *name)
 {
     return strcmp(name, "system-cluster-critical") == 0 ||
@@ -1262,8 +1273,8 @@ static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
         if (pc == NULL) {
             add_problem(c->problem, sizeof(c->problem),
                         "GPU pod has no priorityClassName, and the default class \"%s\" is not a "
-                        "known PriorityClass; set spec.priorityClassName",
-                        want);
+                        "known PriorityClass%s; set spec.priorityClassName",
+                        want, classes_missing(c));
             return V_PROBLEM;
         }
         if (c->fix && !class_refused(ru, c->r->ns, pc->name) && set_class(c, pc) == V_FIXED)
@@ -1276,7 +1287,8 @@ static enum verdict rule_priority_class(struct ctx *c, const struct rule *ru)
     }
     if (classes_known(c) && !is_system_class(cls) && find_class(c, cls, &found) == NULL) {
         add_problem(c->problem, sizeof(c->problem),
-                    "priorityClassName \"%s\" is not a known PriorityClass", cls);
+                    "priorityClassName \"%s\" is not a known PriorityClass%s", cls,
+                    classes_missing(c));
         return V_PROBLEM;
     }
     refused = class_refused(ru, c->r->ns, cls);
@@ -2296,6 +2308,48 @@ static void capacity_pass(struct run *rn, const struct policy *p)
         capacity_shrink(rn->view, ct.key, ct.total);
     workload_demand_release(&ct);
 }
+int eval_view_gaps(const struct policy *p, struct cluster *view, char *buf, size_t len)
+{
+    static const struct {
+        enum cluster_kind k;
+        const char *kinds; /* as the API's kinds, in the plural */
+        unsigned rules;    /* bits (1u << rule type) of the rules that read it */
+    } needs[] = {
+        {CLUSTER_PRIORITYCLASSES, "PriorityClasses",
+         (1u << RULE_PRIORITY_CLASS) | (1u << RULE_CAPACITY)},
+        {CLUSTER_NODES, "Nodes", 1u << RULE_CAPACITY},
+        {CLUSTER_PODS, "Pods", 1u << RULE_CAPACITY},
+    };
+    unsigned missing = view != NULL ? cluster_snapshot_missing(view) : 0, types = 0;
+    size_t at = 0;
+    int n = 0;
+
+    buf[0] = '\0';
+    for (size_t i = 0; i < p->n_docs; i++)
+        for (size_t k = 0; k < p->docs[i].n_rules; k++)
+            types |= 1u << p->docs[i].rules[k].type;
+    for (size_t i = 0; i < sizeof(needs) / sizeof(needs[0]); i++) {
+        unsigned readers = needs[i].rules & types;
+        int m = 0;
+
+        if (!(missing & (1u << needs[i].k)) || readers == 0)
+            continue;
+        if (at < len)
+            at += (size_t)snprintf(buf + at, len - at, "%sno %s (read by the ", n ? ", " : "",
+                                   needs[i].kinds);
+        for (int t = 0; t < RULE_TYPES; t++) {
+            if (!(readers & (1u << t)) || at >= len)
+                continue;
+            at += (size_t)snprintf(buf + at, len - at, "%s%s", m++ ? " and " : "",
+                                   policy_rule_type_name((enum rule_type)t));
+        }
+        if (at < len)
+            at += (size_t)snprintf(buf + at, len - at, " rules)");
+        n++;
+    }
+    return n;
+}
+
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
 {

@@ -78,4 +78,11 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
                       bool audit_only, struct cluster *view, struct decision *dec,
                       yyjson_mut_doc *tdoc, yyjson_mut_val *trace);
 
+/* What a view loaded from a snapshot lacks of what the rules of p read from it: PriorityClasses
+ * (priority-class rules, and capacity rules, which take a workload's priority and preemption
+ * policy from its class), Nodes and Pods (capacity rules). Into buf (len bytes), e.g. "no
+ * PriorityClasses (read by the priority-class and capacity rules), no Pods (read by the
+ * capacity rules)", "" when nothing is missing; returns how many kinds are missing. */
+int eval_view_gaps(const struct policy *p, struct cluster *view, char *buf, size_t len);
+
 #endif
