@@ -290,6 +290,33 @@ def audit_only_capacity_judges_what_enforcing_would_admit():
                   "%s: enforcing says %r, audit-only %r" % (what, e["status"]["message"], ann))
 
 
+@test
+def serve_logs_a_snapshot_without_priority_classes():
+    """gpuadmit serve --cluster-snapshot of a snapshot listed without priorityclasses (every
+    cluster has some: kube-apiserver creates the system classes at start): one warning in the
+    log at load naming what is missing and which rules read it, and the class denial of a
+    ReplicaSet at batch-low (a class stall.json has) says why."""
+    snap = os.path.join(E.work, "stall-without-classes.json")
+    with open(STALL) as f:
+        doc = json.load(f)
+    doc["items"] = [o for o in doc["items"] if o["kind"] != "PriorityClass"]
+    with open(snap, "w") as f:
+        json.dump(doc, f)
+    with Server(rules_dir("warn"), "--cluster-snapshot", snap, name="noclass") as srv:
+        told = [ev for ev in srv.events() if ev.get("msg") == "cluster snapshot incomplete"]
+        check(len(told) == 1 and told[0].get("level") == "warn" and
+              told[0].get("source") == snap and told[0].get("missing") ==
+              "no PriorityClasses (read by the priority-class and capacity rules)",
+              "log lines %r" % told)
+        r = validate(srv.port, review(replicaset(4, "batch-low"), "apps/replicasets"))
+        check(r["allowed"] is False and "priorityClassName \"batch-low\" is not a known "
+              "PriorityClass (the cluster view is a snapshot without PriorityClasses"
+              in r["status"]["message"], "answer %r" % r)
+    with Server(rules_dir("warn"), "--cluster-snapshot", STALL, name="classes") as srv:
+        check(not [ev for ev in srv.events() if ev.get("msg") == "cluster snapshot incomplete"],
+              "a warning about the whole snapshot")
+
+
 def stall_objects():
     with open(STALL) as f:
         items = json.load(f)["items"]

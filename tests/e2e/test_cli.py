@@ -147,6 +147,48 @@ def check_clean_manifest_exits_0():
     eq(err, "", "stderr")
 
 
+def snapshot_without(kind):
+    """stall.json without its objects of kind: a `kubectl get` that was not asked for them."""
+    with open(STALL) as f:
+        doc = json.load(f)
+    doc["items"] = [o for o in doc["items"] if o["kind"] != kind]
+    path = os.path.join(E.work, "stall-without-%s.json" % kind.lower())
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+@test
+def check_snapshot_without_priority_classes_says_so():
+    """A snapshot listed without priorityclasses. Every cluster has PriorityClasses
+    (kube-apiserver creates system-node-critical and system-cluster-critical at start,
+    AddSystemPriorityClasses in pkg/registry/scheduling/rest/storage_scheduling.go), so the
+    view is incomplete: one warning however many objects are judged, naming the kind and the
+    rules that read it, and the class the ReplicaSet names (batch-low, which stall.json has)
+    denied as unknown with the reason. The whole snapshot admits it."""
+    snap = snapshot_without("PriorityClass")
+    stall_rs = "tests/data/manifests/stall-replicaset.yaml"
+    rc, out, err = run("check", "--cluster-snapshot", snap, stall_rs, stall_rs)
+    expect(rc, out, err, 1, "2 objects: 0 allowed, 0 patched, 2 denied, 0 not judged")
+    warning = ("gpuadmit: warning: %s holds no PriorityClasses (read by the priority-class and "
+               "capacity rules): those rules judge as if the cluster had none; write it with "
+               "kubectl get nodes,pods,priorityclasses,replicasets,deployments,statefulsets,"
+               "jobs -A -o json" % snap)
+    eq(err.splitlines(), [warning], "stderr")
+    denial = ("  denied: gpuadmit: ReplicaSet ml/stall [priority-class] priorityClassName "
+              "\"batch-low\" is not a known PriorityClass (the cluster view is a snapshot without "
+              "PriorityClasses: list them in it too, kubectl get priorityclasses -o json)")
+    eq([l for l in out.splitlines() if l.startswith("  denied: ")], [denial, denial], "denials")
+    # the whole snapshot: the class is known, nothing to warn about
+    rc, out, err = run("check", "--cluster-snapshot", STALL, stall_rs)
+    expect(rc, out, err, 0, "  priority-class   pass")
+    eq(err, "", "stderr with every kind in the snapshot")
+    # a policy that reads no class is not warned about the classes
+    gpu_only = os.path.join(ROOT, "tests/data/policies/debug-exempt.yaml")
+    rc, out, err = run("check", "-r", gpu_only, "--cluster-snapshot", snap, stall_rs)
+    eq((rc, err), (0, ""), "a gpu-request policy against the snapshot without classes")
+
+
 @test
 def check_broken_yaml_exits_2_naming_the_line():
     rc, out, err = run("check", "tests/data/manifests/broken.yaml")

@@ -596,6 +596,9 @@ static int cmd_serve(int argc, char **argv)
         }
         o.server.view = view;
         log_view("cluster snapshot loaded", o.snapshot, view);
+        if (eval_view_gaps(policy, view, msg, sizeof(msg)) > 0)
+            log_event(LOG_WARN, "cluster snapshot incomplete", "{s:s, s:s}", "source", o.snapshot,
+                      "missing", msg);
     }
     sfd = signalfd(-1, &mask, SFD_CLOEXEC);
     if (sfd < 0) {

@@ -2,7 +2,8 @@
  * offline.c: an object judged as the apiserver would judge its CREATE (see offline.h).
  *
  * The review goes through review_decode() like a request body, so the evaluator sees exactly
- * what the server would. Invariant: the policy and the view are only read. The result is built
+ * what the server would. Invariant: the policy and the view are only read (but for the view's
+ * note that what its snapshot lacks was told, cluster_snapshot_tell_gaps). The result is built
  * in one mutable document; values of the decisions' documents, of the patched object and of the
  * caller's object are copied into it, never linked.
  */
@@ -293,6 +294,22 @@ static yyjson_doc *with_namespace(yyjson_val *obj, const char *ns)
     return out;
 }
 
+void offline_warn_snapshot(const struct policy *p, struct cluster *view)
+{
+    char gaps[512];
+    const char *path;
+
+    if (view == NULL || eval_view_gaps(p, view, gaps, sizeof(gaps)) == 0 ||
+        !cluster_snapshot_tell_gaps(view))
+        return;
+    path = cluster_snapshot_path(view);
+    fprintf(stderr,
+            "gpuadmit: warning: %s holds %s: those rules judge as if the cluster had none; "
+            "write it with kubectl get "
+            "nodes,pods,priorityclasses,replicasets,deployments,statefulsets,jobs -A -o json\n",
+            path ? path : "the cluster snapshot", gaps);
+}
+
 yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, struct diag *d)
 {
     const char *api = json_get_str(obj, "apiVersion");
@@ -306,6 +323,8 @@ yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, str
     yyjson_mut_val *out = NULL;
     yyjson_doc *copy = NULL;
 
+    /* once per view: check and capacity judge through here, the first object tells */
+    offline_warn_snapshot(o->policy, o->view);
     if (!yyjson_is_obj(obj) || api == NULL || kind == NULL || api[0] == '\0' || kind[0] == '\0') {
         diag_set(d, NULL, 0, 0, "not a Kubernetes object: apiVersion and kind must be strings");
         return NULL;

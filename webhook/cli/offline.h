@@ -62,6 +62,12 @@ yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, str
 struct policy *offline_load_policy(const char *cmd, const char *path);
 /* A view of the snapshot file (cluster_load_snapshot). New (cluster_free()); NULL with d. */
 struct cluster *offline_load_snapshot(const char *path, struct diag *d);
+/* Warns on stderr, once per view (offline_admit() calls it too), when view (NULL: none) was
+ * loaded from a snapshot that lacks a kind the rules of p read (eval_view_gaps()): "gpuadmit:
+ * warning: FILE holds no PriorityClasses (read by the priority-class and capacity rules): those
+ * rules judge as if the cluster had none; write it with kubectl get ...".
+ * For a command, right after it loaded the snapshot. */
+void offline_warn_snapshot(const struct policy *p, struct cluster *view);
 /* v in YAML flow style, e.g. {key: nvidia.com/gpu, operator: Exists}: strings unquoted where
  * YAML would read them back as the same string, JSON-quoted otherwise. */
 void offline_print_value(FILE *f, yyjson_val *v);

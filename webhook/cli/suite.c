@@ -487,6 +487,8 @@ static void load_spec(struct sfile *s, yyjson_val *root, struct loaded *L)
     if (path == NULL || regular_file(path, &d) < 0 ||
         (L->view = offline_load_snapshot(path, &d)) == NULL)
         serr(s, "/spec/clusterSnapshot", "%s", diag_format(&d, text, sizeof(text)));
+    else
+        offline_warn_snapshot(L->policy, L->view);
     free(path);
 }
 
