@@ -187,6 +187,13 @@ def check_snapshot_without_priority_classes_says_so():
     gpu_only = os.path.join(ROOT, "tests/data/policies/debug-exempt.yaml")
     rc, out, err = run("check", "-r", gpu_only, "--cluster-snapshot", snap, stall_rs)
     eq((rc, err), (0, ""), "a gpu-request policy against the snapshot without classes")
+    # judging no object says it too: linting the policy, and capacity's report without -f
+    rc, out, err = run("check", "-r", "rules", "--cluster-snapshot", snap)
+    eq((rc, err.splitlines()), (0, [warning]), "check -r with no manifests")
+    rc, out, err = run("capacity", "--cluster-snapshot", snap)
+    eq((rc, err.splitlines()), (0, [warning]), "capacity without -f")
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL)
+    eq((rc, err), (0, ""), "capacity without -f on the whole snapshot")
 
 
 @test

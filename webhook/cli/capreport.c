@@ -747,6 +747,7 @@ int capreport_main(int argc, char **argv)
                 doc ? diag_format(&d, text, sizeof(text)) : "the policy has no documents");
         goto out;
     }
+    offline_warn_snapshot(p, view); /* with no -f too: the report's totals lack what it lacks */
     if ((rdoc = yyjson_mut_doc_new(NULL)) == NULL ||
         (report = node_report(rdoc, view, &doc->gpu_resources)) == NULL) {
         fprintf(stderr, "gpuadmit capacity: out of memory\n");

@@ -395,6 +395,8 @@ int check_main(int argc, char **argv)
     if (optind >= argc) {
         size_t n = 0;
 
+        offline_warn_snapshot(p, view); /* linting the policy against an incomplete snapshot */
+
         for (size_t i = 0; i < p->n_docs; i++)
             n += p->docs[i].n_rules;
         if (o.json)
