@@ -1,7 +1,9 @@
 /*
- * quantity.c: resource.Quantity parsing (see quantity.h). Exact integer arithmetic: the digits
- * form a mantissa, the fraction, exponent and suffix a power of ten and of two; nothing goes
- * through floating point.
+ * quantity.c: resource.Quantity parsing (see quantity.h), as ParseQuantity and MilliValue() do
+ * it (k8s.io/apimachinery/pkg/api/resource/quantity.go, suffix.go). Exact integer arithmetic
+ * whatever the number of digits: the digits left of the milli-unit point make an integer, those
+ * right of it a fraction that the binary suffix multiplies digit by digit from its last, so that
+ * the rounding up sees every digit; nothing goes through floating point.
  */
 #include "quantity.h"
 
@@ -10,71 +12,12 @@
 #include <string.h>
 
 #include "json.h"
+#include "parse.h"
 
-#define MANTISSA_DIGITS_MAX 18 /* fits in int64 */
-
-static int mul_pow10(int64_t *v, int e)
-{
-    while (e-- > 0) {
-        if (__builtin_mul_overflow(*v, 10, v))
-            return -1;
-    }
-    return 0;
-}
-
-/* *v / 10^e rounded towards +infinity (values here are non-negative magnitudes). */
-static void div_pow10_ceil(int64_t *v, int e)
-{
-    bool inexact = false;
-
-    while (e-- > 0 && *v != 0) {
-        if (*v % 10 != 0)
-            inexact = true;
-        *v /= 10;
-    }
-    if (e >= 0 && *v != 0) /* ran out of digits: the value is below one milli-unit */
-        inexact = true, *v = 0;
-    if (inexact)
-        (*v)++;
-}
-
-/* Reads [sign]digits[.digits] into a mantissa and a power of ten. */
-static const char *read_number(const char *p, bool *neg, int64_t *mant, int *exp10, bool *any)
-{
-    int sig = 0;
-
-    *neg = false;
-    *mant = 0;
-    *exp10 = 0;
-    *any = false;
-    if (*p == '+' || *p == '-')
-        *neg = (*p++ == '-');
-    for (; *p >= '0' && *p <= '9'; p++) {
-        *any = true;
-        if (*mant == 0 && *p == '0')
-            continue;
-        if (sig++ >= MANTISSA_DIGITS_MAX)
-            (*exp10)++; /* digits past the precision we keep only scale */
-        else
-            *mant = *mant * 10 + (*p - '0');
-    }
-    if (*p == '.') {
-        for (p++; *p >= '0' && *p <= '9'; p++) {
-            *any = true;
-            if (*mant == 0 && *p == '0') {
-                (*exp10)--;
-                continue;
-            }
-            if (sig++ < MANTISSA_DIGITS_MAX) {
-                *mant = *mant * 10 + (*p - '0');
-                (*exp10)--;
-            }
-        }
-    }
-    return p;
-}
-
-static bool suffix_scale(const char *sfx, int *exp10, int *exp2)
+/* A suffix as suffix.go's interpret() reads it: one of the table (decimal SI, binary SI), else
+ * "e" or "E" and a signed decimal exponent. An exponent past int32 is refused: ParseQuantity
+ * wraps it with int32(). */
+static bool suffix_scale(const char *sfx, int64_t *exp10, int *exp2)
 {
     static const struct {
         const char *s;
@@ -84,6 +27,8 @@ static bool suffix_scale(const char *sfx, int *exp10, int *exp2)
         {"P", 15, 0},  {"E", 18, 0},  {"Ki", 0, 10}, {"Mi", 0, 20}, {"Gi", 0, 30}, {"Ti", 0, 40},
         {"Pi", 0, 50}, {"Ei", 0, 60}, {"n", -9, 0},  {"u", -6, 0},
     };
+    const char *digits = sfx + 1;
+    uint64_t e;
 
     for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
         if (strcmp(sfx, table[i].s) == 0) {
@@ -92,40 +37,85 @@ static bool suffix_scale(const char *sfx, int *exp10, int *exp2)
             return true;
         }
     }
-    return false;
+    if (sfx[0] != 'e' && sfx[0] != 'E')
+        return false;
+    if (*digits == '+' || *digits == '-')
+        digits++;
+    if (parse_uint(digits, 0, INT32_MAX, &e) < 0)
+        return false;
+    *exp10 = sfx[1] == '-' ? -(int64_t)e : (int64_t)e;
+    *exp2 = 0;
+    return true;
+}
+
+/* The i-th digit of the number whose integer digits are the n_int at in and whose fraction
+ * digits follow at frac. */
+static int digit_at(const char *in, size_t n_int, const char *frac, size_t i)
+{
+    return (i < n_int ? in[i] : frac[i - n_int]) - '0';
 }
 
 int quantity_parse_milli(const char *s, int64_t *milli)
 {
-    bool neg, eneg, any, eany;
-    int64_t mant, emant;
-    int exp10, eexp10, sexp10 = 0, exp2 = 0;
-    const char *p;
+    const char *p = s, *in, *frac = "";
+    size_t n_int, n_frac = 0, n;
+    int64_t exp10, point, whole = 0;
+    uint64_t carry = 0;
+    bool neg = false, rest = false;
+    int exp2;
 
-    p = read_number(s, &neg, &mant, &exp10, &any);
-    if (!any)
+    if (*s == '\0')
         return -1;
-    if ((*p == 'e' || *p == 'E') && p[1] != '\0') {
-        /* a decimal exponent (a lone "E" is the exa suffix): an integer, possibly signed */
-        p = read_number(p + 1, &eneg, &emant, &eexp10, &eany);
-        if (!eany || eexp10 != 0 || *p != '\0' || emant > 1000)
-            return -1;
-        sexp10 = (int)(eneg ? -emant : emant);
-    } else if (!suffix_scale(p, &sexp10, &exp2)) {
+    if (*p == '+' || *p == '-')
+        neg = *p++ == '-';
+    /* digits, then "." and digits */
+    in = p;
+    p += strspn(p, "0123456789");
+    n_int = (size_t)(p - in);
+    if (*p == '.') {
+        frac = ++p;
+        p += strspn(p, "0123456789");
+        n_frac = (size_t)(p - frac);
+    }
+    if (n_int + n_frac == 0)
+        return -1; /* no digit */
+    if (!suffix_scale(p, &exp10, &exp2))
         return -1;
-    }
-    exp10 += sexp10 + 3; /* to milli-units */
-    for (int i = 0; i < exp2; i++) {
-        if (__builtin_mul_overflow(mant, 2, &mant))
+    n = n_int + n_frac;
+    /* the milli-unit point, in digits from the first */
+    point = (int64_t)n_int + exp10 + 3;
+
+    /* the digits left of it, then the zeros of a point past the last digit */
+    for (size_t i = 0; (int64_t)i < point && i < n; i++) {
+        if (__builtin_mul_overflow(whole, 10, &whole) ||
+            __builtin_add_overflow(whole, digit_at(in, n_int, frac, i), &whole))
             return -1;
     }
-    if (exp10 >= 0) {
-        if (mul_pow10(&mant, exp10) < 0)
+    for (int64_t i = (int64_t)n; i < point && whole != 0; i++) {
+        if (__builtin_mul_overflow(whole, 10, &whole))
             return -1;
-    } else {
-        div_pow10_ceil(&mant, -exp10);
     }
-    *milli = neg ? -mant : mant;
+    if (exp2 > 0 && whole > (INT64_MAX >> exp2))
+        return -1;
+    whole <<= exp2;
+
+    /* the fraction right of it times 2^exp2, from its last digit: carry is its integer part,
+     * rest whether anything is left below (then MilliValue() rounds up). carry stays below
+     * 2^exp2, so a digit times 2^60 plus carry fits 64 bits. Zeros between the point and the
+     * first digit only divide carry by ten: once it is 0 they change nothing. */
+    for (size_t i = n; i > 0 && (int64_t)(i - 1) >= point; i--) {
+        uint64_t v = ((uint64_t)digit_at(in, n_int, frac, i - 1) << exp2) + carry;
+
+        rest = rest || v % 10 != 0;
+        carry = v / 10;
+    }
+    for (int64_t i = point < 0 ? point : 0; i < 0 && carry != 0; i++) {
+        rest = rest || carry % 10 != 0;
+        carry /= 10;
+    }
+    if (__builtin_add_overflow(whole, (int64_t)carry + (rest ? 1 : 0), &whole))
+        return -1;
+    *milli = neg ? -whole : whole;
     return 0;
 }
 

@@ -10,13 +10,36 @@
 /* JSON written with single quotes, for readability. New document. */
 #define js harness_json
 
+/* A string, and whether it parses and to how many milli-units. */
+struct qcase {
+    const char *s;
+    int ok;
+    int64_t milli;
+};
+
+/* One check per case. */
+static void check_cases(const struct qcase *cases, size_t n)
+{
+    int64_t m;
+
+    for (size_t i = 0; i < n; i++) {
+        int rc = quantity_parse_milli(cases[i].s, &m);
+
+        if (cases[i].ok ? (rc == 0 && m == cases[i].milli) : rc < 0) {
+            harness_passed++;
+        } else {
+            harness_failed++;
+            printf("quantity \"%s\": rc %d milli %lld, want ok=%d milli %lld\n", cases[i].s, rc,
+                   (long long)m, cases[i].ok, (long long)cases[i].milli);
+        }
+    }
+}
+
+#define CHECK_CASES(cases) check_cases(cases, sizeof(cases) / sizeof(cases[0]))
+
 static void test_quantity(void)
 {
-    static const struct {
-        const char *s;
-        int ok;
-        int64_t milli;
-    } cases[] = {
+    static const struct qcase cases[] = {
         {"1", 1, 1000},      {"0", 1, 0},         {"1000m", 1, 1000},
         {"1500m", 1, 1500},  {"2k", 1, 2000000},  {"1Ki", 1, 1024000},
         {"1e3", 1, 1000000}, {"1E3", 1, 1000000}, {"1P", 1, 1000000000000000000LL},
@@ -31,17 +54,7 @@ static void test_quantity(void)
     };
     int64_t m;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int rc = quantity_parse_milli(cases[i].s, &m);
-
-        if (cases[i].ok ? (rc == 0 && m == cases[i].milli) : rc < 0) {
-            harness_passed++;
-        } else {
-            harness_failed++;
-            printf("quantity \"%s\": rc %d milli %lld, want ok=%d milli %lld\n", cases[i].s, rc,
-                   (long long)m, cases[i].ok, (long long)cases[i].milli);
-        }
-    }
+    CHECK_CASES(cases);
     {
         yyjson_doc *doc = js("[3, 2.0, '4', true, 18446744073709551615, -3, '1\\u00002']");
         yyjson_val *a = harness_val(doc);
@@ -65,11 +78,7 @@ static void test_quantity(void)
  * 9.2e18 of them, so 1Ei (2^60 units) does not fit. */
 static void test_quantity_suffixes(void)
 {
-    static const struct {
-        const char *s;
-        int ok;
-        int64_t milli;
-    } cases[] = {
+    static const struct qcase cases[] = {
         {"1M", 1, 1000000000LL},
         {"1G", 1, 1000000000000LL},
         {"1T", 1, 1000000000000000LL},
@@ -95,24 +104,42 @@ static void test_quantity_suffixes(void)
         {"1gi", 0, 0},
         {"1GI", 0, 0},
     };
-    int64_t m;
 
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        int rc = quantity_parse_milli(cases[i].s, &m);
+    CHECK_CASES(cases);
+}
 
-        if (cases[i].ok ? (rc == 0 && m == cases[i].milli) : rc < 0) {
-            harness_passed++;
-        } else {
-            harness_failed++;
-            printf("quantity \"%s\": rc %d milli %lld, want ok=%d milli %lld\n", cases[i].s, rc,
-                   (long long)m, cases[i].ok, (long long)cases[i].milli);
-        }
-    }
+/* Every digit counts, however many there are. ParseQuantity keeps a number of more digits
+ * than an int64 holds exactly (an inf.Dec), rounds it up to 1n and MilliValue() rounds that up
+ * to 1m (quantity.go, ParseQuantity and ScaledValue; scale_int.go, scaledValue), so a digit
+ * past the 18th still makes "1.0000000000000000001" more than 1000m, which the apiserver's
+ * validation then refuses as no integer for an extended resource. A binary suffix multiplies
+ * the exact value before that rounding ("Ki" .. "Ei", 2^10 .. 2^60, suffix.go), so a value
+ * whose milli-units fit int64 is never refused for the size of a product on the way. */
+static void test_quantity_exact(void)
+{
+    static const struct qcase cases[] = {
+        {"1.0000000000000000001", 1, 1001},
+        {"1.0000000000000000000001", 1, 1001},
+        {"1000000000000000001m", 1, 1000000000000000001LL},
+        {"9223372036854775807m", 1, INT64_MAX},
+        {"9223372036854775.807", 1, INT64_MAX},
+        {"9223372036854775808m", 0, 0},
+        {"9223372036854775.8071", 0, 0},       /* rounded up: one past INT64_MAX */
+        {"0.001Ei", 1, 1152921504606846976LL}, /* 2^60 / 1000 units */
+        {"0.000000000000000000001Ei", 1, 2},   /* 1.15 milli-units, rounded up */
+        {"7.99999Pi", 1, 9007187995741923574LL},
+        {"1.00000000000000000Ki", 1, 1024000},
+        {".61436537056563048137Mi", 1, 644208783},
+        {"0.0000001Ki", 1, 1},
+    };
+
+    CHECK_CASES(cases);
 }
 
 int main(void)
 {
     RUN(test_quantity);
     RUN(test_quantity_suffixes);
+    RUN(test_quantity_exact);
     TEST_MAIN_END("test_quantity");
 }
