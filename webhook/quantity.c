@@ -68,7 +68,8 @@ int quantity_parse_milli(const char *s, int64_t *milli)
         return -1;
     if (*p == '+' || *p == '-')
         neg = *p++ == '-';
-    /* digits, then "." and digits */
+    /* digits, then "." and digits; either may be empty, and so may both: parseQuantityString
+     * makes the numerator "0" then, so that ParseQuantity takes "+", "." or "k" for 0 */
     in = p;
     p += strspn(p, "0123456789");
     n_int = (size_t)(p - in);
@@ -77,8 +78,6 @@ int quantity_parse_milli(const char *s, int64_t *milli)
         p += strspn(p, "0123456789");
         n_frac = (size_t)(p - frac);
     }
-    if (n_int + n_frac == 0)
-        return -1; /* no digit */
     if (!suffix_scale(p, &exp10, &exp2))
         return -1;
     n = n_int + n_frac;

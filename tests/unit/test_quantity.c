@@ -50,7 +50,7 @@ static void test_quantity(void)
         {"", 0, 0},          {"abc", 0, 0},       {"1x", 0, 0},
         {"1 ", 0, 0},        {"1e", 0, 0},        {"--1", 0, 0},
         {"1.2.3", 0, 0},     {"9Ei", 0, 0},       {"99999999999999999999", 0, 0},
-        {"1e99", 0, 0},      {".", 0, 0},         {"e3", 0, 0},
+        {"1e99", 0, 0},      {".", 1, 0},         {"e3", 1, 0},
     };
     int64_t m;
 
@@ -136,10 +136,25 @@ static void test_quantity_exact(void)
     CHECK_CASES(cases);
 }
 
+/* A number without a digit is 0: parseQuantityString takes the numerator for "0" when there
+ * is none, whatever sign, point or suffix stands around it (quantity.go), so ParseQuantity
+ * returns 0 for all of these, as it does for "0". Only the empty string is refused
+ * (ErrFormatWrong, before any scanning). */
+static void test_quantity_no_digit(void)
+{
+    static const struct qcase cases[] = {
+        {"+", 1, 0},  {"-", 1, 0},    {".", 1, 0},  {"+.", 1, 0}, {"k", 1, 0},
+        {"Mi", 1, 0}, {".e-3", 1, 0}, {"-E", 1, 0}, {"", 0, 0},   {"+x", 0, 0},
+    };
+
+    CHECK_CASES(cases);
+}
+
 int main(void)
 {
     RUN(test_quantity);
     RUN(test_quantity_suffixes);
     RUN(test_quantity_exact);
+    RUN(test_quantity_no_digit);
     TEST_MAIN_END("test_quantity");
 }
