@@ -37,6 +37,10 @@ static void check_cases(const struct qcase *cases, size_t n)
 
 #define CHECK_CASES(cases) check_cases(cases, sizeof(cases) / sizeof(cases[0]))
 
+/* A mix of the grammar's forms (the <quantity> grammar atop quantity.go), each value the
+ * milli-units ParseQuantity then MilliValue() give; the JSON values as UnmarshalJSON reads them,
+ * a number's text or a string's contents (quantity.go), so that 2.0 is "2.0" and true is no
+ * quantity. */
 static void test_quantity(void)
 {
     static const struct qcase cases[] = {
@@ -150,11 +154,104 @@ static void test_quantity_no_digit(void)
     CHECK_CASES(cases);
 }
 
+/* What ParseQuantity refuses: parseQuantityString's ErrFormatWrong (quantity.go: a character
+ * that is neither a digit, a point, a suffix letter nor an exponent's sign, a second point,
+ * space on either side, which only UnmarshalJSON trims), and interpret()'s ErrSuffix (suffix.go:
+ * a suffix outside the table, "e" without digits, a suffix and an exponent together). */
+static void test_quantity_rejected(void)
+{
+    static const struct qcase cases[] = {
+        {"1.5.2", 0, 0}, {"1..", 0, 0},   {"", 0, 0},     {" 1", 0, 0},    {"1 ", 0, 0},
+        {"\t1", 0, 0},   {"1\n", 0, 0},   {"0x10", 0, 0}, {"0X10", 0, 0},  {"1,5", 0, 0},
+        {"1_000", 0, 0}, {"1e3.5", 0, 0}, {"1e3e", 0, 0}, {"1e--3", 0, 0}, {"1e", 0, 0},
+        {"1e+", 0, 0},   {"1Ee3", 0, 0},  {"1E3i", 0, 0}, {"1e3k", 0, 0},  {"1k3", 0, 0},
+        {"2e1k", 0, 0},  {"1e18m", 0, 0}, {"1ki", 0, 0},  {"1mi", 0, 0},   {"1Kb", 0, 0},
+        {"+-1", 0, 0},   {"1-", 0, 0},    {"1+", 0, 0},
+    };
+
+    CHECK_CASES(cases);
+}
+
+/* <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber> (quantity.go), its number read
+ * by strconv.ParseInt in interpret() (suffix.go): a sign and leading zeros are fine. A value
+ * below one milli-unit rounds up to 1m (MilliValue() is ceil(q / 10^-3)), however small. */
+static void test_quantity_exponents(void)
+{
+    static const struct qcase cases[] = {
+        {"1e+3", 1, 1000000},
+        {"1E-3", 1, 1},
+        {"1e0", 1, 1000},
+        {"1E0", 1, 1000},
+        {"1e-0", 1, 1000},
+        {"12e-1", 1, 1200},
+        {"1e00000003", 1, 1000000},
+        {"1.5e3", 1, 1500000},
+        {"5e-4", 1, 1},
+        {"1e-9", 1, 1},
+        {"1e-10", 1, 1},
+        {"1e-300", 1, 1},
+        {"1e-2147483647", 1, 1},
+        {"0e300", 1, 0},
+        {"0e2147483647", 1, 0},
+    };
+
+    CHECK_CASES(cases);
+}
+
+/* <signedNumber> ::= <number> | <sign><number>, one sign at most (quantity.go). A negative
+ * value keeps its sign and, exact, its value; an inexact one is only promised to stay below 0:
+ * MilliValue() truncates and adds one (scale_int.go, scaledValue), -1.0001 becoming -999m,
+ * which is no ceiling, so the apiserver judges a negative amount by the sign of the Quantity
+ * (ValidateNonnegativeQuantity), and so does gpuadmit. */
+static void test_quantity_signs(void)
+{
+    static const struct qcase cases[] = {
+        {"+1", 1, 1000},  {"-1", 1, -1000},      {"-0", 1, 0},
+        {"+0.5", 1, 500}, {"-1e3", 1, -1000000}, {"-1.5Gi", 1, -1610612736000LL},
+        {"--1", 0, 0},    {"++1", 0, 0},         {"-9223372036854775807m", 1, -INT64_MAX},
+    };
+    int64_t m = 0;
+
+    CHECK_CASES(cases);
+    CHECK(quantity_parse_milli("-1.0001", &m) == 0 && m < 0);
+    CHECK(quantity_parse_milli("-1n", &m) == 0 && m < 0);
+}
+
+/* ParseQuantity keeps a value of any size (an inf.Dec), but MilliValue() "could overflow an
+ * int64" and then returns a wrapped value (quantity.go, ScaledValue; 1Ei gives
+ * -9223372036854775808, 1E gives 0), so gpuadmit refuses a value whose milli-units, rounded
+ * up, pass INT64_MAX (quantity.h): never a wrapped count. An exponent past int32 is refused
+ * too, which interpret() would wrap with int32() (suffix.go). */
+static void test_quantity_overflow(void)
+{
+    static const struct qcase cases[] = {
+        {"1Ei", 0, 0},
+        {"1E", 0, 0},
+        {"9223372036854776", 0, 0},
+        {"9223372036854775", 1, 9223372036854775000LL},
+        {"9223372036854775808m", 0, 0},
+        {"1e19m", 0, 0},
+        {"1e300", 0, 0},
+        {"1e2147483647", 0, 0},
+        {"1e2147483648", 0, 0},
+        {"0e2147483648", 0, 0},
+        {"8Pi", 1, 9007199254740992000LL},
+        {"9Pi", 0, 0},
+        {"-9223372036854775808m", 0, 0},
+    };
+
+    CHECK_CASES(cases);
+}
+
 int main(void)
 {
     RUN(test_quantity);
     RUN(test_quantity_suffixes);
     RUN(test_quantity_exact);
     RUN(test_quantity_no_digit);
+    RUN(test_quantity_rejected);
+    RUN(test_quantity_exponents);
+    RUN(test_quantity_signs);
+    RUN(test_quantity_overflow);
     TEST_MAIN_END("test_quantity");
 }
