@@ -71,21 +71,25 @@ static int64_t rollout_surge(yyjson_val *obj, int64_t replicas)
     return surge < replicas ? surge : replicas;
 }
 
-/* A Job runs min(parallelism, completions) pods at once (pkg/controller/job/job_controller.go,
- * manageJob: wantActive is parallelism, capped by the completions still to go). at is the
- * JobSpec ("/spec" of a Job, "/spec/jobTemplate/spec" of a CronJob). */
-static int64_t job_width(yyjson_val *obj, const char *at)
+/* A Job runs parallelism pods at once, capped by the completions still to go, and none more
+ * once a Job without completions has had a pod succeed (pkg/controller/job/job_controller.go,
+ * manageJob: wantActive is min(parallelism, completions - succeeded), at least 0). at is the
+ * JobSpec ("/spec" of a Job, "/spec/jobTemplate/spec" of a CronJob); succeeded is the stored
+ * Job's status.succeeded (a CREATE starts with none, PrepareForCreate; an UPDATE keeps the old
+ * status, PrepareForUpdate, pkg/registry/batch/job/strategy.go). */
+static int64_t job_width(yyjson_val *obj, const char *at, int64_t succeeded)
 {
     yyjson_val *spec = patch_get(obj, at);
     yyjson_val *p = yyjson_obj_get(spec, "parallelism"), *c = yyjson_obj_get(spec, "completions");
-    int64_t par, comp;
+    int64_t par, comp, left;
 
     if (!json_int64(p, &par))
         par = 1;
     if (!json_int64(c, &comp))
-        comp = -1;
-
-    return comp >= 0 && comp < par ? comp : par;
+        return succeeded > 0 ? 0 : par;
+    if (__builtin_sub_overflow(comp, succeeded, &left))
+        left = 0;
+    return left < par ? (left > 0 ? left : 0) : par;
 }
 
 static bool job_suspended(yyjson_val *obj)
@@ -122,7 +126,7 @@ static bool cap_cronjob(const struct review *r, struct workload_demand *ct)
         yyjson_is_true(patch_get(r->object, "/spec/suspend")))
         return false; /* a suspended CronJob makes no Jobs (cronjob_controllerv2.go, syncCronJob
                          returns before scheduling while spec.suspend is true) */
-    now = job_width(r->object, "/spec/jobTemplate/spec");
+    now = job_width(r->object, "/spec/jobTemplate/spec", 0);
     if (r->op == REVIEW_UPDATE && r->old_object != NULL &&
         yyjson_equals(patch_get(r->object, "/spec/jobTemplate"),
                       patch_get(r->old_object, "/spec/jobTemplate")) &&
@@ -145,7 +149,7 @@ static bool cap_workload(const struct review *r, bool owned_replicasets, struct 
     static const char *const res[] = {"deployments", "replicasets", "statefulsets", "jobs"};
     static const char *const grp[] = {"apps", "apps", "apps", "batch"};
     int which = -1;
-    int64_t now, before = 0;
+    int64_t now, before = 0, succeeded = 0;
     bool changed, update = r->op == REVIEW_UPDATE && r->old_object != NULL;
     yyjson_val *tmpl = patch_get(r->object, "/spec/template/spec");
 
@@ -160,12 +164,15 @@ static bool cap_workload(const struct review *r, bool owned_replicasets, struct 
         return false;
     if (which == 3 && job_suspended(r->object))
         return false; /* a suspended Job runs no pods */
-    now = which == 3 ? job_width(r->object, "/spec") : int_at(r->object, "/spec/replicas", 1);
+    if (which == 3 && update)
+        succeeded = int_at(r->old_object, "/status/succeeded", 0);
+    now = which == 3 ? job_width(r->object, "/spec", succeeded)
+                     : int_at(r->object, "/spec/replicas", 1);
     /* a suspended Job runs none: the UPDATE that resumes it (Kueue admitting it, kubectl
      * patch) starts its pods as a CREATE would (the job controller's manageJob deletes the
      * active pods while suspended and creates them on resume) */
     if (update && !(which == 3 && job_suspended(r->old_object)))
-        before = which == 3 ? job_width(r->old_object, "/spec")
+        before = which == 3 ? job_width(r->old_object, "/spec", succeeded)
                             : int_at(r->old_object, "/spec/replicas", 1);
     /* any change of the template (its labels too) rolls a Deployment out */
     changed = r->op == REVIEW_CREATE || r->old_object == NULL ||
