@@ -306,7 +306,7 @@ tls-audit: deps build/release/gpuadmit
 	@scripts/install-deps.sh testssl.sh
 	@GPUADMIT_BIN=build/release/gpuadmit $(PYTHON) tests/tls/audit.py
 
-# make mutation (tests/mutation/run.py, README "Mutation"): every mutant of
+# make mutation (tests/mutation/run.py, docs/development.md "Mutation"): every mutant of
 # tests/mutation/mutants.txt applied in turn to a scratch copy of the tree (build/mutation/tree,
 # removed afterwards), built and tested there; the last line is "N killed, M survived", and a
 # survivor, a broken mutant or a command that fails without a mutant fails the target. The
@@ -316,8 +316,8 @@ MUTANTS ?=
 mutation: build/release/gpuadmit $(release_UNIT)
 	@$(PYTHON) tests/mutation/run.py $(MUTANTS)
 
-# make soak (tests/soak/soak.py, README "Soak"): the release build serving a simulated API server
-# (--kubeconfig) under mixed load for SOAK_SECONDS, while rule files, certificate and watches are
+# make soak (tests/soak/soak.py, docs/development.md "Soak"): the release build serving a
+# simulated API server (--kubeconfig) under mixed load for SOAK_SECONDS, while rule files, certificate and watches are
 # broken and replaced; passes on no failed valid request, no restart, resident memory growth
 # under 5 % after warm-up, descriptors back to their start. Then SOAK_VALGRIND_SECONDS of the
 # same, lighter, under valgrind (no error, no definite or indirect leak). About 12 minutes at
@@ -342,7 +342,8 @@ image-check-if-root:
 	else echo "image: not checked: make image-check needs root (chroot, uid 65532)"; fi
 
 # ---------------------------------------------------------------------------------------------
-# Fuzzing (README "Fuzzing"): libFuzzer targets in tests/fuzz, built with clang, ASan and UBSan.
+# Fuzzing (docs/development.md "Fuzzing"): libFuzzer targets in tests/fuzz, built with clang,
+# ASan and UBSan.
 #   make fuzz [FUZZ_SECONDS=300] [FUZZ_TARGETS="review rules"]   each target for FUZZ_SECONDS;
 #       new corpus in build/fuzz/corpus/TARGET, crashes in build/fuzz/findings/TARGET; with -j2
 #       two targets run at once
