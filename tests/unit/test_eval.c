@@ -2431,10 +2431,10 @@ static void test_audit_capacity_judges_the_patched_template(void)
     policy_unref(p);
 }
 
-/* Without audit-only, a capacity rule that warns judges what the Mutate rules would patch (they
- * only warn here), and one that enforces judges the object as it is, which is what the
- * scheduler places: pods without the toleration fit no tainted GPU node. */
-static void test_warn_and_enforce_capacity_judge_their_own_template(void)
+/* Mutate rules written Warn never patch, with or without audit-only, so neither capacity rule
+ * counts their would-be toleration: pods without it fit no tainted GPU node, and both rules say
+ * so, the warning one as a warning and the enforcing one too (its available: Warn). */
+static void test_warn_mutate_rules_are_never_predicted(void)
 {
     struct policy *p = load("capacity-mutate-warn.yaml");
     struct cluster *view = load_view("stall.json");
@@ -2446,16 +2446,57 @@ static void test_warn_and_enforce_capacity_judge_their_own_template(void)
     decision_init(&dec);
     CHECK(r != NULL && eval_review(p, r, false, false, view, &dec) == 0);
     CHECK(dec.allowed);
-    CHECK(!has_warning(&dec, "gpuadmit [capacity-warned]"));
+    CHECK(has_warning(&dec, "gpuadmit [capacity-warned]: replicasets ml/trainer: no node "
+                            "matches its GPU resources and tolerations now"));
     CHECK(has_warning(&dec, "gpuadmit [capacity-enforced]: replicasets ml/trainer: no node "
                             "matches its GPU resources and tolerations now"));
     CHECK_CONTAINS(annotation(&dec, "capacity-enforced"),
                    "not eligible: 4 nodes have untolerated taint nvidia.com/gpu=true:NoSchedule");
-    CHECK(annotation(&dec, "capacity-warned") == NULL);
+    CHECK_CONTAINS(annotation(&dec, "capacity-warned"),
+                   "not eligible: 4 nodes have untolerated taint nvidia.com/gpu=true:NoSchedule");
     decision_release(&dec);
     review_free(r);
     yyjson_doc_free(object);
     cluster_free(view);
+    policy_unref(p);
+}
+
+/* Under autogen: false templates are never patched nor judged, but their pods are, at their own
+ * CREATE: /mutate gives each GPU pod the taint's toleration and the GPU node label (the Enforce
+ * Mutate rules), so an enforcing capacity rule judges the template as its pods will be patched,
+ * and a ReplicaSet whose template lacks both still fits; kube-scheduler places the patched pods
+ * (TaintToleration filters on the pod's own tolerations, pkg/scheduler/framework/plugins/
+ * tainttoleration). 4 pods fit stall.json's 4 free GPUs, 8 do not. (With autogen: true the
+ * template itself is patched at /mutate, and /validate denies one without the toleration.) */
+static void test_enforce_capacity_judges_templates_as_their_pods_are_patched(void)
+{
+    struct policy *p = load("capacity-mutate-noautogen.yaml");
+    /* a view each: an allowed review reserves what it was admitted for */
+    struct cluster *v4 = load_view("stall.json"), *v8 = load_view("stall.json");
+    const struct ecase four = {.resource = "apps/replicasets", .object = BARE_RS(4, "batch-low")};
+    const struct ecase eight = {.resource = "apps/replicasets", .object = BARE_RS(8, "batch-low")};
+    yyjson_doc *o4 = js(four.object), *o8 = js(eight.object);
+    struct review *r4 = make_review(&four, harness_val(o4));
+    struct review *r8 = make_review(&eight, harness_val(o8));
+    struct decision dec;
+
+    decision_init(&dec);
+    CHECK(r4 != NULL && eval_review(p, r4, false, false, v4, &dec) == 0);
+    CHECK(dec.allowed && annotation(&dec, "capacity") == NULL);
+    CHECK(!says(&dec, "untolerated taint"));
+    decision_release(&dec);
+    decision_init(&dec);
+    CHECK(r8 != NULL && eval_review(p, r8, false, false, v8, &dec) == 0);
+    CHECK(!dec.allowed);
+    CHECK_CONTAINS(dec.message, "[capacity] replicasets ml/trainer: only 4 of 8 more pods fit now");
+    CHECK(!says(&dec, "untolerated taint"));
+    decision_release(&dec);
+    review_free(r4);
+    review_free(r8);
+    yyjson_doc_free(o4);
+    yyjson_doc_free(o8);
+    cluster_free(v4);
+    cluster_free(v8);
     policy_unref(p);
 }
 
@@ -3231,7 +3272,8 @@ int main(void)
     RUN(test_two_policies_share_lists);
     RUN(test_patch_beside_problem);
     RUN(test_audit_capacity_judges_the_patched_template);
-    RUN(test_warn_and_enforce_capacity_judge_their_own_template);
+    RUN(test_warn_mutate_rules_are_never_predicted);
+    RUN(test_enforce_capacity_judges_templates_as_their_pods_are_patched);
     RUN(test_snapshot_without_classes);
     RUN(test_reservation_per_review);
     RUN(test_deny_warn_at_validate);

@@ -2179,13 +2179,14 @@ static void capacity_rule(struct run *rn, const struct policy_doc *doc, const st
         trace_capacity(rn, ru, ct, &asked, &res, asked.increase, judged);
 }
 
-/* /validate: into rn->pred, the object as every Mutate rule in scope would have patched it at
- * /mutate had it been enforced: the rules eval_doc() runs there, in its order, each seeing the
- * earlier ones' patches. An enforcing rule's patch is in the object already when the mutating
- * webhook ran, and patching it again changes nothing (patches converge); a Warn or Audit rule's
- * never is, on the apiserver (a validating webhook sees the object as the mutating ones left it,
- * docs/protocol.md §6), in audit-only mode above all. The spec at rn->found's prefix of
- * rn->pred.doc is then the template enforcing would have admitted. -1 when out of memory. */
+/* /validate: into rn->pred, the object as the Mutate rules in scope patch its pods once the
+ * rollout switches (--audit-only, spec.auditOnly) are off: the rules eval_doc() runs at /mutate,
+ * in its order, each seeing the earlier ones' patches, but only those whose own enforcement is
+ * Enforce. A rule written Warn or Audit never patches, switches or not, so its would-be patch
+ * is never counted. A template is patched as its pods are at their own CREATE, whether or not
+ * the policy patches templates (autogen): the scheduler places the pods. A patch already in the
+ * object is applied again to no effect (patches converge). The spec at rn->found's prefix of
+ * rn->pred.doc is then what the scheduler will get. -1 when out of memory. */
 static int predict(struct run *rn, const struct policy *p)
 {
     const struct target *t = rn->t;
@@ -2201,13 +2202,14 @@ static int predict(struct run *rn, const struct policy *p)
         for (size_t i = 0; i < p->n_docs; i++) {
             const struct policy_doc *doc = &p->docs[i];
 
-            if ((!rn->found->is_pod && !doc->autogen) || !in_scope(&doc->scope, &w))
+            if (!in_scope(&doc->scope, &w))
                 continue;
             for (size_t k = 0; k < doc->n_rules; k++) {
                 const struct rule *ru = &doc->rules[k];
 
-                if (ru->action != ACTION_MUTATE || ru->type == RULE_CAPACITY ||
-                    (ru->type == RULE_GPU_REQUEST) != (phase == 0) || !in_scope(&ru->scope, &w))
+                if (ru->action != ACTION_MUTATE || ru->enforcement != ENFORCE_ENFORCE ||
+                    ru->type == RULE_CAPACITY || (ru->type == RULE_GPU_REQUEST) != (phase == 0) ||
+                    !in_scope(&ru->scope, &w))
                     continue;
                 run_rule(rn, doc, ru, &rn->pred, &c);
             }
@@ -2219,18 +2221,18 @@ static int predict(struct run *rn, const struct policy *p)
     return rc;
 }
 
-/* The template a capacity rule of enforcement eff judges. Enforce judges the object as it is:
- * that is what the scheduler will place. Warn and Audit report what enforcing would do, so they
- * judge the template as the Mutate rules would have patched it (predict()): in audit-only mode,
- * a GPU workload the tolerations rule would have given the taint's toleration is judged with
- * it, not refused for an untolerated taint no enforcing webhook would have left. The scale
- * subresource and the HPA, whose template comes from the view, and a prediction that cannot be
- * made (out of memory), are judged as they are. */
-static yyjson_val *judged_spec(struct run *rn, const struct policy *p, enum rule_enforcement eff,
+/* The pod spec a capacity rule judges: what the scheduler will get (predict()). A template's
+ * pods are patched at their own CREATE, so a template is judged as predict() patches it, in
+ * every mode: a Deployment made before gpuadmit patched templates, or under autogen: false,
+ * still gets pods with the toleration. A pod reached /validate patched by /mutate unless a
+ * rollout switch (rollout: --audit-only or spec.auditOnly) held the patches back; only then is
+ * it predicted. Left as it is: the scale subresource's and the HPA's template, which comes from
+ * the view, and a prediction that cannot be made (out of memory). */
+static yyjson_val *judged_spec(struct run *rn, const struct policy *p, bool rollout,
                                const struct workload_demand *ct, yyjson_val *spec)
 {
-    if (eff == ENFORCE_ENFORCE || ct->spec_doc != NULL || rn->found == NULL ||
-        rn->found->ephemeral || patch_get(rn->r->object, rn->found->prefix) != spec)
+    if (ct->spec_doc != NULL || rn->found == NULL || rn->found->ephemeral ||
+        patch_get(rn->r->object, rn->found->prefix) != spec || (rn->found->is_pod && !rollout))
         return spec;
     if (rn->pred.doc == NULL && predict(rn, p) < 0)
         return spec;
@@ -2287,7 +2289,7 @@ static void capacity_pass(struct run *rn, const struct policy *p)
 
             if (ru->type != RULE_CAPACITY || !in_scope(&ru->scope, &w))
                 continue;
-            ct.spec = judged_spec(rn, p, eff, &ct, spec);
+            ct.spec = judged_spec(rn, p, rn->audit_only || doc->audit_only, &ct, spec);
             capacity_rule(rn, doc, ru, eff, &ct);
             if (rn->findings == before)
                 trace_rule(rn, ru, eff, OUTCOME_PASS, "");
@@ -2376,7 +2378,9 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
     rn.trace = tdoc != NULL ? trace : NULL;
     for (size_t i = 0; i < p->n_docs; i++)
         any_autogen = any_autogen || p->docs[i].autogen;
-    rn.t = rn.found = find_target(r, any_autogen);
+    /* found: the pod spec whatever autogen says, for the capacity pass's prediction */
+    rn.found = find_target(r, true);
+    rn.t = find_target(r, any_autogen);
     if (is_mirror_pod(r) || (rn.t != NULL && r->op == REVIEW_UPDATE && !template_changed(r, rn.t)))
         rn.t = NULL;
     if (rn.t != NULL && rn.t->is_pod && !rn.t->ephemeral && r->op == REVIEW_UPDATE &&
