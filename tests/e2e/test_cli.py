@@ -458,6 +458,24 @@ def capacity_and_check_agree_on_time_sliced_gpus():
 
 
 @test
+def capacity_refuses_a_policy_without_a_capacity_rule():
+    """capacity -f judges through the policy's capacity rule, as check does: a policy without
+    one (the EKS example has none) cannot answer, and saying every workload is "not judged"
+    with exit 0 would pass a CI gate it never checked. Without -f the cluster report stands."""
+    ex = "rules/examples/eks-time-sliced-t4.yaml"
+    snap = "tests/data/snapshots/eks-t4-sliced.json"
+    rc, out, err = run("capacity", "--cluster-snapshot", snap, "-r", ex,
+                       "tests/data/manifests/sliced-deployments.yaml")
+    eq((rc, out), (2, ""), "exit code and stdout")
+    eq(err.strip(), "gpuadmit capacity: the policy %s has no capacity rule, so nothing judges "
+       "whether workloads fit; add one (rules/README.md, type: capacity) or use -r rules" % ex,
+       "stderr")
+    rc, out, err = run("capacity", "--cluster-snapshot", snap, "-r", ex)
+    eq(rc, 0, "the cluster report without -f")
+    check("nvidia.com/gpu" in out, "the report names the GPU resource:\n%s" % out)
+
+
+@test
 def capacity_judges_workloads_as_the_policy_patches_them():
     """-f judges what /validate sees: the Job after the tolerations and selector the policy
     adds (16 fit, as gpuadmit check says), and skips what the webhook would not judge."""

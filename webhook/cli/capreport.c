@@ -719,6 +719,15 @@ static int add_workloads(yyjson_mut_doc *doc, yyjson_mut_val *report, const stru
     return j.code;
 }
 
+static bool has_capacity_rule(const struct policy *p)
+{
+    for (size_t i = 0; i < p->n_docs; i++)
+        for (size_t k = 0; k < p->docs[i].n_rules; k++)
+            if (p->docs[i].rules[k].type == RULE_CAPACITY)
+                return true;
+    return false;
+}
+
 int capreport_main(int argc, char **argv)
 {
     struct cap_opts o = {0};
@@ -740,6 +749,14 @@ int capreport_main(int argc, char **argv)
     if ((p = offline_load_policy("gpuadmit capacity", o.rules)) == NULL)
         goto out;
     doc = capacity_doc(p);
+    if (o.n_files > 0 && !has_capacity_rule(p)) {
+        /* the same evaluation as check: without the rule nothing judges the fit */
+        fprintf(stderr,
+                "gpuadmit capacity: the policy %s has no capacity rule, so nothing judges whether "
+                "workloads fit; add one (rules/README.md, type: capacity) or use -r rules\n",
+                o.rules);
+        goto out;
+    }
     diag_clear(&d);
     view = o.snapshot ? offline_load_snapshot(o.snapshot, &d) : list_live(&o, &d);
     if (view == NULL || doc == NULL) {
