@@ -73,6 +73,12 @@ SCHEMAS = {
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): (
         "apis__rbac.authorization.k8s.io__v1_openapi.json",
         "io.k8s.api.rbac.v1.ClusterRoleBinding"),
+    # the chart's certificate hook (charts/gpuadmit, certificates.generated)
+    ("rbac.authorization.k8s.io/v1", "Role"): (
+        "apis__rbac.authorization.k8s.io__v1_openapi.json", "io.k8s.api.rbac.v1.Role"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): (
+        "apis__rbac.authorization.k8s.io__v1_openapi.json", "io.k8s.api.rbac.v1.RoleBinding"),
+    ("batch/v1", "Job"): ("apis__batch__v1_openapi.json", "io.k8s.api.batch.v1.Job"),
     ("scheduling.k8s.io/v1", "PriorityClass"): (
         "apis__scheduling.k8s.io__v1_openapi.json", "io.k8s.api.scheduling.v1.PriorityClass"),
     ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"): (
@@ -147,9 +153,9 @@ def fill(raw, certs):
     return r.stdout.decode()
 
 
-def make_certs(directory):
+def make_certs(directory, namespace=None):
     r = subprocess.run([os.path.abspath(BIN), "certs", "--service", SERVICE, "--namespace",
-                        NAMESPACE, "--out", directory],
+                        namespace or NAMESPACE, "--out", directory],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=60)
     if r.returncode != 0:
         raise RuntimeError("gpuadmit certs failed: %s" % r.stderr.decode())
@@ -401,9 +407,8 @@ def arg_value(args, flag):
     return args[i + 1]
 
 
-def t_webhook_settings(overlay, docs):
-    mode = MODES.get(overlay)
-    check(mode is not None, "overlay %s is not in the test's MODES table" % overlay)
+def t_webhook_settings(mode, docs):
+    check(mode in ("audit", "enforce"), "mode %r" % mode)
     policy_ns = read_policy()["spec"]["exclude"]["namespaces"]
     whs = webhooks(docs)
     check(len(whs) >= 2, "no webhooks")
@@ -468,7 +473,19 @@ def t_webhook_settings(overlay, docs):
         check("--audit-only" not in args, "enforce mode with --audit-only")
 
 
-def t_deployment(docs):
+def default_policy_files():
+    """The rules ConfigMap's data of every rendering: rules/default.yaml, with the webhook's
+    namespace where it says gpuadmit-system (manifests-fill.py, the chart, move it)."""
+    with open(os.path.join(ROOT, "rules", "default.yaml")) as f:
+        return {"default.yaml": re.sub(r"(?<![\w.-])gpuadmit-system(?![\w.-])", NAMESPACE,
+                                       f.read())}
+
+
+def t_deployment(docs, policy=None, tls_secret="gpuadmit-tls"):
+    """policy: the rules ConfigMap's expected data (default_policy_files()), or the name of a
+    ConfigMap that is not rendered (one of the user's own)."""
+    if policy is None:
+        policy = default_policy_files()
     dep = one(docs, "Deployment")
     spec, tpl = dep["spec"], pod_template(docs)
     pod, c = tpl["spec"], container(docs)
@@ -529,7 +546,7 @@ def t_deployment(docs):
         eq(os.path.basename(path), key, flag)
         m = [m for m in mounts.values() if m["mountPath"] == os.path.dirname(path)]
         check(m and m[0].get("readOnly"), "%s: no read-only mount at %s" % (flag, path))
-        eq(vols[m[0]["name"]].get("secret", {}).get("secretName"), "gpuadmit-tls", flag + " Secret")
+        eq(vols[m[0]["name"]].get("secret", {}).get("secretName"), tls_secret, flag + " Secret")
     if "--client-ca" in args:
         # the bundle the operator creates, mounted read-only where the flag points
         path = arg_value(args, "--client-ca")
@@ -543,12 +560,15 @@ def t_deployment(docs):
     check(m, "no mount at --rules %s" % rules_dir)
     cm = vols[m[0]["name"]].get("configMap", {}).get("name")
     cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"] == cm]
-    check(cms, "the rules volume names ConfigMap %s, which is not rendered" % cm)
-    eq(cms[0]["metadata"].get("namespace"), NAMESPACE, "rules ConfigMap namespace")
-    with open(os.path.join(ROOT, "rules", "default.yaml")) as f:
-        # moved to another namespace, the policy's own mentions of it move too (manifests-fill)
-        want = re.sub(r"(?<![\w.-])gpuadmit-system(?![\w.-])", NAMESPACE, f.read())
-        eq(cms[0].get("data"), {"default.yaml": want}, "rules ConfigMap data")
+    if isinstance(policy, str):
+        eq(cm, policy, "the rules volume's ConfigMap")
+        check(not cms and not [d for d in by_kind(docs, "ConfigMap")
+                               if d["metadata"]["name"].startswith("gpuadmit-rules")],
+              "ConfigMap %s is the user's: a rules ConfigMap is rendered all the same" % cm)
+    else:
+        check(cms, "the rules volume names ConfigMap %s, which is not rendered" % cm)
+        eq(cms[0]["metadata"].get("namespace"), NAMESPACE, "rules ConfigMap namespace")
+        eq(cms[0].get("data"), policy, "rules ConfigMap data")
     # service account
     sa = pod.get("serviceAccountName")
     check(any(d["metadata"]["name"] == sa and d["metadata"].get("namespace") == NAMESPACE
@@ -617,17 +637,46 @@ def t_namespace_priorityclass(docs):
        (100000, "PreemptLowerPriority"), "gpu-standard")
 
 
-def t_certificates(overlay, docs, certs, raw):
+def t_placeholder(overlay, raw):
+    """The static-CA overlays carry the caBundle placeholder that make manifests fills; the
+    cert-manager ones do not."""
     placeholder = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "manifests-fill.py"), "--needs-certs"],
         input=raw.encode(), stdout=subprocess.DEVNULL).returncode == 0
     cm = overlay.startswith("cert-manager")
     check(placeholder != cm, "%s: the static-CA placeholder is%s there" % (
         overlay, "" if placeholder else " not"))
+
+
+def tls_of(overlay, certs):
+    """The certificate source of an overlay rendered and filled as make manifests does it."""
+    return ("cert-manager", None) if overlay.startswith("cert-manager") else ("static", certs)
+
+
+def t_certificates(docs, tls):
+    """tls: (SOURCE, ARG), the certificate source and what it promises:
+    ("static", DIR)      make manifests filled it: the caBundle is DIR/ca.crt, and the Secret
+                         gpuadmit-tls is in the rendering, before the Deployment;
+    ("provided", CA)     the caBundle is CA (base64), the Secret is the user's: not rendered;
+    ("generated", None)  no caBundle (the chart's hook writes it in the cluster), no Secret;
+    ("cert-manager", None)  Issuers and Certificates, cert-manager's caBundle injection."""
+    source, arg = tls
+    check(source in ("static", "provided", "generated", "cert-manager"), "source %r" % source)
     whs = webhooks(docs)
     secrets = [d for d in by_kind(docs, "Secret") if d["metadata"]["name"] == "gpuadmit-tls"]
-    if not cm:
-        with open(os.path.join(certs, "ca.crt"), "rb") as f:
+    if source != "cert-manager":
+        eq(by_kind(docs, "Certificate") + by_kind(docs, "Issuer"), [],
+           "cert-manager objects with certificates from %s" % source)
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            ann = one(docs, kind)["metadata"].get("annotations") or {}
+            check("cert-manager.io/inject-ca-from" not in ann, kind + ": inject-ca-from")
+    if source in ("provided", "generated"):
+        check(not by_kind(docs, "Secret"), "a Secret in the rendering (%s certificates)" % source)
+        for _, w in whs:
+            eq(w["clientConfig"].get("caBundle"), arg, w["name"] + " caBundle")
+        return
+    if source == "static":
+        with open(os.path.join(arg, "ca.crt"), "rb") as f:
             ca = base64.b64encode(f.read()).decode()
         for _, w in whs:
             eq(w["clientConfig"].get("caBundle"), ca, w["name"] + " caBundle")
@@ -1218,10 +1267,10 @@ def labelled(value="true"):
     return {"labels": {OPT_OUT_LABEL: value, "app": "x"}}
 
 
-def t_exempt_label(overlay, docs):
+def t_exempt_label(mode, docs):
     vaps = by_kind(docs, "ValidatingAdmissionPolicy")
     bindings = by_kind(docs, "ValidatingAdmissionPolicyBinding")
-    if MODES.get(overlay) == "audit":
+    if mode == "audit":
         eq((len(vaps), len(bindings)), (0, 0), "audit mode refuses nothing: no admission policy")
         return
     eq((len(vaps), len(bindings)), (1, 1), "the opt-out label's admission policy and binding")
@@ -1314,41 +1363,89 @@ def t_cluster_scoped_without_namespace(docs):
        "cluster-scoped objects with a metadata.namespace")
 
 
-def overlay_checks(what, overlay, docs, certs, raw, served):
-    """The checks of one rendering of an overlay (what names it in the output)."""
-    run("%s: schemas" % what, t_schemas, overlay, docs)
+def check_rendering(what, docs, mode, tls, served, policy=None, cel_checks=True,
+                    tls_secret="gpuadmit-tls"):
+    """Every check of one rendering, from its documents alone: a kustomize overlay as make
+    manifests fills it, or the Helm chart's helm template output (tests/chart/test_chart.py).
+    what names it in the output; mode is audit or enforce; tls the certificate source
+    (t_certificates); served the routes of gpuadmit routes (None: not compared); policy the
+    rules ConfigMap's expected data (t_deployment). The webhook's namespace is NAMESPACE
+    (in_namespace() switches it)."""
+    run("%s: schemas" % what, t_schemas, what, docs)
     if served is not None:
         run("%s: rules equal gpuadmit routes" % what, t_routes, docs, served)
-    run("%s: webhook settings (lock-out, %s mode)" % (what, MODES.get(overlay)),
-        t_webhook_settings, overlay, docs)
-    run("%s: Deployment" % what, t_deployment, docs)
+    run("%s: webhook settings (lock-out, %s mode)" % (what, mode), t_webhook_settings, mode, docs)
+    run("%s: Deployment" % what, t_deployment, docs, policy, tls_secret)
     run("%s: Service and PDB" % what, t_service_pdb, docs)
     run("%s: RBAC" % what, t_rbac, docs)
     run("%s: Namespace and PriorityClass" % what, t_namespace_priorityclass, docs)
-    run("%s: certificates" % what, t_certificates, overlay, docs, certs, raw)
+    run("%s: certificates" % what, t_certificates, docs, tls)
+    run("%s: who may set the opt-out label" % what, t_exempt_label, mode, docs)
+    if cel_checks:
+        run("%s: CEL parses (supported subset)" % what, t_cel_parse, docs)
+        run("%s: CEL on pods and workloads" % what, t_cel_workloads, docs)
+        run("%s: CEL pods: mirror and DaemonSet pods" % what, t_cel_pods_extra, docs)
+        run("%s: CEL ephemeral containers" % what, t_cel_ephemeral, docs)
+        run("%s: CEL CDI annotations" % what, t_cel_cdi, docs)
+        run("%s: CEL pod UPDATE" % what, t_cel_pod_update, docs)
+        run("%s: CEL null-safety" % what, t_cel_null_safe, docs)
+        run("%s: CEL on upstream objects" % what, t_cel_upstream, docs)
 
 
-def check_renamed(what, overlay, raw, certs):
-    """The checks of an overlay on a rendering in namespace RENAMED (globals switched)."""
-    global POLICY_TEXT
-    try:
-        filled = fill(raw, certs)
-        docs = load_docs(filled)
-        cms = [d for d in by_kind(docs, "ConfigMap")
-               if d["metadata"]["name"].startswith("gpuadmit-rules")]
-        check(len(cms) == 1, "one rules ConfigMap")
-        POLICY_TEXT = cms[0]["data"]["default.yaml"]
-    except Fail as e:
-        RESULTS["failed"] += 1
-        print("not ok - %s: rendering: %s" % (what, e))
-        return
-    run("%s: nothing left in gpuadmit-system" % what, t_renamed_nothing_left, filled)
+class in_namespace:
+    """with in_namespace(NS, policy_text): the checks expect the webhook in namespace NS (its
+    own excluded in place of gpuadmit-system) and the policy policy_text (the rendered one,
+    whose exclude list has moved with it)."""
+
+    def __init__(self, namespace, policy_text=None):
+        self.namespace, self.policy_text = namespace, policy_text
+
+    def __enter__(self):
+        global NAMESPACE, MUST_EXCLUDE, POLICY_TEXT
+        self.saved = (NAMESPACE, MUST_EXCLUDE, POLICY_TEXT)
+        MUST_EXCLUDE = [n for n in MUST_EXCLUDE if n != NAMESPACE] + [self.namespace]
+        NAMESPACE, POLICY_TEXT = self.namespace, self.policy_text
+        return self
+
+    def __exit__(self, *exc):
+        global NAMESPACE, MUST_EXCLUDE, POLICY_TEXT
+        NAMESPACE, MUST_EXCLUDE, POLICY_TEXT = self.saved
+        return False
+
+
+def rendered_policy(docs):
+    """The policy text of the rendering's one rules ConfigMap."""
+    cms = [d for d in by_kind(docs, "ConfigMap") if d["metadata"]["name"].startswith("gpuadmit-rules")]
+    check(len(cms) == 1, "one rules ConfigMap")
+    return cms[0]["data"]["default.yaml"]
+
+
+def renamed_checks(what, docs, text):
+    """What a rendering in namespace RENAMED must show on top of check_rendering: nothing left
+    in gpuadmit-system (text is the rendering), the policy excluding RENAMED, and no namespace
+    on a cluster-scoped object."""
+    run("%s: nothing left in gpuadmit-system" % what, t_renamed_nothing_left, text)
     run("%s: the policy excludes %s" % (what, RENAMED), lambda: check(
         RENAMED in read_policy()["spec"]["exclude"]["namespaces"], "exclude.namespaces"))
     run("%s: cluster-scoped objects have no namespace" % what,
         t_cluster_scoped_without_namespace, docs)
-    overlay_checks(what, overlay, docs, certs, raw, SERVED)
-    run("%s: who may set the opt-out label" % what, t_exempt_label, overlay, docs)
+
+
+def check_renamed(what, overlay, raw, certs):
+    """The checks of an overlay on a rendering in namespace RENAMED."""
+    try:
+        filled = fill(raw, certs)
+        docs = load_docs(filled)
+        policy_text = rendered_policy(docs)
+    except Fail as e:
+        RESULTS["failed"] += 1
+        print("not ok - %s: rendering: %s" % (what, e))
+        return
+    with in_namespace(RENAMED, policy_text):
+        renamed_checks(what, docs, filled)
+        run("%s: caBundle placeholder" % what, t_placeholder, overlay, raw)
+        check_rendering(what, docs, MODES[overlay], tls_of(overlay, certs), SERVED,
+                        cel_checks=False)
     return docs
 
 
@@ -1368,14 +1465,11 @@ SERVED = None
 
 
 def renamed_pass(names, tmp, served):
-    global NAMESPACE, MUST_EXCLUDE, POLICY_TEXT, SERVED
-    saved = (NAMESPACE, MUST_EXCLUDE, POLICY_TEXT)
-    NAMESPACE = RENAMED
-    MUST_EXCLUDE = [n for n in saved[1] if n != saved[0]] + [RENAMED]
+    global SERVED
     SERVED = served
     try:
         certs = os.path.join(tmp, "certs-" + RENAMED)
-        make_certs(certs)
+        make_certs(certs, RENAMED)
         for overlay in names:
             what = "%s in namespace %s" % (overlay, RENAMED)
             try:
@@ -1389,8 +1483,9 @@ def renamed_pass(names, tmp, served):
                 mon = render_renamed(MONITORING)
                 run("monitoring in namespace %s: nothing left in gpuadmit-system" % RENAMED,
                     t_renamed_nothing_left, mon)
-                run("monitoring in namespace %s: ServiceMonitor scrapes the webhook Service"
-                    % RENAMED, t_servicemonitor, docs, load_docs(mon))
+                with in_namespace(RENAMED):
+                    run("monitoring in namespace %s: ServiceMonitor scrapes the webhook Service"
+                        % RENAMED, t_servicemonitor, docs, load_docs(mon))
         # manifests/README's recipe for kustomize alone: an overlay of one's own with a
         # namespace: line and replacements.yaml beside it, filled by make manifests OVERLAY=path
         own = os.path.join(tmp, "own-overlay")
@@ -1415,7 +1510,6 @@ def renamed_pass(names, tmp, served):
                 print("# %s" % e)
         run("shared namespaces are refused", t_shared_namespaces_refused, refused)
     finally:
-        NAMESPACE, MUST_EXCLUDE, POLICY_TEXT = saved
         SERVED = None
 
 
@@ -1470,16 +1564,12 @@ def main():
             filled = fill(raw, certs)
             texts.append(("tests/manifests/rendered/%s.yaml" % overlay, raw))
             docs = load_docs(filled)
-            overlay_checks(overlay, overlay, docs, certs, raw, served)
-            run("%s: CEL parses (supported subset)" % overlay, t_cel_parse, docs)
-            run("%s: CEL on pods and workloads" % overlay, t_cel_workloads, docs)
-            run("%s: CEL pods: mirror and DaemonSet pods" % overlay, t_cel_pods_extra, docs)
-            run("%s: CEL ephemeral containers" % overlay, t_cel_ephemeral, docs)
-            run("%s: CEL CDI annotations" % overlay, t_cel_cdi, docs)
-            run("%s: CEL pod UPDATE" % overlay, t_cel_pod_update, docs)
-            run("%s: CEL null-safety" % overlay, t_cel_null_safe, docs)
-            run("%s: CEL on upstream objects" % overlay, t_cel_upstream, docs)
-            run("%s: who may set the opt-out label" % overlay, t_exempt_label, overlay, docs)
+            if overlay not in MODES:
+                RESULTS["failed"] += 1
+                print("not ok - %s: not in the test's MODES table" % overlay)
+                continue
+            run("%s: caBundle placeholder" % overlay, t_placeholder, overlay, raw)
+            check_rendering(overlay, docs, MODES[overlay], tls_of(overlay, certs), served)
         run("no developer-machine paths in the renderings", t_no_local_paths, texts)
         if have_kubectl():
             renamed_pass(names, tmp, served)
