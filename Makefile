@@ -271,6 +271,16 @@ manifests-check: build/release/gpuadmit
 	@GPUADMIT_BIN=$${GPUADMIT_BIN:-build/release/gpuadmit} KUBECTL=$(KUBECTL) \
 		$(PYTHON) tests/manifests/test_manifests.py
 
+# make chart-check: tests/chart/test_chart.py on the Helm chart charts/gpuadmit: helm lint, each
+# overlay's values render the overlay's objects, and every rendering (certificate sources, a
+# renamed namespace, policy, monitoring) goes through the manifests checks. helm is built once
+# from its Go module (scripts/helm-binary.sh, a few minutes cold). Not part of check; CI runs it
+# after check (.ci/run).
+.PHONY: chart-check
+chart-check: build/release/gpuadmit
+	@scripts/helm-binary.sh >/dev/null
+	@GPUADMIT_BIN=$${GPUADMIT_BIN:-build/release/gpuadmit} $(PYTHON) tests/chart/test_chart.py
+
 manifests-golden:
 	@mkdir -p tests/manifests/rendered
 	@for o in $(MANIFEST_OVERLAYS); do \
