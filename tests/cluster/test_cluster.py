@@ -35,9 +35,14 @@ ETCD = "http://127.0.0.1:%d" % (BASE + 379)
 # kube-apiserver's --etcd-compaction-interval (scripts/cluster.sh): every 10 s it compacts etcd
 # to the revision it saw 10 s before (k8s.io/apiserver pkg/storage/etcd3/compact.go), so that
 # scenario e meets revisions etcd no longer has
+# helm's cache, configuration and release-independent data stay under build/cluster
 ENV = dict(os.environ, KUBECONFIG=KUBECONFIG, NO_PROXY="127.0.0.1,localhost",
            no_proxy="127.0.0.1,localhost",
-           CLUSTER_COMPACTION_INTERVAL=os.environ.get("CLUSTER_COMPACTION_INTERVAL", "10s"))
+           CLUSTER_COMPACTION_INTERVAL=os.environ.get("CLUSTER_COMPACTION_INTERVAL", "10s"),
+           HELM_CACHE_HOME=os.path.join(STATE, "helm", "cache"),
+           HELM_CONFIG_HOME=os.path.join(STATE, "helm", "config"),
+           HELM_DATA_HOME=os.path.join(STATE, "helm", "data"))
+CHART = os.path.join(ROOT, "charts", "gpuadmit")
 
 
 class Fail(AssertionError):
@@ -62,10 +67,15 @@ def cluster(*args):
 
 
 KUBECTL = None
+HELM = None
 
 
 def kubectl(*args, stdin=None, ok=True):
     return sh(KUBECTL, *args, stdin=stdin, ok=ok)
+
+
+def helm(*args, ok=True):
+    return sh(HELM, *args, ok=ok, timeout=180)
 
 
 def kjson(*args):
@@ -1070,6 +1080,262 @@ def test_every_overlay_applies():
     webhook_live()
 
 
+
+# ---------------------------------------------------------------------------------------------
+# k. The Helm chart (charts/gpuadmit): its certificate hook's script, then helm install,
+#    upgrade and uninstall.
+
+def b64(path):
+    with open(path, "rb") as f:
+        return base64.b64encode(f.read()).decode()
+
+
+def certs_job(new, **env):
+    """charts/gpuadmit/files/certs-job.sh as the hook Job runs it, with this control plane's
+    kubectl on PATH and the admin kubeconfig instead of the Job's ServiceAccount."""
+    full = dict(ENV, NAMESPACE="k-certs", SECRET="gpuadmit-tls", WEBHOOKS="k-certs",
+                DAYS="365", RENEW_DAYS="30", NEW=new,
+                PATH=os.path.dirname(KUBECTL) + os.pathsep + os.environ.get("PATH", ""))
+    full.update(env)
+    p = subprocess.run(["bash", os.path.join(CHART, "files", "certs-job.sh")],
+                       capture_output=True, text=True, env=full, timeout=120)
+    check(p.returncode == 0, "certs-job.sh: exit %d\n%s%s" % (p.returncode, p.stdout, p.stderr))
+    return p.stdout
+
+
+def new_certs(name):
+    d = os.path.join(STATE, "k-certs", name)
+    shutil.rmtree(d, ignore_errors=True)
+    sh(os.path.join(ROOT, "build", "release", "gpuadmit"), "certs", "--namespace", "k-certs",
+       "--out", d)
+    return d
+
+
+def test_k_chart_certs_job_script():
+    """The generated certificates' hook script against the apiserver: it creates the Secret
+    and writes its CA into every webhook of both configurations; a second run keeps both; a
+    run within renewDays of the end replaces the set and trusts the old CA too; a Secret it
+    did not make is never touched; before the install there are no configurations to write."""
+    kubectl("create", "namespace", "k-certs")
+    # two configurations of their own, whose webhooks are never called (no object has the label)
+    hooks = []
+    for kind, names in (("MutatingWebhookConfiguration", ["a.k-certs.gpuadmit.io"]),
+                        ("ValidatingWebhookConfiguration", ["b.k-certs.gpuadmit.io",
+                                                            "c.k-certs.gpuadmit.io"])):
+        hooks.append({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                      "metadata": {"name": "k-certs"},
+                      "webhooks": [{"name": n, "admissionReviewVersions": ["v1"],
+                                    "sideEffects": "None", "failurePolicy": "Ignore",
+                                    "clientConfig": {"url": "https://127.0.0.1:1/x"},
+                                    "objectSelector": {"matchExpressions": [
+                                        {"key": "k-certs.gpuadmit.io/never", "operator": "Exists"}]},
+                                    "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                               "resources": ["pods"], "operations": ["CREATE"]}]}
+                                   for n in names]})
+    out = certs_job(new_certs("absent"), WEBHOOKS="k-certs-absent")
+    check("created Secret k-certs/gpuadmit-tls" in out and
+          "no mutatingwebhookconfiguration k-certs-absent yet" in out, "first run: %r" % out)
+    kubectl("-n", "k-certs", "delete", "secret", "gpuadmit-tls")
+    for h in hooks:
+        kubectl("create", "-f", "-", stdin=json.dumps(h))
+
+    def secret():
+        return kjson("-n", "k-certs", "get", "secret", "gpuadmit-tls")
+
+    def bundles():
+        return [w["clientConfig"].get("caBundle") for kind in ("mutatingwebhookconfiguration",
+                                                               "validatingwebhookconfiguration")
+                for w in kjson("get", kind, "k-certs")["webhooks"]]
+
+    first = new_certs("first")
+    out = certs_job(first)
+    check("created Secret" in out and "validatingwebhookconfiguration k-certs: caBundle of its "
+          "2 webhooks written" in out, "install: %r" % out)
+    s1 = secret()
+    got = (s1["type"], sorted(s1["data"]), s1["data"]["ca.crt"], s1["data"]["tls.crt"])
+    check(got == ("kubernetes.io/tls", ["ca.crt", "tls.crt", "tls.key"], b64(first + "/ca.crt"),
+                  b64(first + "/tls.crt")), "the Secret: %r" % (got,))
+    left = int(s1["metadata"]["annotations"]["gpuadmit.io/not-after"]) - time.time()
+    check(364 * 86400 < left <= 365 * 86400, "not-after in %d s" % left)
+    check(bundles() == [b64(first + "/ca.crt")] * 3, "caBundles after the install")
+
+    out = certs_job(new_certs("second"))
+    check("kept: 364 days left" in out or "kept: 365 days left" in out, "upgrade: %r" % out)
+    check(secret()["data"] == s1["data"], "the kept Secret changed")
+    check(bundles() == [s1["data"]["ca.crt"]] * 3, "caBundles after the upgrade")
+
+    third = new_certs("third")
+    out = certs_job(third, RENEW_DAYS="400")
+    check("renewed Secret" in out, "renewal: %r" % out)
+    s3 = secret()
+    with open(third + "/ca.crt") as a, open(first + "/ca.crt") as b:
+        both = a.read() + b.read()
+    got = base64.b64decode(s3["data"]["ca.crt"]).decode()
+    check(got == both, "ca.crt after the renewal: the new CA, then the old one: %r" % got)
+    check(s3["data"]["tls.crt"] == b64(third + "/tls.crt"), "tls.crt after the renewal")
+    check(bundles() == [s3["data"]["ca.crt"]] * 3, "caBundles after the renewal")
+
+    # a Secret of the user's (no annotation) is kept, and its CA written; without a ca.crt
+    # there is nothing to write, and the Job fails rather than leave the caBundle behind
+    fourth = new_certs("fourth")
+    kubectl("-n", "k-certs", "delete", "secret", "gpuadmit-tls")
+    kubectl("-n", "k-certs", "create", "secret", "generic", "gpuadmit-tls",
+            "--type=kubernetes.io/tls", "--from-file=" + fourth + "/tls.crt",
+            "--from-file=" + fourth + "/tls.key", "--from-file=" + fourth + "/ca.crt")
+    out = certs_job(first)
+    check("was not made by this Job: kept as it is" in out and
+          secret()["data"]["tls.crt"] == b64(fourth + "/tls.crt"), "a Secret of the user's: %r" % out)
+    check(bundles() == [b64(fourth + "/ca.crt")] * 3, "caBundles from the user's Secret")
+    kubectl("-n", "k-certs", "delete", "secret", "gpuadmit-tls")
+    kubectl("-n", "k-certs", "create", "secret", "tls", "gpuadmit-tls",
+            "--cert=" + fourth + "/tls.crt", "--key=" + fourth + "/tls.key")
+    p = subprocess.run(["bash", os.path.join(CHART, "files", "certs-job.sh")],
+                       capture_output=True, text=True, timeout=60, env=dict(
+                           ENV, NAMESPACE="k-certs", SECRET="gpuadmit-tls", WEBHOOKS="k-certs",
+                           DAYS="365", RENEW_DAYS="30", NEW=first,
+                           PATH=os.path.dirname(KUBECTL) + os.pathsep + os.environ["PATH"]))
+    check(p.returncode != 0 and "has no ca.crt" in p.stderr,
+          "a Secret without ca.crt: exit %d %r" % (p.returncode, p.stderr))
+    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+        kubectl("delete", kind, "k-certs")
+    kubectl("delete", "namespace", "k-certs", "--wait=false")
+
+
+def helm_values():
+    """The loopback trick of tests/cluster/loopback, as chart values: every webhook calls the
+    local gpuadmit, trusting the test CA (a provided certificate)."""
+    path = os.path.join(STATE, "helm-loopback.yaml")
+    with open(path, "w") as f:
+        json.dump({"webhookURL": GPUADMIT, "certificates": {"provided": {
+            "caBundle": b64(os.path.join(STATE, "webhook", "ca.crt"))}}}, f)
+    return path
+
+
+def serve_as_released():
+    """gpuadmit restarted as the release's Deployment would run it: its policy from the
+    release's ConfigMap, and the Deployment's mode flags."""
+    dep = kjson("-n", "gpuadmit-system", "get", "deployment", "gpuadmit")
+    pod = dep["spec"]["template"]["spec"]
+    args = pod["containers"][0]["args"]
+    cm = [v["configMap"]["name"] for v in pod["volumes"] if v["name"] == "rules"][0]
+    data = kjson("-n", "gpuadmit-system", "get", "configmap", cm)["data"]
+    d = os.path.join(STATE, "rules-helm")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    for name, text in data.items():
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    cluster("gpuadmit-start", "--rules", d, *[a for a in args if a == "--audit-only"])
+    return args
+
+
+def sneaky_pod(name):
+    """A pod that tolerates the GPU taint and asks for no GPU: the gpu-request rule's denial."""
+    return json.dumps({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": "ml"},
+                       "spec": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                                 "effect": "NoSchedule"}],
+                                "containers": [{"name": "c", "image": "web:1"}]}})
+
+
+def delete_namespace(ns):
+    """kubectl delete namespace, its pods deleted by force: with no kubelet, the Deployment's
+    bound pods would stay Terminating, and the namespace with them."""
+    kubectl("delete", "namespace", ns, "--wait=false")
+
+    def gone():
+        if kubectl("get", "namespace", ns, ok=False).returncode != 0:
+            return True
+        kubectl("-n", ns, "delete", "pods", "--all", "--grace-period=0", "--force", ok=False)
+        return False
+    wait("namespace %s gone" % ns, gone, limit=90)
+
+
+def webhooks_of(kind):
+    return kjson("get", kind, "gpuadmit")["webhooks"]
+
+
+def test_k_helm_install_upgrade_uninstall():
+    """helm install of charts/gpuadmit in audit mode, as its values.yaml says (the namespace
+    made first and adopted), in place of the kustomize install: its webhooks call the local
+    gpuadmit, which runs as the release's Deployment says, and a GPU-tolerating pod without a
+    GPU is audited, not denied. helm upgrade --set mode=enforce: the validating GPU webhooks
+    fail closed, the opt-out guard is there, and the same pod is denied. helm uninstall: the
+    webhooks and the rest are gone, the Namespace and the PriorityClass kept. Then the
+    kustomize install again, for whatever follows."""
+    cluster("uninstall")
+    delete_namespace("gpuadmit-system")
+    kubectl("delete", "clusterrolebinding,clusterrole", "gpuadmit-cluster-view")
+    kubectl("delete", "priorityclass", "gpu-standard")
+    kubectl("create", "namespace", "gpuadmit-system")
+    values = helm_values()
+    p = helm("install", "gpuadmit", CHART, "--namespace", "gpuadmit-system", "--take-ownership",
+             "--values", values)
+    check("STATUS: deployed" in p.stdout and "gpuadmit-system, audit mode" in p.stdout,
+          "helm install: %s" % p.stdout)
+    ns = kjson("get", "namespace", "gpuadmit-system")["metadata"]
+    check(ns["labels"].get("pod-security.kubernetes.io/enforce") == "restricted" and
+          ns["annotations"].get("meta.helm.sh/release-name") == "gpuadmit",
+          "the adopted Namespace: %r" % ns)
+    ca = b64(os.path.join(STATE, "webhook", "ca.crt"))
+    for kind, path in (("mutatingwebhookconfiguration", "/mutate"),
+                       ("validatingwebhookconfiguration", "/validate")):
+        whs = webhooks_of(kind)
+        check(len(whs) == (4 if path == "/mutate" else 6), "%s: %d webhooks" % (kind, len(whs)))
+        for w in whs:
+            got = (w["clientConfig"].get("url"), w["clientConfig"].get("caBundle"),
+                   w["failurePolicy"])
+            check(got == (GPUADMIT + path, ca, "Ignore"), "%s %s: %r" % (kind, w["name"], got))
+    check(kubectl("get", "validatingadmissionpolicy", "gpuadmit-exempt-label",
+                  ok=False).returncode != 0, "an opt-out guard in audit mode")
+    args = serve_as_released()
+    check("--audit-only" in args, "the audit Deployment's args %r" % args)
+
+    def audited():
+        name = "k-sneak-%d" % int(time.time() * 1000)
+        p = kubectl("create", "-f", "-", stdin=sneaky_pod(name), ok=False)
+        check(p.returncode == 0, "audit mode refused the pod: %s" % p.stderr)
+        events = wait("the audit event of " + name, lambda: audit_events(name), limit=30)
+        kubectl("-n", "ml", "delete", "pod", name, "--grace-period=0", "--force")
+        ann = events[-1].get("annotations", {})
+        return ann.get("pods.validate.gpuadmit.io/gpu-request")
+    # until the apiserver's informer has the new configurations
+    verdict = wait("the audit annotation pods.validate.gpuadmit.io/gpu-request", audited)
+    check("deny" in verdict, "the audited verdict: %r" % verdict)
+
+    p = helm("upgrade", "gpuadmit", CHART, "--namespace", "gpuadmit-system", "--reuse-values",
+             "--set", "mode=enforce")
+    check("STATUS: deployed" in p.stdout and "REVISION: 2" in p.stdout, "helm upgrade: %s" % p.stdout)
+    fail = {w["name"] for w in webhooks_of("validatingwebhookconfiguration")
+            if w["failurePolicy"] == "Fail"}
+    check(fail == {"pods.validate.gpuadmit.io", "ephemeral.validate.gpuadmit.io",
+                   "workloads.validate.gpuadmit.io", "cronjobs.validate.gpuadmit.io"},
+          "failurePolicy Fail on %r" % sorted(fail))
+    check(all(w["failurePolicy"] == "Ignore" for w in webhooks_of("mutatingwebhookconfiguration")),
+          "a mutating webhook fails closed")
+    kubectl("get", "validatingadmissionpolicy,validatingadmissionpolicybinding",
+            "gpuadmit-exempt-label")
+    args = serve_as_released()
+    check("--audit-only" not in args, "the enforce Deployment's args %r" % args)
+    webhook_live()
+    p = kubectl("create", "-f", "-", stdin=sneaky_pod("k-sneak"), ok=False)
+    check(p.returncode != 0 and 'admission webhook "pods.validate.gpuadmit.io" denied' in p.stderr
+          and "[gpu-request]" in p.stderr, "enforce mode: exit %d, %r" % (p.returncode, p.stderr))
+
+    p = helm("uninstall", "gpuadmit", "--namespace", "gpuadmit-system")
+    check("uninstalled" in p.stdout, "helm uninstall: %s%s" % (p.stdout, p.stderr))
+    for what in ("mutatingwebhookconfiguration/gpuadmit", "validatingwebhookconfiguration/gpuadmit",
+                 "validatingadmissionpolicy/gpuadmit-exempt-label",
+                 "clusterrole/gpuadmit-cluster-view"):
+        check(kubectl("get", what, ok=False).returncode != 0, what + " left by helm uninstall")
+    kubectl("get", "namespace/gpuadmit-system", "priorityclass/gpu-standard")
+    kubectl("-n", "gpuadmit-system", "delete", "pods", "--all", "--grace-period=0", "--force")
+    webhook_gone()
+    check(not helm("list", "--all-namespaces", "-q").stdout.strip(), "a release is left")
+    cluster("install", "enforce")
+    cluster("gpuadmit-start")
+    webhook_live()
+
 # ---------------------------------------------------------------------------------------------
 
 TESTS = [
@@ -1097,11 +1363,13 @@ TESTS = [
     test_h_rotation,
     test_j_audit_annotations,
     test_every_overlay_applies,
+    test_k_chart_certs_job_script,
+    test_k_helm_install_upgrade_uninstall,
 ]
 
 
 def main():
-    global KUBECTL
+    global KUBECTL, HELM
     state = {"passed": 0, "failed": 0}
 
     def dog():
@@ -1112,7 +1380,8 @@ def main():
         os._exit(1)
 
     # The binaries first, with their output shown: on a machine where they were never built
-    # this is a cold Go build of several minutes, which the scenarios' watchdog must not count.
+    # this is a cold Go build of several minutes, which the scenarios' watchdog must not count
+    # (helm too: scripts/helm-binary.sh).
     r = subprocess.run([os.path.join(ROOT, "scripts", "k8s-binaries.sh")], stdout=subprocess.PIPE,
                        timeout=7200)
     if r.returncode != 0:
@@ -1120,6 +1389,13 @@ def main():
                          "0 passed, 1 failed\n" % r.returncode)
         return 1
     KUBECTL = os.path.join(r.stdout.decode().strip(), "kubectl")
+    r = subprocess.run([os.path.join(ROOT, "scripts", "helm-binary.sh")], stdout=subprocess.PIPE,
+                       timeout=3600)
+    if r.returncode != 0:
+        sys.stdout.write("not ok - helm (scripts/helm-binary.sh exit %d)\n"
+                         "0 passed, 1 failed\n" % r.returncode)
+        return 1
+    HELM = r.stdout.decode().strip()
 
     # SIGTERM or SIGHUP (CI cancelled, a terminal closed) unwind like Ctrl-C, through the
     # finally below that stops every daemon: they run in sessions of their own and would
