@@ -6,9 +6,11 @@
 #ifndef GPUADMIT_HARNESS_H
 #define GPUADMIT_HARNESS_H
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int harness_passed, harness_failed;
 
@@ -83,6 +85,19 @@ static inline char *harness_slurp(const char *path, size_t *len)
     if (len)
         *len = (size_t)n;
     return buf;
+}
+
+/* Writes len bytes of text to path (created 0600, truncated); aborts the test run when it cannot.
+ */
+static inline void harness_put(const char *path, const void *text, size_t len)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+    if (fd < 0 || write(fd, text, len) != (ssize_t)len) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(2);
+    }
+    close(fd);
 }
 
 #ifdef YYJSON_H
