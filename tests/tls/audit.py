@@ -33,6 +33,32 @@ def free_port():
         return s.getsockname()[1]
 
 
+def client_renegotiation(port, ca):
+    """TLS 1.2 (1.3 has no renegotiation): a handshake, then s_client's "R" asks for a new one.
+    Refused when the server sent one ServerHello only (no second handshake) and the connection
+    closed after the request; counted from openssl's -msg trace of the records received."""
+    p = subprocess.Popen(["openssl", "s_client", "-tls1_2", "-msg", "-CAfile", ca, "-connect",
+                          "127.0.0.1:%d" % port], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        time.sleep(1)
+        p.stdin.write(b"R\n")
+        p.stdin.flush()
+        time.sleep(2)  # the server's answer to the ClientHello, before our end of input
+        out = p.communicate(timeout=30)[0].decode("utf-8", "replace")
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = out.splitlines()
+    hellos = sum(1 for l in lines if l.startswith("<<<") and l.endswith(", ServerHello"))
+    after = lines[next((i for i, l in enumerate(lines) if l == "RENEGOTIATING"), len(lines)):]
+    closed = bool(after) and any(l.strip() == "closed" or "errno" in l or "alert" in l
+                                 for l in after[1:])
+    return {"server_hellos": hellos, "closed": closed,
+            "refused": hellos == 1 and bool(after) and closed}
+
+
 def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="gpuadmit-tls-audit-") as work:
@@ -73,11 +99,24 @@ def main():
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                     timeout=30).stdout.decode("utf-8", "replace")
                 for flag in ("-tls1_2", "-tls1_3"))
+            renego = client_renegotiation(port, os.path.join(certs, "ca.crt"))
         finally:
             srv.terminate()
             srv.wait(timeout=30)
             log.close()
     by_id = {f["id"]: f for f in findings}
+    # testssl judges client-initiated renegotiation by openssl s_client's exit status, which is
+    # 0 whether the server renegotiated or closed the connection on it; it exempts a close only
+    # when "closed" is among the last lines of its first try, which depends on which of the
+    # server's close and s_client's end of input comes first (on a loaded machine it reported a
+    # server that closes as "VULNERABLE, DoS threat"). The handshake messages decide instead.
+    if renego["refused"]:
+        ACCEPTED["secure_client_renego"] = (
+            "not so: openssl -msg saw %d ServerHello and the connection closed after "
+            "RENEGOTIATING; the server renegotiates nothing" % renego["server_hellos"])
+    else:
+        failures.append("a client-initiated renegotiation was served: %d ServerHello, closed: %s"
+                        % (renego["server_hellos"], renego["closed"]))
     for f in findings:
         if f["severity"] in ("HIGH", "CRITICAL") and f["id"] not in ACCEPTED:
             failures.append("%s %s: %s" % (f["severity"], f["id"], f["finding"]))
@@ -103,6 +142,8 @@ def main():
             why = " (accepted: %s)" % ACCEPTED[f["id"]] if f["id"] in ACCEPTED else ""
             print("# %-8s %-20s %s%s" % (f["severity"], f["id"], f["finding"], why))
     print("# client certificate asked for (CertificateRequest): %s" % asks_cert)
+    print("# client-initiated renegotiation (TLS 1.2): %d ServerHello, closed after it: %s"
+          % (renego["server_hellos"], renego["closed"]))
     for p in NOT_OFFERED + OFFERED + (fs_id,):
         print("# %-8s %s" % (p, by_id.get(p, {}).get("finding")))
     for msg in failures:
