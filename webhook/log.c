@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "text.h"
 
 static enum log_level min_level = LOG_INFO;

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "bounds.h"
 
 static const char *const kind_names[] = {
     "Pod",   "Deployment", "ReplicaSet", "StatefulSet",

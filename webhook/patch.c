@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "parse.h"
 
 /* How deep a document patch_apply() works on may nest: the review's cap (its inputs are reviews'

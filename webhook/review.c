@@ -15,7 +15,7 @@
 
 #include "policy/decision.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "text.h"
 
 #define API_V1      "admission.k8s.io/v1"

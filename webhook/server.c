@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "policy/decision.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "policy/eval.h"
 #include "json.h"

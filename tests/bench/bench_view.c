@@ -40,7 +40,7 @@
 #include "cluster/cluster.h"
 #include "diag.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy/policy.h"
 
 /* The cluster at --scale 1. */

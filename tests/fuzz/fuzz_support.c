@@ -15,7 +15,7 @@
 
 #include "cluster/cluster_view.h"
 #include "policy/decision.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "names.h"
 #include "policy/rules.h"

@@ -15,7 +15,7 @@
 
 #include "cluster/cluster.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy/policy.h"
 #include "review.h"
 

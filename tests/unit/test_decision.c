@@ -6,7 +6,7 @@
 #include <yyjson.h>
 
 #include "harness.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy/decision.h"
 #include "review.h"
 

@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
-#include <linux/limits.h> /* PATH_MAX: the project's limits.h shadows <limits.h> */
+#include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
@@ -24,7 +24,7 @@
 
 #include "cluster/kubeconfig.h"
 #include "harness.h"
-#include "limits.h"
+#include "bounds.h"
 
 /* as kubeconfig.c's default: a unit test build does not move it */
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"

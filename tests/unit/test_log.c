@@ -10,7 +10,7 @@
 
 #include "harness.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 
 static int pipe_fd[2];

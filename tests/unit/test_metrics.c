@@ -2,7 +2,7 @@
 #include <yyjson.h>
 
 #include "harness.h"
-#include "limits.h"
+#include "bounds.h"
 #include "metrics.h"
 
 /* s written as a label value, in a new string. */

@@ -4,7 +4,7 @@
 
 #include "harness.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy/decision.h"
 #include "review.h"
 

@@ -29,7 +29,7 @@
 #include "tls/certgen.h"
 #include "tls/creds.h"
 #include "harness.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "policy/policy.h"
 #include "policy/rules.h"

@@ -5,7 +5,7 @@
 
 #include "harness.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "cli/yamljson.h"
 
 /* Whether v equals the JSON text want; prints v when not. */

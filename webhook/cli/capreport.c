@@ -26,7 +26,7 @@
 #include "cluster/cluster.h"
 #include "json.h"
 #include "cluster/kube.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "offline.h"
 #include "parse.h"

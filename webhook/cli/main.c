@@ -26,7 +26,7 @@
 #include "json.h"
 #include "cluster/kube.h"
 #include "cluster/kubeconfig.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "metrics.h"
 #include "mono.h"

@@ -19,7 +19,7 @@
 #include "policy/decision.h"
 #include "policy/eval.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "patch.h"
 #include "review.h"
 #include "policy/rules.h"

@@ -22,7 +22,7 @@
 
 #include "cluster/cluster.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "offline.h"
 #include "patch.h"

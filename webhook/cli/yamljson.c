@@ -22,7 +22,7 @@
 
 #include "buf.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "patch.h"
 #include "yamltree.h"
 

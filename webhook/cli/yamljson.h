@@ -2,7 +2,7 @@
  * yamljson.h: multi-document YAML (or JSON) into yyjson documents, with positions.
  *
  * For Kubernetes manifests and the CLI's own files (test suites). Reads with the bounded YAML
- * reader (yamltree.h) and caps what a file may cost (limits.h: size, nesting, nodes, documents).
+ * reader (yamltree.h) and caps what a file may cost (bounds.h: size, nesting, nodes, documents).
  * Scalars resolve as YAML 1.2's core schema (yamltree_resolve), which is what kubectl
  * (sigs.k8s.io/yaml) accepts in practice: quoted and block scalars are strings; a plain scalar
  * is null (`null`, `~`, empty),

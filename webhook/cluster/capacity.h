@@ -21,7 +21,7 @@
 #include <yyjson.h>
 
 #include "cluster.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy/policy.h"
 
 #define CAPACITY_TEXT_MAX 1024

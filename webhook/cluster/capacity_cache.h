@@ -20,11 +20,11 @@
 #include <stdint.h>
 
 #include "cluster_view.h"
-#include "limits.h"
+#include "bounds.h"
 
 /* GPUs of an admitted increase on one node, held back from "fits now" until its pods show up
  * in the view (the node's use grows past used_at + gpus) or the window ends. At most
- * CAPACITY_RESERVATIONS_MAX (limits.h). */
+ * CAPACITY_RESERVATIONS_MAX (bounds.h). */
 struct reservation {
     double until;   /* monotonic seconds */
     uint64_t key;   /* the workload's (cluster_workload_key) */

@@ -16,7 +16,7 @@
 #include "capacity.h"
 #include "cluster_view.h"
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "mono.h"
 #include "policy/pod.h"
 #include "quantity.h"

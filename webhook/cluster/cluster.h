@@ -22,7 +22,7 @@
 #include <yyjson.h>
 
 #include "diag.h"
-#include "limits.h"
+#include "bounds.h"
 
 enum cluster_kind {
     CLUSTER_NODES,

@@ -15,7 +15,7 @@
 #include <yyjson.h>
 
 #include "cluster.h"
-#include "limits.h"
+#include "bounds.h"
 #include "table.h"
 
 /* One extended resource of a node. Amounts are whole units. */

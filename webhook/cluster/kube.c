@@ -46,13 +46,13 @@
 #include "json.h"
 #include "kube_watch.h"
 #include "kubeconfig.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 #include "metrics.h"
 #include "mono.h"
 #include "text.h"
 
-/* The timeouts, backoff and body caps against the apiserver are in limits.h. */
+/* The timeouts, backoff and body caps against the apiserver are in bounds.h. */
 #define KUBE_POLL_MS   250 /* longest wait in curl before checking stop and silence */
 #define KUBE_MSG_SHOWN 300 /* chars of an apiserver message in logs */
 

@@ -21,7 +21,7 @@
 #include "buf.h"
 #include "cluster.h"
 #include "kubeconfig.h"
-#include "limits.h"
+#include "bounds.h"
 #include "metrics.h"
 
 #define KUBE_WHY_MAX 512u

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "tls/x509.h"
-#include "limits.h"
+#include "bounds.h"
 #include "parse.h"
 #include "yamltree.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "json.h"
-#include "limits.h"
+#include "bounds.h"
 #include "names.h"
 #include "review.h"
 #include "text.h"

@@ -15,7 +15,7 @@
 #include <yyjson.h>
 
 #include "diag.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy.h"
 
 struct pod_amount {

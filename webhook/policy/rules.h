@@ -16,11 +16,11 @@
 #include <stddef.h>
 
 #include "diag.h"
-#include "limits.h"
+#include "bounds.h"
 #include "policy.h"
 
 /* The bounds of one load (RULES_*_MAX: size, depth, nodes, files, rules, errors) are in
- * limits.h; these size the messages. */
+ * bounds.h; these size the messages. */
 #define RULES_VALUE_SHOWN 64u  /* bytes of a bad value quoted in a message */
 #define RULES_PATH_MAX    256u /* a key path in a message, e.g. spec.rules[3] */
 

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <linux/limits.h> /* PATH_MAX: the project's limits.h shadows <limits.h> here */
+#include <limits.h>
 #include <stdarg.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>

@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "diag.h"
-#include "limits.h"
+#include "bounds.h"
 
 enum certgen_key {
     CERTGEN_KEY_DEFAULT, /* ECDSA P-256 for new sets; the replaced key's kind on rotation */

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 #include "x509.h"
-#include "limits.h"
+#include "bounds.h"
 #include "log.h"
 
 struct file_sig {

@@ -1,5 +1,5 @@
 /*
- * limits.h: the sizes, counts, depths and timeouts that bound what a peer can cost gpuadmit, and
+ * bounds.h: the sizes, counts, depths and timeouts that bound what a peer can cost gpuadmit, and
  * the defaults of the command line, in one place.
  *
  * Defaults that users can change on the command line are named DEFAULT_* (or *_DEFAULT_*); the
@@ -7,8 +7,8 @@
  * a manifest, a kubeconfig) from costing more than a known amount. A module's private sizes (its
  * message buffers, cache sizes, the tuning of an algorithm) stay next to its code.
  */
-#ifndef GPUADMIT_LIMITS_H
-#define GPUADMIT_LIMITS_H
+#ifndef GPUADMIT_BOUNDS_H
+#define GPUADMIT_BOUNDS_H
 
 /* Request bodies. The apiserver caps a write at 3 MiB and a review carries object and
  * oldObject, so 8 MiB leaves room for both plus options. */
