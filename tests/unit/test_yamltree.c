@@ -25,6 +25,10 @@ static void test_tree(void)
     CHECK(t.n_docs == 1 && t.docs[0].ended && t.docs[0].index == 1);
     root = t.docs[0].root;
     CHECK(root != NULL && root->kind == YAMLTREE_MAP && root->n == 4 && root->parent == NULL);
+    if (root == NULL || root->n != 4) {
+        yamltree_free(&t);
+        return; /* reported above; the rest would read past the tree */
+    }
     k = root->kids[0];
     v = root->kids[1];
     CHECK(k->is_key && !v->is_key && k->plain && !v->plain);

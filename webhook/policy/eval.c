@@ -1483,7 +1483,9 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
 
 typedef enum verdict (*rule_fn)(struct ctx *c, const struct rule *ru);
 
-static const rule_fn rule_fns[] = {
+/* Sized by the enum: a type added without its function is a NULL here, never past the end;
+ * run_rule() refuses a NULL for any type but capacity, which capacity_pass() judges. */
+static const rule_fn rule_fns[RULE_TYPES] = {
     [RULE_GPU_REQUEST] = rule_gpu_request,
     [RULE_PRIORITY_CLASS] = rule_priority_class,
     [RULE_TOLERATIONS] = rule_tolerations,
@@ -1630,6 +1632,10 @@ static enum verdict run_rule(struct run *rn, const struct policy_doc *doc, const
         return V_OK;
     if (rn->t->ephemeral)
         return ru->type == RULE_GPU_REQUEST ? rule_ephemeral(c, ru) : V_OK;
+    if ((unsigned)ru->type >= RULE_TYPES || rule_fns[ru->type] == NULL) {
+        add_problem(c->problem, sizeof(c->problem), "rule type %d has no judge", (int)ru->type);
+        return V_PROBLEM;
+    }
     return rule_fns[ru->type](c, ru);
 }
 
