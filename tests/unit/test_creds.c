@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bounds.h"
 #include "tls/creds.h"
 #include "harness.h"
 #include "log.h"
