@@ -125,4 +125,27 @@ static inline yyjson_doc *harness_json(const char *text)
 #define harness_val(doc) yyjson_doc_get_root(doc)
 #endif
 
+#ifdef GPUADMIT_CLUSTER_H
+/* A cluster view loaded from tests/data/snapshots/NAME (NULL for NULL: no view); aborts the run
+ * when the snapshot does not load. Free with cluster_free(). */
+static inline struct cluster *harness_view(const char *name)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *v;
+    char path[256];
+    struct diag d;
+
+    if (name == NULL)
+        return NULL;
+    v = cluster_new(&cfg);
+    snprintf(path, sizeof(path), "tests/data/snapshots/%s", name);
+    diag_clear(&d);
+    if (cluster_load_snapshot(v, path, &d) < 0) {
+        printf("cannot load %s: %s\n", path, d.msg);
+        exit(2);
+    }
+    return v;
+}
+#endif
+
 #endif

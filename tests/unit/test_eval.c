@@ -180,29 +180,10 @@ static const char *annotation(const struct decision *dec, const char *key)
     return yyjson_mut_get_str(yyjson_mut_obj_get(dec->annotations, key));
 }
 
-static struct cluster *load_view(const char *name)
-{
-    struct cluster_config cfg = {60};
-    struct cluster *v;
-    char path[256];
-    struct diag d;
-
-    if (name == NULL)
-        return NULL;
-    v = cluster_new(&cfg);
-    snprintf(path, sizeof(path), "tests/data/snapshots/%s", name);
-    diag_clear(&d);
-    if (cluster_load_snapshot(v, path, &d) < 0) {
-        printf("cannot load %s: %s\n", path, d.msg);
-        exit(2);
-    }
-    return v;
-}
-
 static void check_case(const struct ecase *c)
 {
     struct policy *p = load(c->policy);
-    struct cluster *view = load_view(c->view);
+    struct cluster *view = harness_view(c->view);
     yyjson_doc *object = js(c->object), *patched = NULL;
     struct review *r = make_review(c, harness_val(object)), *r2 = NULL;
     struct decision dec, again;
@@ -2357,7 +2338,7 @@ static void enforced(const struct policy *p, struct cluster *view, const struct 
 static void test_audit_capacity_judges_the_patched_template(void)
 {
     struct policy *p = load("capacity-mutate.yaml");
-    struct cluster *view = load_view("stall.json");
+    struct cluster *view = harness_view("stall.json");
     struct ecase fits = {.resource = "apps/replicasets", .object = BARE_RS(4, "batch-low")};
     struct ecase stalls = fits, never = fits, update = fits;
     struct decision aud, enf;
@@ -2419,7 +2400,7 @@ static void test_audit_capacity_judges_the_patched_template(void)
      * view of its own, as the allowed reviews above reserved the free GPUs (they are no dry
      * run) */
     cluster_free(view);
-    view = load_view("stall.json");
+    view = harness_view("stall.json");
     decision_init(&aud);
     CHECK(check_audit(p, view, &update, &aud) == 0);
     CHECK_CONTAINS(annotation(&aud, "capacity"),
@@ -2437,7 +2418,7 @@ static void test_audit_capacity_judges_the_patched_template(void)
 static void test_warn_mutate_rules_are_never_predicted(void)
 {
     struct policy *p = load("capacity-mutate-warn.yaml");
-    struct cluster *view = load_view("stall.json");
+    struct cluster *view = harness_view("stall.json");
     const struct ecase c = {.resource = "apps/replicasets", .object = BARE_RS(4, "batch-low")};
     yyjson_doc *object = js(c.object);
     struct review *r = make_review(&c, harness_val(object));
@@ -2472,7 +2453,7 @@ static void test_enforce_capacity_judges_templates_as_their_pods_are_patched(voi
 {
     struct policy *p = load("capacity-mutate-noautogen.yaml");
     /* a view each: an allowed review reserves what it was admitted for */
-    struct cluster *v4 = load_view("stall.json"), *v8 = load_view("stall.json");
+    struct cluster *v4 = harness_view("stall.json"), *v8 = harness_view("stall.json");
     const struct ecase four = {.resource = "apps/replicasets", .object = BARE_RS(4, "batch-low")};
     const struct ecase eight = {.resource = "apps/replicasets", .object = BARE_RS(8, "batch-low")};
     yyjson_doc *o4 = js(four.object), *o8 = js(eight.object);
@@ -2536,7 +2517,7 @@ static void test_snapshot_without_classes(void)
 {
     struct cluster_config cfg = {60};
     struct cluster *noclass = cluster_new(&cfg), *bare = cluster_new(&cfg);
-    struct cluster *full = load_view("stall.json");
+    struct cluster *full = harness_view("stall.json");
     struct policy *dflt = load("rules/default.yaml"), *deny = load("deny.yaml");
     struct policy *cap = load("capacity.yaml"), *gpu_only = load("debug-exempt.yaml");
     char p1[] = "/tmp/gpuadmit-noclass-XXXXXX", p2[] = "/tmp/gpuadmit-bare-XXXXXX";
@@ -2624,7 +2605,7 @@ static void test_snapshot_without_classes(void)
 static void test_reservation_per_review(void)
 {
     struct policy *p = load("capacity-twice.yaml");
-    struct cluster *view = load_view("stall.json");
+    struct cluster *view = harness_view("stall.json");
     const struct ecase denied = {.resource = "apps/replicasets",
                                  .object = "{'metadata':{'name':'a'},'spec':{'replicas':2,"
                                            "'template':{'spec':{'tolerations':[" TOL "],"
@@ -2703,7 +2684,7 @@ static bool admit(struct policy *p, struct cluster *view, const struct ecase *c,
 static void test_reservation_retry(void)
 {
     struct policy *p = load("capacity.yaml");
-    struct cluster *view = load_view("stall.json"); /* 4 GPUs free */
+    struct cluster *view = harness_view("stall.json"); /* 4 GPUs free */
     const struct ecase b = {.resource = "apps/replicasets",
                             .object = RS_NAMED("b", 4, "batch-low")};
     const struct ecase b_up = {.resource = "apps/replicasets",
@@ -2735,7 +2716,7 @@ static void test_reservation_retry(void)
 static void test_scale_down_shrinks_the_reservation(void)
 {
     struct policy *p = load("capacity.yaml");
-    struct cluster *view = load_view("stall.json");
+    struct cluster *view = harness_view("stall.json");
     const struct ecase b = {.resource = "apps/replicasets",
                             .object = RS_NAMED("b", 4, "batch-low")};
     const struct ecase b_down = {.resource = "apps/replicasets",
@@ -2756,7 +2737,7 @@ static void test_scale_down_shrinks_the_reservation(void)
     CHECK_CONTAINS(text, "replicasets ml/d: only 0 of 1 more pods fit now");
     cluster_free(view);
     /* from 4 to 3 to 0: it holds 3, then none */
-    view = load_view("stall.json");
+    view = harness_view("stall.json");
     {
         const struct ecase b3 = {.resource = "apps/replicasets",
                                  .op = "UPDATE",
@@ -2791,7 +2772,7 @@ static void test_scale_down_shrinks_the_reservation(void)
 static void test_reservation_until_the_view_shows_it(void)
 {
     struct policy *p = load("capacity.yaml");
-    struct cluster *view = load_view("held.json");
+    struct cluster *view = harness_view("held.json");
     const struct ecase b_up = {.resource = "apps/deployments",
                                .op = "UPDATE",
                                .object = DEP_NAMED("b", 8),

@@ -692,25 +692,6 @@ static const struct wcase cases[] = {
      .object = DEPLOY(R(3), "", GPU1)},
 };
 
-static struct cluster *load_view(const char *name)
-{
-    struct cluster_config cfg = {60};
-    struct cluster *v;
-    char path[256];
-    struct diag d;
-
-    if (name == NULL)
-        return NULL;
-    v = cluster_new(&cfg);
-    snprintf(path, sizeof(path), "tests/data/snapshots/%s", name);
-    diag_clear(&d);
-    if (cluster_load_snapshot(v, path, &d) < 0) {
-        printf("cannot load %s: %s\n", path, d.msg);
-        exit(2);
-    }
-    return v;
-}
-
 /* The case's AdmissionReview, in JSON written with single quotes; aborts the run when it does
  * not decode (a typo in a case). */
 static struct review *make_review(const struct wcase *c)
@@ -774,7 +755,7 @@ static void test_workload_cases(void)
 {
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct wcase *c = &cases[i];
-        struct cluster *view = load_view(c->view);
+        struct cluster *view = harness_view(c->view);
         struct review *r = make_review(c);
         struct workload_demand wd;
         int before = harness_failed;
