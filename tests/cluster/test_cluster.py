@@ -6,6 +6,8 @@ conditions, kubectl's stderr, the audit log. No kubelet runs, so bound pods stay
 cluster view counts bound, non-terminal pods, which is all capacity needs.
 
 Ends with the line "N passed, M failed". KEEP_CLUSTER=1 leaves the control plane running.
+CLUSTER_TESTS="test_a_install_enforce test_c_mixed_pools" runs only the scenarios named (in
+their order here; most need the install first), while a change is being written.
 Python 3 standard library only.
 """
 import base64
@@ -109,9 +111,10 @@ def unschedulable(p):
     return None
 
 
-def gpu_pod(name, ns="ml", labels=None, gpus=1, priority=None, extra=None):
+def gpu_pod(name, ns="ml", labels=None, gpus=1, priority=None, extra=None,
+            resource="nvidia.com/gpu"):
     spec = {"containers": [{"name": "c", "image": "trainer:1",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+                            "resources": {"limits": {resource: str(gpus)}}}]}
     if priority:
         spec["priorityClassName"] = priority
     spec.update(extra or {})
@@ -171,12 +174,13 @@ def metric(text, name, **labels):
     return total
 
 
-def webhook_live():
+def webhook_live(resource="nvidia.com/gpu"):
     """Webhook configurations reach the apiserver through an informer: poll a server-side dry
-    run until gpuadmit's patch shows (the default policy adds the GPU taint's toleration)."""
+    run of a pod asking for RESOURCE until gpuadmit's patch shows (the policy adds the GPU
+    taint's toleration)."""
     def mutated():
         p = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
-                    stdin=gpu_pod("probe"), ok=False)
+                    stdin=gpu_pod("probe", resource=resource), ok=False)
         if p.returncode != 0:
             return False
         tol = json.loads(p.stdout)["spec"].get("tolerations", [])
@@ -414,9 +418,10 @@ def test_g_opt_out_label():
 # ---------------------------------------------------------------------------------------------
 # b. PriorityClass and preemption.
 
-def deployment(name, replicas, priority=None, gpus=1, ns="ml", tolerate=False):
+def deployment(name, replicas, priority=None, gpus=1, ns="ml", tolerate=False,
+               resource="nvidia.com/gpu"):
     spec = {"containers": [{"name": "c", "image": "inference:2",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+                            "resources": {"limits": {resource: str(gpus)}}}]}
     if priority:
         spec["priorityClassName"] = priority
     if tolerate:
@@ -545,6 +550,46 @@ def test_c_seed003_time_sliced():
     wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
     cluster("gpuadmit-start")
     webhook_live()
+
+
+def test_c_mixed_pools():
+    """Two EKS node groups as two GPU pools of rules/examples/eks-t4-a100-mig.yaml: Deployments
+    of T4 slices and of MIG slices, written without tolerations or nodeSelector, get their own
+    pool's, and kube-scheduler binds the T4 pods to the g4dn nodes only and the MIG pods to the
+    p4d node (which a toleration of the T4 pool alone would not reach: dedicated=a100)."""
+    delete_and_wait("ml", "replicaset", "busy", "app=busy")
+    cluster("nodes", "eks-mixed")
+    d = os.path.join(STATE, "rules-mixed")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    shutil.copy(os.path.join(ROOT, "rules", "examples", "eks-t4-a100-mig.yaml"), d)
+    cluster("gpuadmit-start", "--rules", d)
+    webhook_live("nvidia.com/gpu.shared")
+    want = {"infer": ("nvidia.com/gpu.shared", 6, {"nvidia.com/gpu.product": "Tesla-T4"},
+                      ["nvidia.com/gpu"], {"g4dn-0", "g4dn-1"}),
+            "train": ("nvidia.com/mig-1g.5gb", 3,
+                      {"nvidia.com/mig.strategy": "mixed",
+                       "nvidia.com/gpu.product": "A100-SXM4-40GB"},
+                      ["nvidia.com/gpu", "dedicated"], {"p4d-0"})}
+    for name, (res, n, sel, tols, nodes) in want.items():
+        kubectl("apply", "-f", "-", stdin=deployment(name, n, resource=res))
+        spec = kjson("-n", "ml", "get", "deployment", name)["spec"]["template"]["spec"]
+        check(spec.get("nodeSelector") == sel, "%s: nodeSelector %r" % (name, spec.get("nodeSelector")))
+        got = [t.get("key") for t in spec.get("tolerations", [])]
+        check(got == tols, "%s: tolerations %r" % (name, spec.get("tolerations")))
+    for name, (res, n, sel, tols, nodes) in want.items():
+        ps = wait("%d %s pods bound" % (n, name), lambda: (lambda x: x if len(bound(x)) == n
+                                                            else None)(pods("ml", "app=" + name)),
+                  limit=90)
+        on = {p["spec"]["nodeName"] for p in ps}
+        check(on <= nodes, "%s pods on %r, not only %r" % (name, sorted(on), sorted(nodes)))
+    for name in want:
+        delete_and_wait("ml", "deployment", name, "app=" + name)
+    cluster("nodes", "seed-000")
+    cluster("gpuadmit-start")
+    webhook_live()
+    kubectl("apply", "-f", "-", stdin=replicaset("busy", 12, priority="batch-low"))
+    wait("12 busy pods bound", lambda: len(bound(pods("ml", "app=busy"))) == 12)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1357,6 +1402,7 @@ TESTS = [
     test_b_default_priority_class,
     test_b_preemption,
     test_c_seed003_time_sliced,
+    test_c_mixed_pools,
     test_d_device_plugin_restart,
     test_e_view_after_changes,
     test_e_compaction_served_by_watch_cache,
@@ -1421,7 +1467,13 @@ def main():
         cluster("nodes", "seed-000")
         sys.stdout.write("# control plane and nodes up in %.0f s\n" % (time.time() - start))
         setup_seed000()
+        only = os.environ.get("CLUSTER_TESTS", "").split()
+        unknown = set(only) - {fn.__name__ for fn in TESTS}
+        if unknown:
+            raise Fail("CLUSTER_TESTS names no scenario %s" % ", ".join(sorted(unknown)))
         for fn in TESTS:
+            if only and fn.__name__ not in only:
+                continue
             try:
                 fn()
                 state["passed"] += 1

@@ -1154,6 +1154,113 @@ static void test_policy_level_errors(void)
     CHECK(has_err("t.yaml:17:23", "duplicate rule name \"a\" (first defined at t.yaml:12:16)"));
 }
 
+/* gpu.pools: each pool's lists, and the policy's as their union (a taint or label two pools
+ * share counted once). */
+static void test_pools(void)
+{
+    struct policy *p = load(HEAD "  gpu:\n"                                                 /* 6 */
+                                 "    pools:\n"                                             /* 7 */
+                                 "      - name: t4\n"                                       /* 8 */
+                                 "        resources: [nvidia.com/gpu.shared]\n"             /* 9 */
+                                 "        nodeLabels: {nvidia.com/gpu.product: Tesla-T4}\n" /* 10 */
+                                 "        taints: [{key: nvidia.com/gpu}]\n"                /* 11 */
+                                 "      - name: mig\n"                                      /* 12 */
+                                 "        resources: [\"nvidia.com/mig-*\"]\n"              /* 13 */
+                                 "        nodeLabels: {nvidia.com/mig.strategy: mixed}\n"   /* 14 */
+                                 "        taints: [{key: nvidia.com/gpu}, {key: d, value: a}]\n"
+                                 "  rules: [{name: ns, type: node-selector, action: Mutate}]\n");
+    const struct policy_doc *d;
+
+    dump_errors();
+    CHECK(p != NULL);
+    if (p == NULL)
+        return;
+    d = &p->docs[0];
+    CHECK(d->n_pools == 2);
+    CHECK(strcmp(d->pools[0].name, "t4") == 0 && strcmp(d->pools[1].name, "mig") == 0);
+    CHECK(LIST_IS(&d->pools[1].resources, "nvidia.com/mig-*"));
+    CHECK(d->pools[0].n_taints == 1 && d->pools[1].n_taints == 2);
+    CHECK(LIST_IS(&d->gpu_resources, "nvidia.com/gpu.shared", "nvidia.com/mig-*"));
+    CHECK(d->n_gpu_node_labels == 2 && strcmp(d->gpu_node_labels[1].value, "mixed") == 0);
+    CHECK(d->n_gpu_taints == 2 && strcmp(d->gpu_taints[1].key, "d") == 0 &&
+          strcmp(d->gpu_taints[1].value, "a") == 0);
+    policy_unref(p);
+
+    /* left out, a pool's nodeLabels and taints are the top level's defaults */
+    p = load(HEAD "  gpu:\n"
+                  "    pools: [{name: a, resources: [nvidia.com/gpu]}]\n"
+                  "  rules: []\n");
+    CHECK(p != NULL);
+    if (p != NULL) {
+        d = &p->docs[0];
+        CHECK(d->pools[0].n_labels == 1 &&
+              strcmp(d->pools[0].labels[0].key, "nvidia.com/gpu.present") == 0);
+        CHECK(d->pools[0].n_taints == 1 &&
+              strcmp(d->pools[0].taints[0].key, "nvidia.com/gpu") == 0);
+        policy_unref(p);
+    }
+}
+
+static void test_pool_errors(void)
+{
+    struct policy *p = load(HEAD "  gpu:\n"                                             /* 6 */
+                                 "    resources: [nvidia.com/gpu]\n"                    /* 7 */
+                                 "    taints: [{key: t}]\n"                             /* 8 */
+                                 "    pools:\n"                                         /* 9 */
+                                 "      - name: a\n"                                    /* 10 */
+                                 "        resources: [\"nvidia.com/mig-*\"]\n"          /* 11 */
+                                 "      - name: a\n"                                    /* 12 */
+                                 "        resources: [nvidia.com/mig-1g.5gb, x.io/g]\n" /* 13 */
+                                 "      - name: c\n"                                    /* 14 */
+                                 "        resources: [y.io/g, y.io/g]\n"                /* 15 */
+                                 "      - {name: d}\n"                                  /* 16 */
+                                 "  rules:\n"                                           /* 17 */
+                                 "    - name: ns\n"                                     /* 18 */
+                                 "      type: node-selector\n"                          /* 19 */
+                                 "      labels: {a: b}\n");                             /* 20 */
+
+    CHECK(p == NULL);
+    CHECK(has_err("t.yaml:7:5", "spec.gpu.resources: not beside gpu.pools, where each pool "
+                                "names its own resources"));
+    CHECK(has_err("t.yaml:8:5", "spec.gpu.taints: not beside gpu.pools"));
+    CHECK(has_err("t.yaml:12:15", "spec.gpu.pools[1].name: pool name \"a\" is taken by an "
+                                  "earlier pool"));
+    CHECK(has_err("t.yaml:13:21", "spec.gpu.pools[1].resources[0]: \"nvidia.com/mig-1g.5gb\" is "
+                                  "matched by \"nvidia.com/mig-*\" of pool a, so it would never "
+                                  "be this pool's"));
+    CHECK(has_err("t.yaml:15:29", "spec.gpu.pools[2].resources[1]: \"y.io/g\" is matched by "
+                                  "\"y.io/g\" of pool c"));
+    CHECK(has_err("t.yaml:16:9", "missing required key \"resources\""));
+    CHECK(has_err("t.yaml:20:7", "spec.rules[0].labels: not with gpu.pools"));
+    CHECK(E.n == 7);
+
+    p = load(HEAD "  gpu: {pools: []}\n  rules: []\n");
+    CHECK(p == NULL && has_err("t.yaml:6:16", "spec.gpu.pools: expected 1 to 16 pools, got 0"));
+}
+
+/* Without pools, node-selector adds every gpu.nodeLabels entry with a value, while a GPU node
+ * needs to carry only one: two of them are refused unless the rule names its labels. */
+static void test_selector_labels_any_of(void)
+{
+    struct policy *p =
+        load(HEAD "  gpu:\n" /* 6 */
+                  "    nodeLabels: {a.io/t4: \"true\", b.io/mig: mixed, c: \"\"}\n"
+                  "  rules:\n"                                              /* 8 */
+                  "    - {name: ns, type: node-selector, action: Mutate}\n" /* 9 */
+                  "    - {name: ns2, type: node-selector, labels: {a.io/t4: \"true\"}}\n");
+
+    CHECK(p == NULL);
+    CHECK(E.n == 1);
+    CHECK(has_err("t.yaml:9:7", "spec.rules[0]: node-selector would add every gpu.nodeLabels "
+                                "entry with a value (a.io/t4=true, b.io/mig=mixed) to each GPU "
+                                "pod, but a GPU node carries any one of them"));
+
+    p = load(HEAD "  gpu: {nodeLabels: {a.io/t4: \"true\", c: \"\"}}\n"
+                  "  rules: [{name: ns, type: node-selector}]\n");
+    CHECK(p != NULL);
+    policy_unref(p);
+}
+
 /* All errors of a file come back, in file order, although the checks run in another. */
 static void test_errors_collected_in_order(void)
 {
@@ -1508,6 +1615,9 @@ int main(void)
     RUN(test_type_specific_keys);
     RUN(test_rule_values);
     RUN(test_policy_level_errors);
+    RUN(test_pools);
+    RUN(test_pool_errors);
+    RUN(test_selector_labels_any_of);
     RUN(test_errors_collected_in_order);
     RUN(test_error_cap);
     RUN(test_anchors_aliases);

@@ -2064,6 +2064,13 @@ void cluster_nodes_matching(struct cluster *c,
 int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *res, void *arg),
                                  void *arg, const char *key, const char *value)
 {
+    return cluster_offering_nodes_carry_all(c, offers, arg, &key, &value, 1);
+}
+
+int cluster_offering_nodes_carry_all(struct cluster *c, bool (*offers)(const char *res, void *arg),
+                                     void *arg, const char *const *keys, const char *const *values,
+                                     size_t n)
+{
     const struct table *t = &c->kinds[CLUSTER_NODES];
     int rc = -1;
 
@@ -2078,8 +2085,11 @@ int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *r
                 offered = node_res_offered(&nd->res[i]) && offers(nd->res[i].name, arg);
             if (!offered)
                 continue;
-            v = yyjson_obj_get(nd->labels, key);
-            rc = json_str_is(v, value) ? 1 : 0;
+            rc = 1;
+            for (size_t l = 0; l < n && rc == 1; l++) {
+                v = yyjson_obj_get(nd->labels, keys[l]);
+                rc = json_str_is(v, values[l]) ? 1 : 0;
+            }
         }
     }
     pthread_rwlock_unlock(&c->lock);

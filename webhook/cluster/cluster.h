@@ -130,6 +130,10 @@ void cluster_nodes_matching(struct cluster *c,
  * node. The callback runs under the view's read lock. */
 int cluster_offering_nodes_carry(struct cluster *c, bool (*offers)(const char *res, void *arg),
                                  void *arg, const char *key, const char *value);
+/* The same for n labels: 1 when one of those nodes carries every keys[i]=values[i]. */
+int cluster_offering_nodes_carry_all(struct cluster *c, bool (*offers)(const char *res, void *arg),
+                                     void *arg, const char *const *keys, const char *const *values,
+                                     size_t n);
 
 /* Sums over the view's nodes, for the metrics: one extended resource. */
 struct cluster_resource_total {

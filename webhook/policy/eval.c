@@ -20,6 +20,7 @@
 #include "log.h"
 #include "patch.h"
 #include "pod.h"
+#include "pool.h"
 #include "text.h"
 #include "toleration.h"
 #include "workload.h"
@@ -460,21 +461,21 @@ static bool tolerates_all_gpu_taints(const struct policy_doc *doc, yyjson_val *s
     return false;
 }
 
-/* The GPU taints the pod does not tolerate, into missing (at most max); how many. */
-static size_t untolerated(const struct policy_doc *doc, yyjson_val *spec,
+/* The taints (nt of them) the pod does not tolerate, into missing (at most max); how many. */
+static size_t untolerated(const struct taint *taints, size_t nt, yyjson_val *spec,
                           const struct taint **missing, size_t max)
 {
     yyjson_val *tols = yyjson_obj_get(spec, "tolerations"), *tol;
     size_t i, n = 0;
     bool ok;
 
-    for (size_t t = 0; t < doc->n_gpu_taints && n < max; t++) {
+    for (size_t t = 0; t < nt && n < max; t++) {
         ok = false;
         ARR_EACH (tols, i, tol) {
-            ok = ok || tolerates(tol, &doc->gpu_taints[t]);
+            ok = ok || tolerates(tol, &taints[t]);
         }
         if (!ok)
-            missing[n++] = &doc->gpu_taints[t];
+            missing[n++] = &taints[t];
     }
     return n;
 }
@@ -483,7 +484,8 @@ static size_t untolerated(const struct policy_doc *doc, yyjson_val *spec,
  * all match a GPU node label), or with any_value one that lets it onto them (an In expression
  * naming a GPU node label's value among others: In [true, false] reaches GPU nodes as surely as
  * a second term does). */
-static bool term_on_gpu_label(const struct policy_doc *doc, yyjson_val *term, bool any_value)
+static bool term_on_gpu_label(const struct node_label *labels, size_t nl_n, yyjson_val *term,
+                              bool any_value)
 {
     yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions"), *e, *vals, *v;
     size_t i, k;
@@ -494,8 +496,8 @@ static bool term_on_gpu_label(const struct policy_doc *doc, yyjson_val *term, bo
 
         if (key == NULL || op == NULL)
             continue;
-        for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
-            const struct node_label *nl = &doc->gpu_node_labels[l];
+        for (size_t l = 0; l < nl_n; l++) {
+            const struct node_label *nl = &labels[l];
             bool all = true;
 
             if (strcmp(nl->key, key) != 0)
@@ -526,16 +528,17 @@ static yyjson_val *required_terms(yyjson_val *spec)
 }
 
 /* Whether every node the pod may land on is a GPU node; why, in words, into why. */
-/* Whether the nodeSelector names a GPU node label; which, in words, into why. */
-static bool selects_gpu_label(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
+/* Whether the nodeSelector names one of the n GPU node labels; which, in words, into why. */
+static bool selects_gpu_label(const struct node_label *labels, size_t n, yyjson_val *spec,
+                              char *why, size_t len)
 {
     yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *v;
     const char *key;
 
     OBJ_EACH(sel, key, v)
     {
-        for (size_t l = 0; l < doc->n_gpu_node_labels; l++) {
-            if (label_matches(&doc->gpu_node_labels[l], key, json_str(v))) {
+        for (size_t l = 0; l < n; l++) {
+            if (label_matches(&labels[l], key, json_str(v))) {
                 snprintf(why, len, "nodeSelector %s=%s", key, json_str(v));
                 return true;
             }
@@ -544,18 +547,20 @@ static bool selects_gpu_label(const struct policy_doc *doc, yyjson_val *spec, ch
     return false;
 }
 
-static bool confined(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
+/* Whether the pod is kept on nodes that carry one of the n labels. */
+static bool confined(const struct node_label *labels, size_t n, yyjson_val *spec, char *why,
+                     size_t len)
 {
     yyjson_val *terms, *term;
     size_t i;
     bool all;
 
-    if (selects_gpu_label(doc, spec, why, len))
+    if (selects_gpu_label(labels, n, spec, why, len))
         return true;
     terms = required_terms(spec);
     all = yyjson_arr_size(terms) > 0;
     ARR_EACH (terms, i, term) {
-        all = all && term_on_gpu_label(doc, term, false);
+        all = all && term_on_gpu_label(labels, n, term, false);
     }
     if (all)
         snprintf(why, len, "required node affinity on GPU node labels");
@@ -569,10 +574,10 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, ch
     const char *rc;
     size_t i;
 
-    if (selects_gpu_label(doc, spec, why, len))
+    if (selects_gpu_label(doc->gpu_node_labels, doc->n_gpu_node_labels, spec, why, len))
         return true;
     ARR_EACH (required_terms(spec), i, v) {
-        if (term_on_gpu_label(doc, v, true)) {
+        if (term_on_gpu_label(doc->gpu_node_labels, doc->n_gpu_node_labels, v, true)) {
             snprintf(why, len, "required node affinity on GPU node labels");
             return true;
         }
@@ -1051,6 +1056,49 @@ static void bypasses(struct ctx *c, const struct rule *ru, const struct pod_dema
     }
 }
 
+/*
+ * What a pod that targets GPU nodes but requests no GPU resource of the policy is told. When the
+ * rule's default resource is not one of the policy's (a Deny rule of a policy for MIG or shared
+ * GPUs only), the policy's resources are named instead; and when the pod asks for an NVIDIA
+ * resource that the policy does not count, that is said, since the pod does request a GPU, of
+ * another kind of GPU node: gpu.pools of one policy describes both.
+ */
+static void no_gpu_text(struct ctx *c, const struct rule *ru, const char *container,
+                        const char *why, char *out, size_t len)
+{
+    struct pod_demand all;
+    struct diag d;
+    char list[256] = "";
+    const char *other = NULL;
+
+    if (pod_glob_any(&c->doc->gpu_resources, ru->default_resource)) {
+        snprintf(out, len,
+                 "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
+                 "resources.limits[\"%s\"]",
+                 container, why, ru->default_resource, ru->default_resource);
+        return;
+    }
+    for (size_t i = 0, at = 0; i < c->doc->gpu_resources.n && at < sizeof(list); i++)
+        at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? ", " : "",
+                               c->doc->gpu_resources.v[i]);
+    diag_clear(&d);
+    if (pod_gpu_demand(c->spec, NULL, &all, &d) == 0)
+        for (size_t i = 0; i < all.n && other == NULL; i++)
+            if (strncmp(all.r[i].name, "nvidia.com/", 11) == 0)
+                other = all.r[i].name;
+    if (other != NULL)
+        snprintf(out, len,
+                 "container \"%s\" targets GPU nodes (%s) and the pod requests %s, which is not "
+                 "a GPU resource of policy %s (%s); describe each kind of GPU node as a pool in "
+                 "gpu.pools of one policy",
+                 container, why, other, c->doc->name, list);
+    else
+        snprintf(out, len,
+                 "container \"%s\" targets GPU nodes (%s) but requests none of this policy's "
+                 "GPU resources (%s); add one to resources.limits",
+                 container, why, list);
+}
+
 static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
 {
     struct pod_demand dm;
@@ -1067,10 +1115,7 @@ static enum verdict rule_gpu_request(struct ctx *c, const struct rule *ru)
     if (dm.n == 0 && !dra && pod_targets(c, why, sizeof(why))) {
         char desc[MSG_MAX];
 
-        snprintf(desc, sizeof(desc),
-                 "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
-                 "resources.limits[\"%s\"]",
-                 container_name(first), why, ru->default_resource, ru->default_resource);
+        no_gpu_text(c, ru, container_name(first), why, desc, sizeof(desc));
         if (c->fix && first != NULL &&
             add_gpu_request(c, ru->default_resource, (long long)ru->default_count) == 0) {
             add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
@@ -1150,6 +1195,18 @@ static bool requests_gpus(struct ctx *c)
 
     diag_clear(&d);
     return spec_demand(c, &dm, &d) == 0 && dm.n > 0;
+}
+
+/* The pools the pod's GPU demand draws on (pool.h); 0 without pools. */
+static unsigned pod_pools(struct ctx *c)
+{
+    struct pod_demand dm;
+    struct diag d;
+
+    diag_clear(&d);
+    if (c->doc->n_pools == 0 || spec_demand(c, &dm, &d) < 0)
+        return 0;
+    return pool_set(c->doc, &dm);
 }
 
 static bool view_synced(const struct ctx *c)
@@ -1318,7 +1375,9 @@ static yyjson_mut_val *toleration_for(yyjson_mut_doc *doc, const struct taint *t
 static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
 {
     const struct taint *missing[32];
-    size_t n;
+    struct taint taints[32];
+    size_t n, nt;
+    unsigned pools;
     yyjson_mut_val *arr, *tol;
     int rc = 0;
     char names[512] = "", desc[MSG_MAX];
@@ -1326,7 +1385,13 @@ static enum verdict rule_tolerations(struct ctx *c, const struct rule *ru)
     (void)ru;
     if (!requests_gpus(c))
         return V_OK;
-    n = untolerated(c->doc, c->spec, missing, 32);
+    pools = pod_pools(c);
+    if (pools == 0) {
+        n = untolerated(c->doc->gpu_taints, c->doc->n_gpu_taints, c->spec, missing, 32);
+    } else {
+        nt = pool_taints(c->doc, pools, taints, 32);
+        n = untolerated(taints, nt > 32 ? 32 : nt, c->spec, missing, 32);
+    }
     if (n == 0)
         return V_OK;
     for (size_t i = 0; i < n; i++)
@@ -1415,6 +1480,45 @@ static bool labels_carried(struct ctx *c, const struct node_label *labels, size_
     return false;
 }
 
+/*
+ * labels_carried() for a GPU pool's labels, which select its nodes together: with a synced view
+ * that has nodes offering one of the pod's GPU resources, one of them must carry every label
+ * with a value, or the selector would leave the pod Pending (nothing is patched, and the note
+ * says why); otherwise every label with a value is kept.
+ */
+static bool pool_carried(struct ctx *c, const struct node_label *labels, size_t n, const char *pool,
+                         bool *keep)
+{
+    const char *keys[SELECTOR_LABELS_MAX], *values[SELECTOR_LABELS_MAX];
+    char res[256] = "", want[512] = "";
+    struct pod_demand dm;
+    struct diag d;
+    size_t m = 0;
+    int rc;
+
+    for (size_t i = 0; i < n && i < SELECTOR_LABELS_MAX; i++) {
+        keep[i] = labels[i].value != NULL;
+        if (!keep[i])
+            continue;
+        keys[m] = labels[i].key;
+        values[m++] = labels[i].value;
+        add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
+    }
+    diag_clear(&d);
+    if (!view_synced(c) || m == 0 || spec_demand(c, &dm, &d) < 0)
+        return true;
+    rc = cluster_offering_nodes_carry_all(c->view, pod_offers, &dm, keys, values, m);
+    if (rc != 0)
+        return true;
+    for (size_t i = 0; i < dm.n; i++)
+        add_text(res, sizeof(res), "%s", dm.r[i].name);
+    snprintf(c->note, sizeof(c->note),
+             "no nodeSelector added: no node offering %s carries all of GPU pool %s's labels %s "
+             "(the pod would stay Pending); fix the pool's nodeLabels",
+             res, pool, want);
+    return false;
+}
+
 /* Whether label i goes into the patch (labels_carried). */
 static bool kept(const bool *keep, const struct node_label *labels, size_t i)
 {
@@ -1426,15 +1530,36 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
     const struct node_label *labels = ru->n_labels ? ru->labels : c->doc->gpu_node_labels;
     size_t n = ru->n_labels ? ru->n_labels : c->doc->n_gpu_node_labels;
     yyjson_val *sel = yyjson_obj_get(c->spec, "nodeSelector");
-    char why[300], want[512] = "", desc[MSG_MAX];
+    char why[300], want[512] = "", desc[MSG_MAX], names[256] = "";
     const char *have;
     bool conflict = false, keep[SELECTOR_LABELS_MAX];
+    struct node_label pool[SELECTOR_LABELS_MAX];
+    unsigned pools;
     yyjson_mut_val *obj;
     int rc = 0;
 
-    if (!requests_gpus(c) || confined(c->doc, c->spec, why, sizeof(why)))
+    if (!requests_gpus(c))
         return V_OK;
-    if (!labels_carried(c, labels, n, keep))
+    /* with gpu.pools: the labels of the pool whose resource the pod requests */
+    pools = pod_pools(c);
+    if (pools != 0) {
+        pool_names(c->doc, pools, names, sizeof(names));
+        if (pool_labels_clash(c->doc, pools)) {
+            add_problem(c->problem, sizeof(c->problem),
+                        "GPU pod requests resources of the GPU pools %s, whose nodeLabels differ, "
+                        "so no node is in all of them; request the resources of one pool",
+                        names);
+            return V_PROBLEM;
+        }
+        n = pool_labels(c->doc, pools, pool, SELECTOR_LABELS_MAX);
+        if (n > SELECTOR_LABELS_MAX)
+            n = SELECTOR_LABELS_MAX;
+        labels = pool;
+    }
+    if (confined(labels, n, c->spec, why, sizeof(why)))
+        return V_OK;
+    if (!(pools != 0 ? pool_carried(c, labels, n, names, keep)
+                     : labels_carried(c, labels, n, keep)))
         return V_OK;
     for (size_t i = 0; i < n; i++) {
         if (!kept(keep, labels, i))
@@ -1448,7 +1573,8 @@ static enum verdict rule_node_selector(struct ctx *c, const struct rule *ru)
                     "GPU pod is not confined to GPU nodes; add a nodeSelector on a GPU node label");
         return V_PROBLEM;
     }
-    snprintf(desc, sizeof(desc), "GPU pod is not confined to GPU nodes%s; add nodeSelector %s",
+    snprintf(desc, sizeof(desc), "GPU pod is not confined to %s%s%s; add nodeSelector %s",
+             pools != 0 ? "the nodes of GPU pool " : "GPU nodes", names,
              conflict ? " (its nodeSelector names other nodes)" : "", want);
     if (c->fix && !conflict) {
         if (!yyjson_is_obj(sel)) {

@@ -185,11 +185,30 @@ struct rule {
     size_t n_labels;
 };
 
+/* A GPU pool (gpu.pools): one kind of GPU node, the GPU resources it serves, the labels that
+ * select its nodes (all of them: node-selector adds every one that has a value) and its taints.
+ * A resource belongs to the first pool whose globs match it. */
+struct gpu_pool {
+    char *name;
+    struct strlist resources; /* globs */
+    struct node_label *labels;
+    size_t n_labels;
+    struct taint *taints;
+    size_t n_taints;
+};
+
+/* Most pools in one policy: a pod's pools are a bit set (unsigned). */
+#define POLICY_POOLS_MAX 16
+
 struct policy_doc {
     char *name;
     char *file;
     bool audit_only;
     bool autogen; /* apply the rules to pod templates of workloads too */
+    /* gpu.pools, or none: then the lists below are the policy's one kind of GPU node; with
+     * pools they are the union of the pools' (what makes a pod or node a GPU one) */
+    struct gpu_pool *pools;
+    size_t n_pools;
     struct strlist gpu_resources;
     struct node_label *gpu_node_labels;
     size_t n_gpu_node_labels;

@@ -1042,8 +1042,16 @@ static void load_scope(struct loader *L, const struct yamltree_node *match,
 enum { T_KEY, T_VALUE, T_EFFECT, T_N };
 static const struct field TAINT_FIELDS[T_N] = {{"key", true}, {"value", false}, {"effect", false}};
 
+static bool same_taint(const struct taint *a, const struct taint *b)
+{
+    return a->key != NULL && a->effect != NULL && b->key != NULL && b->effect != NULL &&
+           strcmp(a->key, b->key) == 0 && strcmp(a->effect, b->effect) == 0 &&
+           ((a->value == NULL && b->value == NULL) ||
+            (a->value != NULL && b->value != NULL && strcmp(a->value, b->value) == 0));
+}
+
 static void load_taints(struct loader *L, const struct yamltree_node *n, const char *path,
-                        struct policy_doc *doc)
+                        struct taint **out, size_t *n_out)
 {
     const struct yamltree_node *v[T_N], *k[T_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
@@ -1052,12 +1060,12 @@ static void load_taints(struct loader *L, const struct yamltree_node *n, const c
 
     if (!want_seq(L, n, path))
         return;
-    doc->gpu_taints = xcalloc(L, n->n, sizeof(*doc->gpu_taints));
-    if (doc->gpu_taints == NULL)
+    *out = xcalloc(L, n->n, sizeof(**out));
+    if (*out == NULL)
         return;
-    doc->n_gpu_taints = n->n;
+    *n_out = n->n;
     for (i = 0; i < n->n; i++) {
-        struct taint *t = &doc->gpu_taints[i];
+        struct taint *t = &(*out)[i];
         path_index(p, path, i);
         if (!map_fields(L, n->kids[i], p, TAINT_FIELDS, T_N, v, k))
             continue;
@@ -1071,21 +1079,205 @@ static void load_taints(struct loader *L, const struct yamltree_node *n, const c
         e = given(v[T_EFFECT]) ? get_enum(L, v[T_EFFECT], q, EFFECTS, 3) : 0;
         if (e >= 0)
             t->effect = xstrdup(L, EFFECTS[e]);
-        for (size_t j = 0; j < i && t->key != NULL && t->effect != NULL; j++) {
-            const struct taint *o = &doc->gpu_taints[j];
-
-            if (o->key != NULL && o->effect != NULL && strcmp(o->key, t->key) == 0 &&
-                strcmp(o->effect, t->effect) == 0 &&
-                ((o->value == NULL && t->value == NULL) ||
-                 (o->value != NULL && t->value != NULL && strcmp(o->value, t->value) == 0)))
+        for (size_t j = 0; j < i; j++)
+            if (same_taint(&(*out)[j], t))
                 err_node(L, n->kids[i], "%s: the same taint as %s[%zu]", p, path, j);
+    }
+}
+
+/* What one kind of GPU node is, as gpu: or a pool of gpu.pools writes it: resources, nodeLabels
+ * and taints, each with its default when left out. */
+struct gpu_kind {
+    struct strlist *resources;
+    struct node_label **labels;
+    size_t *n_labels;
+    struct taint **taints;
+    size_t *n_taints;
+};
+
+static void load_gpu_kind(struct loader *L, const struct yamltree_node *resources,
+                          const struct yamltree_node *labels, const struct yamltree_node *taints,
+                          const char *path, const struct gpu_kind *out)
+{
+    char p[RULES_PATH_MAX];
+
+    path_key(p, path, "resources");
+    if (given(resources) && ykind(resources) == YN_SEQ && resources->n == 0)
+        err_node(L, resources,
+                 "%s: an empty list would turn every rule off; name at least "
+                 "one GPU resource, or leave the key out for the defaults",
+                 p);
+    else if (given(resources))
+        load_strlist(L, resources, p, &VAL_GLOB, out->resources);
+    else
+        set_strlist(L, out->resources, DEFAULT_RESOURCES, 3);
+    path_key(p, path, "nodeLabels");
+    if (given(labels)) {
+        load_label_map(L, labels, p, false, out->labels, out->n_labels);
+    } else {
+        *out->labels = xcalloc(L, 1, sizeof(**out->labels));
+        if (*out->labels != NULL) {
+            *out->n_labels = 1;
+            (*out->labels)[0].key = xstrdup(L, DEFAULT_LABEL);
+            (*out->labels)[0].value = xstrdup(L, "true");
+        }
+    }
+    path_key(p, path, "taints");
+    if (given(taints)) {
+        load_taints(L, taints, p, out->taints, out->n_taints);
+    } else {
+        *out->taints = xcalloc(L, 1, sizeof(**out->taints));
+        if (*out->taints != NULL) {
+            *out->n_taints = 1;
+            (*out->taints)[0].key = xstrdup(L, DEFAULT_TAINT);
+            (*out->taints)[0].effect = xstrdup(L, "NoSchedule");
         }
     }
 }
 
-enum { G_RESOURCES, G_NODE_LABELS, G_TAINTS, G_RUNTIME_CLASSES, G_N };
-static const struct field GPU_FIELDS[G_N] = {
-    {"resources", false}, {"nodeLabels", false}, {"taints", false}, {"runtimeClasses", false}};
+enum { GP_NAME, GP_RESOURCES, GP_NODE_LABELS, GP_TAINTS, GP_N };
+static const struct field POOL_FIELDS[GP_N] = {
+    {"name", true}, {"resources", true}, {"nodeLabels", false}, {"taints", false}};
+
+/* A later pool's resource glob that an earlier pool's glob already matches (or that equals it)
+ * would never be the later pool's: a resource is the first matching pool's. */
+static void check_pool_resources(struct loader *L, const struct policy_doc *doc, size_t at,
+                                 const struct yamltree_node *seq, const char *path)
+{
+    const struct gpu_pool *pl = &doc->pools[at];
+    char p[RULES_PATH_MAX], b[SHOW_BUF], c[SHOW_BUF];
+
+    for (size_t i = 0; i < pl->resources.n; i++) {
+        const char *g = pl->resources.v[i];
+
+        for (size_t j = 0; g != NULL && j <= at; j++) {
+            const struct strlist *o = &doc->pools[j].resources;
+
+            for (size_t k = 0; k < (j == at ? i : o->n); k++) {
+                if (o->v[k] == NULL || fnmatch(o->v[k], g, 0) != 0)
+                    continue;
+                path_index(p, path, i);
+                err_node(L, seq->kids[i],
+                         "%s: %s is matched by %s of pool %s, so it would never be this pool's "
+                         "(a resource belongs to the first pool that matches it)",
+                         p, show(b, g), show(c, o->v[k]), doc->pools[j].name);
+                j = at + 1;
+                break;
+            }
+        }
+    }
+}
+
+static void load_pool(struct loader *L, const struct yamltree_node *n, const char *path,
+                      struct policy_doc *doc, size_t at)
+{
+    const struct yamltree_node *v[GP_N], *k[GP_N];
+    struct gpu_pool *pl = &doc->pools[at];
+    char p[RULES_PATH_MAX], b[SHOW_BUF];
+
+    if (!map_fields(L, n, path, POOL_FIELDS, GP_N, v, k))
+        return;
+    path_key(p, path, "name");
+    if (v[GP_NAME] != NULL && get_str(L, v[GP_NAME], p, &VAL_POLICY_NAME, &pl->name) == 0)
+        for (size_t j = 0; j < at; j++)
+            if (doc->pools[j].name != NULL && strcmp(doc->pools[j].name, pl->name) == 0)
+                err_node(L, v[GP_NAME], "%s: pool name %s is taken by an earlier pool", p,
+                         show(b, pl->name));
+    if (pl->name == NULL)
+        pl->name = xstrdup(L, "?");
+    load_gpu_kind(
+        L, v[GP_RESOURCES], v[GP_NODE_LABELS], v[GP_TAINTS], path,
+        &(struct gpu_kind){&pl->resources, &pl->labels, &pl->n_labels, &pl->taints, &pl->n_taints});
+    path_key(p, path, "resources");
+    if (v[GP_RESOURCES] != NULL && ykind(v[GP_RESOURCES]) == YN_SEQ)
+        check_pool_resources(L, doc, at, v[GP_RESOURCES], p);
+}
+
+static bool has_label(const struct node_label *l, size_t n, const struct node_label *x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (l[i].key != NULL && x->key != NULL && strcmp(l[i].key, x->key) == 0 &&
+            ((l[i].value == NULL && x->value == NULL) ||
+             (l[i].value != NULL && x->value != NULL && strcmp(l[i].value, x->value) == 0)))
+            return true;
+    return false;
+}
+
+/* The policy's lists as the union of its pools': what makes a pod or a node a GPU one. */
+static void pools_union(struct loader *L, struct policy_doc *doc)
+{
+    size_t nr = 0, nl = 0, nt = 0;
+
+    for (size_t i = 0; i < doc->n_pools; i++) {
+        nr += doc->pools[i].resources.n;
+        nl += doc->pools[i].n_labels;
+        nt += doc->pools[i].n_taints;
+    }
+    doc->gpu_resources.v = xcalloc(L, nr ? nr : 1, sizeof(char *));
+    doc->gpu_node_labels = xcalloc(L, nl ? nl : 1, sizeof(struct node_label));
+    doc->gpu_taints = xcalloc(L, nt ? nt : 1, sizeof(struct taint));
+    if (doc->gpu_resources.v == NULL || doc->gpu_node_labels == NULL || doc->gpu_taints == NULL)
+        return;
+    for (size_t i = 0; i < doc->n_pools; i++) {
+        const struct gpu_pool *pl = &doc->pools[i];
+
+        for (size_t k = 0; k < pl->resources.n; k++)
+            if (pl->resources.v[k] != NULL)
+                doc->gpu_resources.v[doc->gpu_resources.n++] = xstrdup(L, pl->resources.v[k]);
+        for (size_t k = 0; k < pl->n_labels; k++) {
+            struct node_label *to = &doc->gpu_node_labels[doc->n_gpu_node_labels];
+
+            if (pl->labels[k].key == NULL ||
+                has_label(doc->gpu_node_labels, doc->n_gpu_node_labels, &pl->labels[k]))
+                continue;
+            to->key = xstrdup(L, pl->labels[k].key);
+            to->value = pl->labels[k].value ? xstrdup(L, pl->labels[k].value) : NULL;
+            doc->n_gpu_node_labels++;
+        }
+        for (size_t k = 0; k < pl->n_taints; k++) {
+            struct taint *to = &doc->gpu_taints[doc->n_gpu_taints];
+            bool seen = pl->taints[k].key == NULL || pl->taints[k].effect == NULL;
+
+            for (size_t j = 0; j < doc->n_gpu_taints && !seen; j++)
+                seen = same_taint(&doc->gpu_taints[j], &pl->taints[k]);
+            if (seen)
+                continue;
+            to->key = xstrdup(L, pl->taints[k].key);
+            to->value = pl->taints[k].value ? xstrdup(L, pl->taints[k].value) : NULL;
+            to->effect = xstrdup(L, pl->taints[k].effect);
+            doc->n_gpu_taints++;
+        }
+    }
+}
+
+static void load_pools(struct loader *L, const struct yamltree_node *n, const char *path,
+                       struct policy_doc *doc)
+{
+    char p[RULES_PATH_MAX];
+
+    if (!want_seq(L, n, path))
+        return;
+    if (n->n == 0 || n->n > POLICY_POOLS_MAX) {
+        err_node(L, n, "%s: expected 1 to %d pools, got %zu", path, POLICY_POOLS_MAX, n->n);
+        return;
+    }
+    doc->pools = xcalloc(L, n->n, sizeof(*doc->pools));
+    if (doc->pools == NULL)
+        return;
+    doc->n_pools = n->n;
+    for (size_t i = 0; i < n->n; i++) {
+        path_index(p, path, i);
+        load_pool(L, n->kids[i], p, doc, i);
+    }
+    pools_union(L, doc);
+}
+
+enum { G_RESOURCES, G_NODE_LABELS, G_TAINTS, G_RUNTIME_CLASSES, G_POOLS, G_N };
+static const struct field GPU_FIELDS[G_N] = {{"resources", false},
+                                             {"nodeLabels", false},
+                                             {"taints", false},
+                                             {"runtimeClasses", false},
+                                             {"pools", false}};
 
 static void load_gpu(struct loader *L, const struct yamltree_node *n, const char *path,
                      struct policy_doc *doc)
@@ -1095,38 +1287,21 @@ static void load_gpu(struct loader *L, const struct yamltree_node *n, const char
 
     if (given(n) && !map_fields(L, n, path, GPU_FIELDS, G_N, v, k))
         return;
-    path_key(p, path, "resources");
-    if (given(v[G_RESOURCES]) && ykind(v[G_RESOURCES]) == YN_SEQ && v[G_RESOURCES]->n == 0)
-        err_node(L, v[G_RESOURCES],
-                 "%s: an empty list would turn every rule off; name at least "
-                 "one GPU resource, or leave the key out for the defaults",
-                 p);
-    else if (given(v[G_RESOURCES]))
-        load_strlist(L, v[G_RESOURCES], p, &VAL_GLOB, &doc->gpu_resources);
-    else
-        set_strlist(L, &doc->gpu_resources, DEFAULT_RESOURCES, 3);
-    path_key(p, path, "nodeLabels");
-    if (given(v[G_NODE_LABELS])) {
-        load_label_map(L, v[G_NODE_LABELS], p, false, &doc->gpu_node_labels,
-                       &doc->n_gpu_node_labels);
-    } else {
-        doc->gpu_node_labels = xcalloc(L, 1, sizeof(*doc->gpu_node_labels));
-        if (doc->gpu_node_labels != NULL) {
-            doc->n_gpu_node_labels = 1;
-            doc->gpu_node_labels[0].key = xstrdup(L, DEFAULT_LABEL);
-            doc->gpu_node_labels[0].value = xstrdup(L, "true");
+    if (given(v[G_POOLS])) {
+        for (int f = G_RESOURCES; f <= G_TAINTS; f++) {
+            if (!given(v[f]))
+                continue;
+            path_key(p, path, GPU_FIELDS[f].name);
+            err_node(L, k[f], "%s: not beside gpu.pools, where each pool names its own %s", p,
+                     GPU_FIELDS[f].name);
         }
-    }
-    path_key(p, path, "taints");
-    if (given(v[G_TAINTS])) {
-        load_taints(L, v[G_TAINTS], p, doc);
+        path_key(p, path, "pools");
+        load_pools(L, v[G_POOLS], p, doc);
     } else {
-        doc->gpu_taints = xcalloc(L, 1, sizeof(*doc->gpu_taints));
-        if (doc->gpu_taints != NULL) {
-            doc->n_gpu_taints = 1;
-            doc->gpu_taints[0].key = xstrdup(L, DEFAULT_TAINT);
-            doc->gpu_taints[0].effect = xstrdup(L, "NoSchedule");
-        }
+        load_gpu_kind(L, v[G_RESOURCES], v[G_NODE_LABELS], v[G_TAINTS], path,
+                      &(struct gpu_kind){&doc->gpu_resources, &doc->gpu_node_labels,
+                                         &doc->n_gpu_node_labels, &doc->gpu_taints,
+                                         &doc->n_gpu_taints});
     }
     path_key(p, path, "runtimeClasses");
     if (given(v[G_RUNTIME_CLASSES]))
@@ -1454,6 +1629,51 @@ static void load_capacity_rule(struct loader *L, const struct yamltree_node **v,
     }
 }
 
+/*
+ * node-selector adds every label it is given to the pod's nodeSelector, and the scheduler then
+ * needs one node carrying them all. gpu.nodeLabels says the opposite: a node carrying any one of
+ * them is a GPU node. So without a rule's own labels, two or more gpu.nodeLabels with a value
+ * ask for nodes that may not exist (one pool's label and another's): refused, pointing to
+ * gpu.pools, where a pod gets the labels of the pool its resource is in. With pools, a rule's
+ * own labels would go to every pool's pods alike: refused too.
+ */
+static void check_selector_labels(struct loader *L, const struct policy_doc *doc,
+                                  const struct yamltree_node *rule,
+                                  const struct yamltree_node *labels_key, const char *path)
+{
+    char p[RULES_PATH_MAX], list[LIST_BUF] = "";
+    size_t valued = 0, at = 0;
+
+    if (doc->n_pools > 0) {
+        if (labels_key != NULL) {
+            path_key(p, path, "labels");
+            err_node(L, labels_key,
+                     "%s: not with gpu.pools: node-selector adds the nodeLabels of the pool "
+                     "whose resource the pod requests; put the labels in the pools",
+                     p);
+        }
+        return;
+    }
+    if (labels_key != NULL)
+        return;
+    for (size_t i = 0; i < doc->n_gpu_node_labels; i++) {
+        const struct node_label *nl = &doc->gpu_node_labels[i];
+
+        if (nl->key == NULL || nl->value == NULL)
+            continue;
+        valued++;
+        if (at < sizeof(list))
+            at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s=%s", at ? ", " : "", nl->key,
+                                   nl->value);
+    }
+    if (valued > 1)
+        err_node(L, rule,
+                 "%s: node-selector would add every gpu.nodeLabels entry with a value (%s) to "
+                 "each GPU pod, but a GPU node carries any one of them, not necessarily all; "
+                 "describe each kind of GPU node in gpu.pools, or give the rule its labels",
+                 path, list);
+}
+
 /* Records a rule name, or reports it as a duplicate of an earlier one in any file. */
 static void register_rule(struct loader *L, const char *file, const struct yamltree_node *map,
                           const struct yamltree_node *name_node, const char *name)
@@ -1514,6 +1734,7 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
         path_key(p, path, "labels");
         if (given(v[R_LABELS]))
             load_label_map(L, v[R_LABELS], p, true, &r->labels, &r->n_labels);
+        check_selector_labels(L, doc, n, k[R_LABELS], path);
         break;
     case RULE_TOLERATIONS: break;
     case RULE_CAPACITY: load_capacity_rule(L, v, path, r); break;
@@ -1948,6 +2169,16 @@ static void node_labels_free(struct node_label *l, size_t n)
     free(l);
 }
 
+static void taints_free(struct taint *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(t[i].key);
+        free(t[i].value);
+        free(t[i].effect);
+    }
+    free(t);
+}
+
 static void rule_free(struct rule *r)
 {
     size_t i;
@@ -1977,12 +2208,14 @@ static void doc_free(struct policy_doc *d)
     free(d->file);
     strlist_free(&d->gpu_resources);
     node_labels_free(d->gpu_node_labels, d->n_gpu_node_labels);
-    for (i = 0; i < d->n_gpu_taints; i++) {
-        free(d->gpu_taints[i].key);
-        free(d->gpu_taints[i].value);
-        free(d->gpu_taints[i].effect);
+    taints_free(d->gpu_taints, d->n_gpu_taints);
+    for (i = 0; i < d->n_pools; i++) {
+        free(d->pools[i].name);
+        strlist_free(&d->pools[i].resources);
+        node_labels_free(d->pools[i].labels, d->pools[i].n_labels);
+        taints_free(d->pools[i].taints, d->pools[i].n_taints);
     }
-    free(d->gpu_taints);
+    free(d->pools);
     strlist_free(&d->gpu_runtime_classes);
     for (i = 0; i < d->n_classes; i++) {
         free(d->classes[i].name);
