@@ -598,6 +598,47 @@ def every_command_has_help():
           "strongest wins: 2, then 3, then 1, then 0" in out.replace("\n", " "), out)
 
 
+@test
+def empty_manifests_are_an_input_error():
+    """A manifest with no object (a render that failed into the file, or only comments) exits
+    2 from check and from capacity, as kubectl apply refuses one ("no objects passed to
+    apply"); beside a file that has objects it is no error."""
+    empty = os.path.join(E.work, "empty.yaml")
+    with open(empty, "w") as f:
+        f.write("---\n# nothing rendered\n---\n")
+    rc, out, err = run("check", empty)
+    check(rc == 2 and "gpuadmit check: %s: no Kubernetes objects in the file given" % empty
+          in err, "check: exit %d, %r" % (rc, err))
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", empty)
+    check(rc == 2 and "gpuadmit capacity: %s: no Kubernetes objects in the file given" % empty
+          in err, "capacity: exit %d, %r" % (rc, err))
+    rc, out, err = run("check", "--cluster-snapshot", STALL, empty,
+                       "tests/data/manifests/clean.yaml")
+    expect(rc, out, err, 0, "2 objects: 1 allowed, 0 patched, 0 denied, 1 not judged")
+
+
+@test
+def nested_list_items_keep_their_lines():
+    """The items of a List inside a List are reported at their own lines (7 and 13 here), not
+    at the line of the outer List's item."""
+    nested = os.path.join(E.work, "nested.yaml")
+    with open(nested, "w") as f:
+        f.write("apiVersion: v1\nkind: List\nitems:\n"
+                "  - apiVersion: v1\n    kind: List\n    items:\n"
+                "      - apiVersion: apps/v1\n        kind: Deployment\n"
+                "        metadata: {name: inner, namespace: ml}\n"
+                "        spec: {replicas: 1, selector: {matchLabels: {a: b}}, template: "
+                "{metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n"
+                "  - apiVersion: v1\n    kind: ConfigMap\n"
+                "    metadata: {name: outer, namespace: ml}\n")
+    rc, out, err = run("check", nested)
+    expect(rc, out, err, 0, "%s:7: Deployment ml/inner: allowed" % nested,
+           "%s:11: ConfigMap ml/outer: not judged" % nested)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", nested)
+    check(rc == 0 and ("%s:7: Deployment ml/inner:" % nested) in out and
+          ("%s:11: ConfigMap ml/outer:" % nested) in out, "capacity: exit %d\n%s" % (rc, out))
+
+
 def setup(work):
     E.work = work
 

@@ -346,6 +346,7 @@ struct judging {
     yyjson_mut_val *list;
     const struct offline_opts *oo;
     size_t fits, not_now, never, not_judged, errors;
+    size_t objects; /* every object read, workload or not */
     int code;
 };
 
@@ -502,18 +503,20 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
     yyjson_mut_val *e;
     yyjson_doc *admit = NULL;
     struct diag d;
-    char sub[64];
+    char sub[YAMLJSON_POINTER_MAX];
     size_t i, max;
 
     yamljson_mark(doc, ptr, &line, &column);
     if (yyjson_is_arr(items) && kind != NULL && strlen(kind) >= 4 &&
         strcmp(kind + strlen(kind) - 4, "List") == 0) {
         yyjson_arr_foreach (items, i, max, it) {
-            snprintf(sub, sizeof(sub), "/items/%zu", i);
+            /* a nested List's items are where they are, not at the outer item's line */
+            yamljson_item_pointer(sub, sizeof(sub), ptr, i);
             judge_object(j, doc, file, sub, it);
         }
         return;
     }
+    j->objects++;
     diag_clear(&d);
     if (!has_template(obj)) {
         append(j, skipped(j, obj, "not a workload with a pod template"), file, line);
@@ -561,6 +564,17 @@ static void workload_report(struct judging *j, const struct cap_opts *o)
         for (size_t i = 0; i < y.n; i++)
             judge_object(j, &y.docs[i], file, "", y.docs[i].value);
         yamljson_free(&y);
+    }
+    if (j->objects == 0 && j->errors == 0) {
+        struct diag d;
+
+        /* an empty manifest (a render that failed into a file) must not pass a CI gate;
+         * kubectl apply refuses one too ("no objects passed to apply") */
+        diag_clear(&d);
+        diag_set(&d, o->n_files == 1 ? o->files[0] : "-f", 0, 0,
+                 "no Kubernetes objects in the %s given (empty, or only comments)",
+                 o->n_files == 1 ? "file" : "files");
+        input_error(j, &d);
     }
 }
 
@@ -703,7 +717,7 @@ static int add_workloads(yyjson_mut_doc *doc, yyjson_mut_val *report, const stru
                          const struct policy *p, struct cluster *view)
 {
     struct offline_opts oo = {p, view, false, NULL, NULL};
-    struct judging j = {doc, yyjson_mut_arr(doc), &oo, 0, 0, 0, 0, 0, CAP_EXIT_FITS};
+    struct judging j = {doc, yyjson_mut_arr(doc), &oo, 0, 0, 0, 0, 0, 0, CAP_EXIT_FITS};
 
     if (j.list == NULL)
         return CAP_EXIT_USAGE;

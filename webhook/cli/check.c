@@ -297,7 +297,7 @@ static void judge_object(const struct offline_opts *oo, const struct check_opts 
     unsigned line = doc->line, column = doc->column;
     yyjson_val *items = yyjson_obj_get(obj, "items"), *it;
     const char *kind = json_get_str(obj, "kind");
-    char where[1200], sub[64];
+    char where[1200], sub[YAMLJSON_POINTER_MAX];
     struct diag d;
     yyjson_mut_doc *res;
     yyjson_doc *frozen;
@@ -308,7 +308,8 @@ static void judge_object(const struct offline_opts *oo, const struct check_opts 
     if (yyjson_is_arr(items) && kind != NULL && strlen(kind) >= 4 &&
         strcmp(kind + strlen(kind) - 4, "List") == 0) {
         yyjson_arr_foreach (items, i, max, it) {
-            snprintf(sub, sizeof(sub), "/items/%zu", i);
+            /* a nested List's items are where they are, not at the outer item's line */
+            yamljson_item_pointer(sub, sizeof(sub), ptr, i);
             judge_object(oo, o, doc, file, sub, it, rep, t);
         }
         return;
@@ -414,6 +415,15 @@ int check_main(int argc, char **argv)
         printf("note: no --cluster-snapshot: GPU capacity is not checked\n");
     for (int i = optind; i < argc; i++)
         check_file(&oo, &o, argv[i], &rep, &t);
+    if (t.allowed + t.patched + t.denied + t.not_judged + t.errors == 0) {
+        /* an empty manifest (a render that failed into a file) must not pass a CI gate;
+         * kubectl apply refuses one too ("no objects passed to apply") */
+        diag_clear(&d);
+        diag_set(&d, argc - optind == 1 ? argv[optind] : "-", 0, 0,
+                 "no Kubernetes objects in the %s given (empty, or only comments)",
+                 argc - optind == 1 ? "file" : "files");
+        input_error(&d, &rep, &t);
+    }
     if (o.json) {
         report =
             json_pack(rep.doc, "{s:b, s:o, s:o, s:{s:I, s:I, s:I, s:I, s:I, s:I}}",

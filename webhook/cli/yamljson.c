@@ -715,6 +715,14 @@ int yamljson_read_file(const char *path, unsigned flags, struct yamljson *out, s
     return rc;
 }
 
+void yamljson_item_pointer(char *out, size_t len, const char *ptr, size_t i)
+{
+    int n = snprintf(out, len, "%s/items/%zu", ptr, i);
+
+    if (n < 0 || (size_t)n >= len)
+        out[0] = '\0';
+}
+
 bool yamljson_mark(const struct yamljson_doc *doc, const char *ptr, unsigned *line,
                    unsigned *column)
 {

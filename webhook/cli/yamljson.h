@@ -60,6 +60,11 @@ void yamljson_free(struct yamljson *y);
 int yamljson_resolve_plain(yyjson_mut_doc *doc, const char *s, size_t len, yyjson_mut_val **out,
                            const char **why);
 
+/* The JSON Pointer of item i of the List at ptr ("" for the root), into out (len bytes, room
+ * for YAMLJSON_POINTER_MAX); "" when it does not fit, so that the item gets its document's start.
+ */
+void yamljson_item_pointer(char *out, size_t len, const char *ptr, size_t i);
+
 /* Where the node at ptr (a JSON Pointer, "" for the root) starts; false when unknown. */
 bool yamljson_mark(const struct yamljson_doc *doc, const char *ptr, unsigned *line,
                    unsigned *column);
