@@ -265,6 +265,47 @@ static void test_capacity_nodes(void)
     cluster_free(c);
 }
 
+/* A pod that names its node skips the scheduler: its kubelet admits it checking only the
+ * node's name, resources, selector and required affinity, and NoExecute taints
+ * (pkg/kubelet/lifecycle/predicate.go), so only that node counts, cordoned or with a NoSchedule
+ * taint the pod does not tolerate, but not with an untolerated NoExecute one. */
+static void test_node_name(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    struct capacity_result r;
+    static const char gpu2[] = "'containers':[{'name':'t','resources':{'limits':"
+                               "{'nvidia.com/gpu':'2'}}}]}";
+    char tmpl[512];
+
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    apply(c, CLUSTER_NODES, "ADDED", NODE("free", "8", "8", ""));
+    apply(c, CLUSTER_NODES, "ADDED",
+          NODE("tainted", "4", "4",
+               "'unschedulable':true,'taints':[{'key':'nvidia.com/gpu','effect':'NoSchedule'}]"));
+    apply(c, CLUSTER_NODES, "ADDED",
+          NODE("evicting", "4", "4", "'taints':[{'key':'drain','effect':'NoExecute'}]"));
+    snprintf(tmpl, sizeof(tmpl), "{'nodeName':'tainted',%s", gpu2);
+    r = judge(c, tmpl, 3, 0);
+    CHECK(r.eligible == 1 && r.fit_now == 2 && r.fit_ever == 2);
+    CHECK_CONTAINS(r.reasons, "2 nodes are not node tainted");
+    snprintf(tmpl, sizeof(tmpl), "{'nodeName':'evicting',%s", gpu2);
+    r = judge(c, tmpl, 1, 0);
+    CHECK(r.eligible == 0);
+    CHECK_CONTAINS(r.reasons, "has untolerated taint drain:NoExecute");
+    snprintf(tmpl, sizeof(tmpl), "{'nodeName':'gone',%s", gpu2);
+    r = judge(c, tmpl, 1, 0);
+    CHECK(r.eligible == 0 && r.fit_ever == 0);
+    /* without nodeName the scheduler's rules: the cordon and the NoSchedule taint count */
+    snprintf(tmpl, sizeof(tmpl), "{%s", gpu2);
+    r = judge(c, tmpl, 1, 0);
+    CHECK(r.eligible == 1 && r.fit_now == 4);
+    cluster_free(c);
+}
+
 /* Decisions remember where a template can go; every change to where pods can go must be seen
  * at once, and a change of amounts alone must not cost the memory nor be missed. */
 static void test_eligible_nodes_follow_the_view(void)
@@ -757,6 +798,7 @@ int main(void)
     RUN(test_capacity_stall);
     RUN(test_preemption_hint);
     RUN(test_capacity_nodes);
+    RUN(test_node_name);
     RUN(test_reservations);
     RUN(test_affinity_rules);
     RUN(test_eligible_nodes_follow_the_view);

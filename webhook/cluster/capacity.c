@@ -26,7 +26,15 @@ static const char *or_empty(const char *s)
 
 /* Why a node cannot take the pod: kept as pointers into the node and the template (valid for
  * the decision), turned into words only for the reasons shown. */
-enum why_kind { WHY_LABEL, WHY_AFFINITY, WHY_TAINT, WHY_CORDONED, WHY_NOT_READY, WHY_NO_RES };
+enum why_kind {
+    WHY_NODE_NAME,
+    WHY_LABEL,
+    WHY_AFFINITY,
+    WHY_TAINT,
+    WHY_CORDONED,
+    WHY_NOT_READY,
+    WHY_NO_RES
+};
 
 struct why {
     enum why_kind k;
@@ -63,6 +71,7 @@ static void reason_add(struct reasons *r, const struct why *w)
 static void why_text(const struct why *w, bool one, char *buf, size_t len)
 {
     switch (w->k) {
+    case WHY_NODE_NAME: snprintf(buf, len, "%s not node %s", one ? "is" : "are", w->a); break;
     case WHY_LABEL: snprintf(buf, len, "%s %s=%s", one ? "lacks" : "lack", w->a, w->b); break;
     case WHY_AFFINITY:
         snprintf(buf, len, "%s not match the required node affinity", one ? "does" : "do");
@@ -207,15 +216,27 @@ static bool lifecycle_taint(const char *key)
            strcmp(key, "node.kubernetes.io/unreachable") == 0;
 }
 
-/* Whether the node cannot take the pod; why into *w. WHY_CORDONED and WHY_NOT_READY are the
- * transient reasons: the node matches the template otherwise. */
+/*
+ * Whether the node cannot take the pod; why into *w. WHY_CORDONED and WHY_NOT_READY are the
+ * transient reasons: the node matches the template otherwise.
+ *
+ * A pod that names its node (spec.nodeName) skips the scheduler: the kubelet of that node admits
+ * it with its own checks (pkg/kubelet/lifecycle/predicate.go: the node's name, resources,
+ * nodeSelector and required affinity, and of the taints only NoExecute ones), so no other node
+ * is eligible, and a cordon or a NoSchedule taint does not keep it off that one.
+ */
 static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
 {
     yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *key, *v, *terms, *term, *tols, *tol;
+    yyjson_val *named = yyjson_obj_get(spec, "nodeName");
     size_t i, k, max;
-    bool any, transient = false;
+    bool any, transient = false, kubelet = str_len(named) > 0;
 
     memset(w, 0, sizeof(*w));
+    if (kubelet && !yyjson_equals_strn(named, n->name, strlen(n->name))) {
+        *w = (struct why){WHY_NODE_NAME, yyjson_get_str(named), NULL, NULL};
+        return true;
+    }
     yyjson_obj_foreach (sel, i, max, key, v) {
         yyjson_val *have = get_by(n->labels, key);
 
@@ -243,7 +264,8 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
         const struct node_taint *t = &n->taints[i];
         bool ok = false;
 
-        if (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0)
+        if (strcmp(t->effect, "NoExecute") != 0 &&
+            (kubelet || strcmp(t->effect, "NoSchedule") != 0))
             continue;
         if (lifecycle_taint(t->key)) {
             transient = true; /* a cordon or a NotReady condition, judged below */
@@ -256,8 +278,9 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
             return true;
         }
     }
-    if (n->unschedulable || !n->ready || transient) {
-        w->k = n->unschedulable || (n->ready && transient) ? WHY_CORDONED : WHY_NOT_READY;
+    if ((n->unschedulable && !kubelet) || !n->ready || transient) {
+        w->k = (n->unschedulable && !kubelet) || (n->ready && transient) ? WHY_CORDONED
+                                                                         : WHY_NOT_READY;
         return true;
     }
     return false;
@@ -860,16 +883,16 @@ static void key_json(struct key *k, yyjson_val *v, unsigned depth)
 static size_t place_key(yyjson_val *spec, const struct capacity_result *out, char *buf, size_t len)
 {
     yyjson_val *aff = yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity");
-    const char *const part[3] = {"nodeSelector", NULL, "tolerations"};
+    const char *const part[4] = {"nodeSelector", NULL, "tolerations", "nodeName"};
     struct key k = {buf, len, 0, false};
 
     for (size_t r = 0; r < out->n_res; r++)
         key_bytes(&k, 'R', out->res[r].name, strlen(out->res[r].name));
-    for (int i = 0; i < 3; i++) { /* each part tagged by where it is, absent ones left out */
+    for (int i = 0; i < 4; i++) { /* each part tagged by where it is, absent ones left out */
         yyjson_val *v = part[i] ? yyjson_obj_get(spec, part[i]) : aff;
 
         if (v != NULL) {
-            key_put(&k, i == 0 ? "S" : i == 1 ? "A" : "T", 1);
+            key_put(&k, i == 0 ? "S" : i == 1 ? "A" : i == 2 ? "T" : "N", 1);
             key_json(&k, v, 0);
         }
     }
