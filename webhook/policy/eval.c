@@ -1513,8 +1513,8 @@ static bool pool_carried(struct ctx *c, const struct node_label *labels, size_t 
     for (size_t i = 0; i < dm.n; i++)
         add_text(res, sizeof(res), "%s", dm.r[i].name);
     snprintf(c->note, sizeof(c->note),
-             "no nodeSelector added: no node offering %s carries all of GPU pool %s's labels %s "
-             "(the pod would stay Pending); fix the pool's nodeLabels",
+             "no nodeSelector added: no node offering %.120s carries all of GPU pool %.64s's "
+             "labels %.200s (the pod would stay Pending); fix the pool's nodeLabels",
              res, pool, want);
     return false;
 }
