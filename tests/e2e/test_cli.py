@@ -639,6 +639,22 @@ def nested_list_items_keep_their_lines():
           ("%s:11: ConfigMap ml/outer:" % nested) in out, "capacity: exit %d\n%s" % (rc, out))
 
 
+@test
+def lint_warns_of_a_pool_no_node_carries():
+    """check -r with a snapshot and no files: a GPU pool whose nodeLabels no node offering its
+    resources carries all of (Tesla-T4-SHARED on renamed nodes, labelled Tesla-T4) is warned
+    about before a pod meets it; the example's pools, which the nodes do carry, are not."""
+    snap = "tests/data/snapshots/eks-t4-a100-mig.json"
+    rc, out, err = run("check", "-r", "rules/tests/policies/pools-wrong-label.yaml",
+                       "--cluster-snapshot", snap)
+    check(rc == 0 and "gpuadmit: warning: policy pools-wrong-label, GPU pool t4: no node of %s "
+          "that offers its resources carries all of its nodeLabels" % snap in err and
+          "pool a100-mig" not in err, "exit %d, %r" % (rc, err))
+    rc, out, err = run("check", "-r", "rules/examples/eks-t4-a100-mig.yaml",
+                       "--cluster-snapshot", snap)
+    check(rc == 0 and err == "", "the example's pools: exit %d, %r" % (rc, err))
+
+
 def setup(work):
     E.work = work
 

@@ -68,6 +68,31 @@ static void test_pool_of(void)
     policy_unref(p);
 }
 
+/* A resource belongs to the first pool that matches it: a narrow glob before a wider one
+ * takes its resources, the wider one the rest. */
+static void test_first_pool_wins(void)
+{
+    static const char two[] = "apiVersion: gpuadmit.io/v1alpha1\n"
+                              "kind: GPUPolicy\n"
+                              "metadata: {name: p}\n"
+                              "spec:\n"
+                              "  gpu:\n"
+                              "    pools:\n"
+                              "      - {name: small, resources: [\"nvidia.com/mig-1g.*\"]}\n"
+                              "      - {name: other, resources: [\"nvidia.com/mig-*\"]}\n"
+                              "  rules: []\n";
+    struct rules_errors e = {0};
+    struct policy *p = rules_load_buffer("two.yaml", two, sizeof(two) - 1, &e);
+
+    CHECK(p != NULL);
+    rules_errors_clear(&e);
+    if (p == NULL)
+        return;
+    CHECK(pool_of(&p->docs[0], "nvidia.com/mig-1g.5gb") == 0);
+    CHECK(pool_of(&p->docs[0], "nvidia.com/mig-3g.20gb") == 1);
+    policy_unref(p);
+}
+
 static void test_taints_and_labels(void)
 {
     struct policy *p = load();
@@ -103,6 +128,7 @@ static void test_taints_and_labels(void)
 int main(void)
 {
     RUN(test_pool_of);
+    RUN(test_first_pool_wins);
     RUN(test_taints_and_labels);
     TEST_MAIN_END("test_pool");
 }

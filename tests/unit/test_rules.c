@@ -1229,13 +1229,31 @@ static void test_pool_errors(void)
                                   "matched by \"nvidia.com/mig-*\" of pool a, so it would never "
                                   "be this pool's"));
     CHECK(has_err("t.yaml:15:29", "spec.gpu.pools[2].resources[1]: \"y.io/g\" is matched by "
-                                  "\"y.io/g\" of pool c"));
+                                  "spec.gpu.pools[2].resources[0] of the same pool"));
     CHECK(has_err("t.yaml:16:9", "missing required key \"resources\""));
     CHECK(has_err("t.yaml:20:7", "spec.rules[0].labels: not with gpu.pools"));
     CHECK(E.n == 7);
 
     p = load(HEAD "  gpu: {pools: []}\n  rules: []\n");
     CHECK(p == NULL && has_err("t.yaml:6:16", "spec.gpu.pools: expected 1 to 16 pools, got 0"));
+    p = load(HEAD "  gpu: {pools: [{name: Big_Pool, resources: [a.io/g]}]}\n  rules: []\n");
+    CHECK(p == NULL && has_err("t.yaml:6:24", "bad pool name \"Big_Pool\""));
+
+    /* a pod's patch gets every label and taint of its pool: more than 32 are refused */
+    {
+        char text[4096];
+        int at = snprintf(text, sizeof(text), "%s",
+                          HEAD "  gpu:\n    pools:\n"
+                               "      - name: a\n"
+                               "        resources: [a.io/g]\n"
+                               "        nodeLabels:\n");
+        for (int i = 0; i < 33; i++)
+            at += snprintf(text + at, sizeof(text) - (size_t)at, "          l%d: v\n", i);
+        snprintf(text + at, sizeof(text) - (size_t)at, "  rules: []\n");
+        p = load(text);
+        CHECK(p == NULL && has_err("t.yaml:11:11", "spec.gpu.pools[0].nodeLabels: 33 labels, "
+                                                   "more than 32 per pool"));
+    }
 }
 
 /* Without pools, node-selector adds every gpu.nodeLabels entry with a value, while a GPU node

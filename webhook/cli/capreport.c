@@ -572,7 +572,7 @@ static void workload_report(struct judging *j, const struct cap_opts *o)
          * kubectl apply refuses one too ("no objects passed to apply") */
         diag_clear(&d);
         diag_set(&d, o->n_files == 1 ? o->files[0] : "-f", 0, 0,
-                 "no Kubernetes objects in the %s given (empty, or only comments)",
+                 "no Kubernetes objects in the %s given (empty, only comments, or empty Lists)",
                  o->n_files == 1 ? "file" : "files");
         input_error(j, &d);
     }

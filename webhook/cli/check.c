@@ -18,6 +18,7 @@
 #include "json.h"
 #include "log.h"
 #include "offline.h"
+#include "policy/pool.h"
 #include "policy/policy.h"
 #include "yamljson.h"
 
@@ -362,6 +363,28 @@ static void check_file(const struct offline_opts *oo, const struct check_opts *o
     yamljson_free(&y);
 }
 
+/* Linting against a snapshot: a GPU pool whose labels no node offering its resources carries
+ * all of gets nothing from node-selector (a selector that would keep its pods Pending): said
+ * before a pod meets it. */
+static void warn_pools(const struct policy *p, struct cluster *view)
+{
+    for (size_t d = 0; view != NULL && d < p->n_docs; d++) {
+        const struct policy_doc *doc = &p->docs[d];
+        bool selects = false;
+
+        for (size_t k = 0; k < doc->n_rules; k++)
+            selects = selects || doc->rules[k].type == RULE_NODE_SELECTOR;
+        for (size_t i = 0; selects && i < doc->n_pools; i++)
+            if (pool_nodes_carry(doc, i, view) == 0)
+                fprintf(stderr,
+                        "gpuadmit: warning: policy %s, GPU pool %s: no node of %s that offers "
+                        "its resources carries all of its nodeLabels, so node-selector adds "
+                        "none to its pods (and warns)\n",
+                        doc->name, doc->pools[i].name,
+                        cluster_snapshot_path(view) ? cluster_snapshot_path(view) : "the cluster");
+    }
+}
+
 int check_main(int argc, char **argv)
 {
     struct check_opts o = {0};
@@ -397,6 +420,7 @@ int check_main(int argc, char **argv)
         size_t n = 0;
 
         offline_warn_snapshot(p, view); /* linting the policy against an incomplete snapshot */
+        warn_pools(p, view);
 
         for (size_t i = 0; i < p->n_docs; i++)
             n += p->docs[i].n_rules;
@@ -420,7 +444,7 @@ int check_main(int argc, char **argv)
          * kubectl apply refuses one too ("no objects passed to apply") */
         diag_clear(&d);
         diag_set(&d, argc - optind == 1 ? argv[optind] : "-", 0, 0,
-                 "no Kubernetes objects in the %s given (empty, or only comments)",
+                 "no Kubernetes objects in the %s given (empty, only comments, or empty Lists)",
                  argc - optind == 1 ? "file" : "files");
         input_error(&d, &rep, &t);
     }

@@ -197,8 +197,11 @@ struct gpu_pool {
     size_t n_taints;
 };
 
-/* Most pools in one policy: a pod's pools are a bit set (unsigned). */
+/* Most pools in one policy: a pod's pools are a bit set (unsigned). Most node labels and
+ * taints of one pool: a pod's patch gets them all, into arrays of these sizes. */
 #define POLICY_POOLS_MAX 16
+#define POOL_LABELS_MAX  32u
+#define POOL_TAINTS_MAX  32u
 
 struct policy_doc {
     char *name;

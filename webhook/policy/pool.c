@@ -118,3 +118,28 @@ void pool_names(const struct policy_doc *doc, unsigned set, char *buf, size_t le
                                            : ", ");
     }
 }
+
+static bool pool_offers(const char *res, void *arg)
+{
+    return pod_glob_any(&((const struct gpu_pool *)arg)->resources, res);
+}
+
+int pool_nodes_carry(const struct policy_doc *doc, size_t i, struct cluster *view)
+{
+    const char *keys[POOL_LABELS_MAX], *values[POOL_LABELS_MAX];
+    const struct gpu_pool *pl;
+    size_t m = 0;
+
+    if (i >= doc->n_pools)
+        return -1;
+    pl = &doc->pools[i];
+    for (size_t l = 0; l < pl->n_labels && m < POOL_LABELS_MAX; l++) {
+        if (pl->labels[l].value == NULL)
+            continue;
+        keys[m] = pl->labels[l].key;
+        values[m++] = pl->labels[l].value;
+    }
+    if (m == 0)
+        return -1;
+    return cluster_offering_nodes_carry_all(view, pool_offers, (void *)pl, keys, values, m);
+}

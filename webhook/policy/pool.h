@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cluster/cluster.h"
 #include "pod.h"
 #include "policy.h"
 
@@ -31,6 +32,12 @@ size_t pool_labels(const struct policy_doc *doc, unsigned set, struct node_label
 
 /* Whether two pools of set give one label key different values (no node is in both). */
 bool pool_labels_clash(const struct policy_doc *doc, unsigned set);
+
+/* Against a view (a snapshot, or synced): 1 when a node that offers one of pool i's resources
+ * carries every one of its labels that has a value, 0 when none does (node-selector would patch
+ * its pods to stay Pending, so it adds nothing and warns), -1 when no node offers them or the
+ * pool has no label with a value. */
+int pool_nodes_carry(const struct policy_doc *doc, size_t i, struct cluster *view);
 
 /* The pools' names, "a and b" or "a, b and c", into buf; "" for set 0. */
 void pool_names(const struct policy_doc *doc, unsigned set, char *buf, size_t len);

@@ -688,6 +688,7 @@ static const struct check VAL_LABEL_KEY = {"label key", check_label_key};
 static const struct check VAL_LABEL_VALUE = {"label value", check_label_value};
 static const struct check VAL_SUBDOMAIN = {"name", check_subdomain};
 static const struct check VAL_POLICY_NAME = {"policy name", check_dns_label};
+static const struct check VAL_POOL_NAME = {"pool name", check_dns_label};
 static const struct check VAL_RULE_NAME = {"rule name", check_rule_name};
 static const struct check VAL_RESOURCE = {"resource name", check_label_key};
 
@@ -1157,10 +1158,14 @@ static void check_pool_resources(struct loader *L, const struct policy_doc *doc,
                 if (o->v[k] == NULL || fnmatch(o->v[k], g, 0) != 0)
                     continue;
                 path_index(p, path, i);
-                err_node(L, seq->kids[i],
-                         "%s: %s is matched by %s of pool %s, so it would never be this pool's "
-                         "(a resource belongs to the first pool that matches it)",
-                         p, show(b, g), show(c, o->v[k]), doc->pools[j].name);
+                if (j == at)
+                    err_node(L, seq->kids[i], "%s: %s is matched by %s[%zu] of the same pool", p,
+                             show(b, g), path, k);
+                else
+                    err_node(L, seq->kids[i],
+                             "%s: %s is matched by %s of pool %s, so it would never be this "
+                             "pool's (a resource belongs to the first pool that matches it)",
+                             p, show(b, g), show(c, o->v[k]), doc->pools[j].name);
                 j = at + 1;
                 break;
             }
@@ -1178,7 +1183,7 @@ static void load_pool(struct loader *L, const struct yamltree_node *n, const cha
     if (!map_fields(L, n, path, POOL_FIELDS, GP_N, v, k))
         return;
     path_key(p, path, "name");
-    if (v[GP_NAME] != NULL && get_str(L, v[GP_NAME], p, &VAL_POLICY_NAME, &pl->name) == 0)
+    if (v[GP_NAME] != NULL && get_str(L, v[GP_NAME], p, &VAL_POOL_NAME, &pl->name) == 0)
         for (size_t j = 0; j < at; j++)
             if (doc->pools[j].name != NULL && strcmp(doc->pools[j].name, pl->name) == 0)
                 err_node(L, v[GP_NAME], "%s: pool name %s is taken by an earlier pool", p,
@@ -1188,6 +1193,13 @@ static void load_pool(struct loader *L, const struct yamltree_node *n, const cha
     load_gpu_kind(
         L, v[GP_RESOURCES], v[GP_NODE_LABELS], v[GP_TAINTS], path,
         &(struct gpu_kind){&pl->resources, &pl->labels, &pl->n_labels, &pl->taints, &pl->n_taints});
+    /* a pod's patch gets them all (the rules' arrays have room for these many) */
+    if (pl->n_labels > POOL_LABELS_MAX)
+        err_node(L, v[GP_NODE_LABELS], "%s.nodeLabels: %zu labels, more than %u per pool", path,
+                 pl->n_labels, POOL_LABELS_MAX);
+    if (pl->n_taints > POOL_TAINTS_MAX)
+        err_node(L, v[GP_TAINTS], "%s.taints: %zu taints, more than %u per pool", path,
+                 pl->n_taints, POOL_TAINTS_MAX);
     path_key(p, path, "resources");
     if (v[GP_RESOURCES] != NULL && ykind(v[GP_RESOURCES]) == YN_SEQ)
         check_pool_resources(L, doc, at, v[GP_RESOURCES], p);
