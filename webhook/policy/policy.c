@@ -11,11 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const rule_type_names[RULE_TYPES] = {
-    [RULE_GPU_REQUEST] = "gpu-request", [RULE_PRIORITY_CLASS] = "priority-class",
-    [RULE_TOLERATIONS] = "tolerations", [RULE_NODE_SELECTOR] = "node-selector",
-    [RULE_CAPACITY] = "capacity",
-};
+/* the names of rule_kinds.h */
+#define RULE_TYPE_NAME(ID, NAME, stem) [RULE_##ID] = NAME,
+static const char *const rule_type_names[RULE_TYPES] = {RULE_KINDS(RULE_TYPE_NAME)};
+#undef RULE_TYPE_NAME
 
 static const char *const enforcement_names[ENFORCEMENTS] = {
     [ENFORCE_ENFORCE] = "Enforce",

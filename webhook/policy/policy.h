@@ -19,17 +19,13 @@
 #include <stdint.h>
 
 #include "diag.h"
+#include "rule_kinds.h"
 
-/* A rule's type; its name (policy_rule_type_name) is what rule files write, and logs, traces
- * and metrics show. RULE_TYPES counts them. */
-enum rule_type {
-    RULE_GPU_REQUEST,
-    RULE_PRIORITY_CLASS,
-    RULE_TOLERATIONS,
-    RULE_NODE_SELECTOR,
-    RULE_CAPACITY,
-    RULE_TYPES
-};
+/* A rule's type, one per line of rule_kinds.h; its name (policy_rule_type_name) is what rule
+ * files write, and logs, traces and metrics show. RULE_TYPES counts them. */
+#define RULE_TYPE_ENUM(ID, NAME, stem) RULE_##ID,
+enum rule_type { RULE_KINDS(RULE_TYPE_ENUM) RULE_TYPES };
+#undef RULE_TYPE_ENUM
 /* What the capacity rule does while the cluster view is not synced or too old (its whenStale);
  * STALE_MODES counts them. */
 enum stale_mode { STALE_ALLOW, STALE_WARN, STALE_DENY, STALE_MODES };

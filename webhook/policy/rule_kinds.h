@@ -1,0 +1,19 @@
+/*
+ * rule_kinds.h: the rule types, one line each: the one place a rule type is named.
+ *
+ * RULE_KIND(ID, NAME, stem): RULE_ID is its enum rule_type value (policy.h), NAME what rule
+ * files, logs, traces and metrics call it (policy_rule_type_name()), stem the name its code
+ * goes by.
+ */
+#ifndef GPUADMIT_RULE_KINDS_H
+#define GPUADMIT_RULE_KINDS_H
+
+/* In the order the rule files' documentation lists them; the order of metrics and messages. */
+#define RULE_KINDS(RULE_KIND)                                                                      \
+    RULE_KIND(GPU_REQUEST, "gpu-request", gpu_request)                                             \
+    RULE_KIND(PRIORITY_CLASS, "priority-class", priority_class)                                    \
+    RULE_KIND(TOLERATIONS, "tolerations", tolerations)                                             \
+    RULE_KIND(NODE_SELECTOR, "node-selector", node_selector)                                       \
+    RULE_KIND(CAPACITY, "capacity", capacity)
+
+#endif
