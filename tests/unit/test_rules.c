@@ -7,6 +7,10 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "policy/rule_capacity.h"
+#include "policy/rule_gpu_request.h"
+#include "policy/rule_node_selector.h"
+#include "policy/rule_priority_class.h"
 #include "policy/rules.h"
 
 #define DATA "tests/data/rules/"
@@ -275,6 +279,9 @@ static void check_full_scope(const struct scope *s)
 static void check_full_rules(const struct policy_doc *d)
 {
     const struct rule *r;
+    const struct gpu_request_settings *gr;
+    const struct priority_class_settings *pc;
+    const struct node_selector_settings *ns;
 
     CHECK(d->n_rules == 4);
     if (d->n_rules != 4)
@@ -288,10 +295,14 @@ static void check_full_rules(const struct policy_doc *d)
     CHECK(r->scope.has_match && LIST_IS(&r->scope.match.namespaces, "team-[ab]*"));
     CHECK(r->scope.has_exclude && LIST_IS(&r->scope.exclude.users, "alice"));
     CHECK(r->scope.exclude.owner_kinds.n == 0); /* no default exclude on rules */
-    CHECK_STR(r->default_resource, "nvidia.com/mig-1g.5gb");
-    CHECK(r->default_count == 2);
-    CHECK(r->max_per_pod == 8);
-    CHECK(!r->deny_visible_devices_env && !r->deny_privileged && !r->deny_dev_host_path);
+    gr = gpu_request_settings(r);
+    CHECK(gr != NULL);
+    if (gr != NULL) {
+        CHECK_STR(gr->default_resource, "nvidia.com/mig-1g.5gb");
+        CHECK(gr->default_count == 2);
+        CHECK(gr->max_per_pod == 8);
+        CHECK(!gr->deny_visible_devices_env && !gr->deny_privileged && !gr->deny_dev_host_path);
+    }
 
     r = &d->rules[1];
     CHECK_STR(r->name, "priority");
@@ -300,18 +311,22 @@ static void check_full_rules(const struct policy_doc *d)
     CHECK(r->enforcement == ENFORCE_AUDIT);
     CHECK(r->line == 51);
     CHECK(!r->scope.has_match && !r->scope.has_exclude);
-    CHECK_STR(r->default_class, "gpu-standard");
-    CHECK(r->n_ns_defaults == 1);
-    if (r->n_ns_defaults == 1) {
-        CHECK_STR(r->ns_defaults[0].ns_glob, "team-a*");
-        CHECK_STR(r->ns_defaults[0].value, "team-a-gpu");
+    pc = priority_class_settings(r);
+    CHECK(pc != NULL);
+    if (pc != NULL) {
+        CHECK_STR(pc->default_class, "gpu-standard");
+        CHECK(pc->n_ns_defaults == 1);
+        if (pc->n_ns_defaults == 1) {
+            CHECK_STR(pc->ns_defaults[0].ns_glob, "team-a*");
+            CHECK_STR(pc->ns_defaults[0].value, "team-a-gpu");
+        }
+        CHECK(pc->n_allowed == 1);
+        if (pc->n_allowed == 1) {
+            CHECK_STR(pc->allowed[0].ns_glob, "team-a*");
+            CHECK(LIST_IS(&pc->allowed[0].values, "team-a-*", "gpu-standard"));
+        }
     }
-    CHECK(r->n_allowed == 1);
-    if (r->n_allowed == 1) {
-        CHECK_STR(r->allowed[0].ns_glob, "team-a*");
-        CHECK(LIST_IS(&r->allowed[0].values, "team-a-*", "gpu-standard"));
-    }
-    CHECK(r->default_resource == NULL);
+    CHECK(gpu_request_settings(r) == NULL); /* the settings are the priority-class kind's */
 
     r = &d->rules[2];
     CHECK_STR(r->name, "tolerations");
@@ -325,12 +340,13 @@ static void check_full_rules(const struct policy_doc *d)
     CHECK(r->type == RULE_NODE_SELECTOR);
     CHECK(r->action == ACTION_MUTATE);
     CHECK(r->line == 62);
-    CHECK(r->n_labels == 2);
-    if (r->n_labels == 2) {
-        CHECK_STR(r->labels[0].key, "nvidia.com/gpu.present");
-        CHECK_STR(r->labels[0].value, "true");
-        CHECK_STR(r->labels[1].key, "example.com/gpu-pool");
-        CHECK_STR(r->labels[1].value, "a100");
+    ns = node_selector_settings(r);
+    CHECK(ns != NULL && ns->n_labels == 2);
+    if (ns != NULL && ns->n_labels == 2) {
+        CHECK_STR(ns->labels[0].key, "nvidia.com/gpu.present");
+        CHECK_STR(ns->labels[0].value, "true");
+        CHECK_STR(ns->labels[1].key, "example.com/gpu-pool");
+        CHECK_STR(ns->labels[1].value, "a100");
     }
 }
 
@@ -409,18 +425,24 @@ static void test_defaults(void)
         CHECK(!d->rules[i].scope.has_match && !d->rules[i].scope.has_exclude);
     }
     if (d->n_rules == 4) {
-        const struct rule *g = &d->rules[0];
-        CHECK(g->type == RULE_GPU_REQUEST);
-        CHECK_STR(g->default_resource, "nvidia.com/gpu");
-        CHECK(g->default_count == 1);
-        CHECK(g->max_per_pod == 0);
-        CHECK(g->deny_visible_devices_env && g->deny_privileged && g->deny_dev_host_path);
+        const struct gpu_request_settings *g = gpu_request_settings(&d->rules[0]);
+        const struct node_selector_settings *ns = node_selector_settings(&d->rules[1]);
+        const struct priority_class_settings *pc = priority_class_settings(&d->rules[2]);
+        CHECK(d->rules[0].type == RULE_GPU_REQUEST);
+        CHECK(g != NULL);
+        if (g != NULL) {
+            CHECK_STR(g->default_resource, "nvidia.com/gpu");
+            CHECK(g->default_count == 1);
+            CHECK(g->max_per_pod == 0);
+            CHECK(g->deny_visible_devices_env && g->deny_privileged && g->deny_dev_host_path);
+        }
         CHECK(d->rules[1].type == RULE_NODE_SELECTOR);
-        CHECK(d->rules[1].n_labels == 0 && d->rules[1].labels == NULL);
+        CHECK(ns != NULL && ns->n_labels == 0 && ns->labels == NULL);
         CHECK(d->rules[2].type == RULE_PRIORITY_CLASS);
-        CHECK(d->rules[2].default_class == NULL);
-        CHECK(d->rules[2].n_ns_defaults == 0 && d->rules[2].n_allowed == 0);
+        CHECK(pc != NULL && pc->default_class == NULL);
+        CHECK(pc != NULL && pc->n_ns_defaults == 0 && pc->n_allowed == 0);
         CHECK(d->rules[3].type == RULE_TOLERATIONS);
+        CHECK(d->rules[3].settings == NULL); /* tolerations has no settings of its own */
     }
     policy_free(p);
 }
@@ -454,7 +476,8 @@ static void test_null_and_empty(void)
         CHECK(d->gpu_resources.n == 3 && d->n_gpu_node_labels == 0 && d->n_gpu_taints == 0);
         CHECK(d->scope.has_exclude && d->scope.exclude.owner_kinds.n == 0);
         CHECK(d->scope.has_match && d->scope.match.labels.set && d->scope.match.labels.n == 0);
-        CHECK(d->rules[0].n_labels == 0);
+        CHECK(node_selector_settings(&d->rules[0]) != NULL &&
+              node_selector_settings(&d->rules[0])->n_labels == 0);
     }
     policy_free(p);
 }
@@ -537,7 +560,8 @@ static void test_tags(void)
     if (p != NULL) {
         CHECK(p->docs[0].audit_only);
         CHECK_STR(p->docs[0].rules[0].name, "123");
-        CHECK(p->docs[0].rules[0].max_per_pod == 4);
+        CHECK(gpu_request_settings(&p->docs[0].rules[0]) != NULL &&
+              gpu_request_settings(&p->docs[0].rules[0])->max_per_pod == 4);
     } else {
         dump_errors();
     }
@@ -1037,7 +1061,8 @@ static void test_integers(void)
     if (p != NULL) {
         CHECK(p->docs[0].classes[0].value == 1000000000);
         CHECK(p->docs[0].classes[1].value == INT32_MIN);
-        CHECK(p->docs[0].rules[0].max_per_pod == INT64_MAX);
+        CHECK(gpu_request_settings(&p->docs[0].rules[0]) != NULL &&
+              gpu_request_settings(&p->docs[0].rules[0])->max_per_pod == INT64_MAX);
     }
     policy_free(p);
 }

@@ -3,7 +3,8 @@
  * policy's vocabulary (see policy.h).
  * The holder's lock is held only to copy a pointer and bump a count, never while evaluating.
  * Each name is written once, here: a table indexed by its enum, sized by the enum's count, so
- * that a value added to an enum without its name is a NULL the unit tests catch.
+ * that a value added to an enum without its name is a NULL the unit tests catch; the rule
+ * types' names are rule_kinds.h's, through the kinds' table (kind.h).
  */
 #include "policy.h"
 
@@ -11,10 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* the names of rule_kinds.h */
-#define RULE_TYPE_NAME(ID, NAME, stem) [RULE_##ID] = NAME,
-static const char *const rule_type_names[RULE_TYPES] = {RULE_KINDS(RULE_TYPE_NAME)};
-#undef RULE_TYPE_NAME
+#include "kind.h"
 
 static const char *const enforcement_names[ENFORCEMENTS] = {
     [ENFORCE_ENFORCE] = "Enforce",
@@ -47,7 +45,7 @@ static const char *const outcome_names[OUTCOMES] = {
 
 const char *policy_rule_type_name(enum rule_type t)
 {
-    return (unsigned)t < RULE_TYPES ? rule_type_names[t] : NULL;
+    return (unsigned)t < RULE_TYPES ? rule_kinds[t].name : NULL;
 }
 
 const char *policy_enforcement_name(enum rule_enforcement e)

@@ -128,17 +128,6 @@ struct priority_class {
     char *preemption_policy; /* PreemptLowerPriority or Never */
 };
 
-/* A value chosen per namespace: the first entry whose glob matches the namespace wins. */
-struct ns_value {
-    char *ns_glob;
-    char *value;
-};
-
-struct ns_list {
-    char *ns_glob;
-    struct strlist values; /* globs */
-};
-
 struct rule {
     char *name; /* unique across the directory; a valid audit-annotation key */
     enum rule_type type;
@@ -147,38 +136,9 @@ struct rule {
     struct scope scope; /* narrows the policy's scope */
     unsigned line;      /* where the rule starts in its file */
 
-    /* gpu-request */
-    char *default_resource; /* Mutate: the resource added to the first container */
-    int64_t default_count;  /* Mutate: how many */
-    int64_t max_per_pod;    /* 0: no maximum */
-    bool deny_visible_devices_env;
-    bool deny_privileged;
-    bool deny_dev_host_path;
-    bool deny_env_from; /* envFrom without a safe prefix; only with deny_visible_devices_env */
-
-    /* priority-class */
-    char *default_class; /* NULL: no default (Mutate then cannot fix, and denies) */
-    struct ns_value *ns_defaults;
-    size_t n_ns_defaults;
-    struct ns_list *allowed; /* empty: any existing class is allowed */
-    size_t n_allowed;
-
-    /* capacity */
-    bool deny_unavailable;  /* more than fits now: deny (else warn) */
-    int64_t headroom;       /* GPUs kept free on each node */
-    int64_t reserve_s;      /* how long an admitted increase is held back */
-    bool owned_replicasets; /* judge ReplicaSets a Deployment controls (else at the Deployment) */
-    enum stale_mode when_stale;
-    int64_t max_view_age_s;
-    bool deny_shared_multiple; /* more than one shared GPU per container where all are shared */
-    bool autoscaling;          /* nodes can be added: "can never fit" is only a warning */
-    bool autoscaling_set;      /* autoscaling written in the rule: false then says no node
-                                  autoscaler runs, so no matching node at all is "never" */
-
-    /* node-selector: the labels added (Mutate); empty means every GPU node label of the policy
-     * that has a value */
-    struct node_label *labels;
-    size_t n_labels;
+    /* the type's own settings, made by its loader and freed by its kind (kind.h): read through
+     * the module's header (rule_gpu_request.h, ...); NULL for a type without any */
+    void *settings;
 };
 
 /* A GPU pool (gpu.pools): one kind of GPU node, the GPU resources it serves, the labels that

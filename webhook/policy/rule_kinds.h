@@ -2,8 +2,10 @@
  * rule_kinds.h: the rule types, one line each: the one place a rule type is named.
  *
  * RULE_KIND(ID, NAME, stem): RULE_ID is its enum rule_type value (policy.h), NAME what rule
- * files, logs, traces and metrics call it (policy_rule_type_name()), stem the name its code
- * goes by.
+ * files, logs, traces and metrics call it (policy_rule_type_name()), and stem names its module,
+ * rule_<stem>.c, which holds its settings, loader and judges and defines its operations,
+ * rule_<stem>_ops (kind.h). A new rule type is a line here and its module; the loader and the
+ * evaluator learn everything else about it from its operations (docs/architecture.md §2.2).
  */
 #ifndef GPUADMIT_RULE_KINDS_H
 #define GPUADMIT_RULE_KINDS_H

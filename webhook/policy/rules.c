@@ -1,5 +1,7 @@
 /*
- * rules.c: the GPUPolicy rule-file loader (rules/README.md) and policy_free().
+ * rules.c: the GPUPolicy rule-file loader (rules/README.md) and policy_free(): files,
+ * documents, spec.gpu, priority classes, scope, and each rule's common keys; a rule's own keys
+ * are its kind's (kind.h), loaded by its module with the helpers of load.h.
  *
  * A file goes through two passes. The first reads it with the bounded YAML reader (yamltree.h),
  * which caps depth and node count, so the tree is at most RULES_NODES_MAX nodes and
@@ -30,12 +32,12 @@
 #include <unistd.h>
 #include <yaml.h>
 
+#include "kind.h"
+#include "load.h"
 #include "names.h"
 #include "yamltree.h"
 
-#define SHOW_BUF (RULES_VALUE_SHOWN * 4u + 8u) /* a value quoted with escapes and "..." */
-#define LIST_BUF 256u                          /* "one of a, b, c" lists in messages */
-#define DIGITS   "0123456789"
+#define DIGITS "0123456789"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Errors */
@@ -141,7 +143,7 @@ static void *grow(void *arr, size_t *cap, size_t need, size_t elem)
     return n;
 }
 
-static char *xstrdup(struct loader *L, const char *s)
+char *xstrdup(struct loader *L, const char *s)
 {
     char *d = strdup(s);
 
@@ -151,7 +153,7 @@ static char *xstrdup(struct loader *L, const char *s)
 }
 
 /* Zeroed array of n elements; NULL for n == 0, or on failure (recorded). */
-static void *xcalloc(struct loader *L, size_t n, size_t size)
+void *xcalloc(struct loader *L, size_t n, size_t size)
 {
     void *p;
 
@@ -326,7 +328,7 @@ static void read_tree(struct loader *L, const char *file, const char *text, size
 /* Second pass: messages */
 
 /* The text quoted for a message: escaped, cut at RULES_VALUE_SHOWN bytes. Returns buf. */
-static const char *show(char *buf, const char *s)
+const char *show(char *buf, const char *s)
 {
     size_t i, o = 0;
 
@@ -386,12 +388,12 @@ static void path_fit(char *out, int written)
         memcpy(out + RULES_PATH_MAX - 4, "...", 4);
 }
 
-static void path_key(char *out, const char *base, const char *key)
+void path_key(char *out, const char *base, const char *key)
 {
     path_fit(out, snprintf(out, RULES_PATH_MAX, "%s%s%s", base, base[0] ? "." : "", key));
 }
 
-static void path_index(char *out, const char *base, size_t i)
+void path_index(char *out, const char *base, size_t i)
 {
     path_fit(out, snprintf(out, RULES_PATH_MAX, "%s[%zu]", base, i));
 }
@@ -416,9 +418,9 @@ static void join(char *buf, size_t size, const char *const *names, size_t n)
     }
 }
 
-static void err_node(struct loader *L, const struct yamltree_node *n, const char *fmt, ...)
+void err_node(struct loader *L, const struct yamltree_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void err_node(struct loader *L, const struct yamltree_node *n, const char *fmt, ...)
+void err_node(struct loader *L, const struct yamltree_node *n, const char *fmt, ...)
 {
     va_list ap;
 
@@ -446,7 +448,7 @@ static bool is_null(const struct yamltree_node *n)
 }
 
 /* An optional key that is absent or null takes its default. */
-static bool given(const struct yamltree_node *n)
+bool given(const struct yamltree_node *n)
 {
     return n != NULL && !is_null(n);
 }
@@ -459,7 +461,7 @@ static bool want_map(struct loader *L, const struct yamltree_node *n, const char
     return false;
 }
 
-static bool want_seq(struct loader *L, const struct yamltree_node *n, const char *path)
+bool want_seq(struct loader *L, const struct yamltree_node *n, const char *path)
 {
     if (ykind(n) == YN_SEQ)
         return true;
@@ -482,7 +484,7 @@ static const char *get_text(struct loader *L, const struct yamltree_node *n, con
     return NULL;
 }
 
-static int get_bool(struct loader *L, const struct yamltree_node *n, const char *path, bool *out)
+int get_bool(struct loader *L, const struct yamltree_node *n, const char *path, bool *out)
 {
     if (ykind(n) == YN_SCALAR && ysk(n) == YAMLTREE_BOOL) {
         *out = n->s[0] == 't' || n->s[0] == 'T';
@@ -496,8 +498,8 @@ static int get_bool(struct loader *L, const struct yamltree_node *n, const char 
 }
 
 /* A decimal integer in [min, max]. Leading zeros are refused: YAML 1.1 tools read 010 as 8. */
-static int get_int(struct loader *L, const struct yamltree_node *n, const char *path, int64_t min,
-                   int64_t max, int64_t *out)
+int get_int(struct loader *L, const struct yamltree_node *n, const char *path, int64_t min,
+            int64_t max, int64_t *out)
 {
     const char *s, *digits;
     char *end;
@@ -536,8 +538,8 @@ static int get_int(struct loader *L, const struct yamltree_node *n, const char *
 }
 
 /* The index of the string value in names, or -1 (recorded). */
-static int get_enum(struct loader *L, const struct yamltree_node *n, const char *path,
-                    const char *const *names, size_t nn)
+int get_enum(struct loader *L, const struct yamltree_node *n, const char *path,
+             const char *const *names, size_t nn)
 {
     char list[LIST_BUF], b[SHOW_BUF];
     size_t i;
@@ -677,20 +679,15 @@ static const char *check_rule_name(const char *s)
            "and '.', starting and ending with a letter or digit";
 }
 
-struct check {
-    const char *what;
-    const char *(*fn)(const char *s);
-};
-
-static const struct check VAL_GLOB = {"glob", check_glob};
+const struct check VAL_GLOB = {"glob", check_glob};
 static const struct check VAL_SA_GLOB = {"service account glob", check_sa_glob};
-static const struct check VAL_LABEL_KEY = {"label key", check_label_key};
-static const struct check VAL_LABEL_VALUE = {"label value", check_label_value};
-static const struct check VAL_SUBDOMAIN = {"name", check_subdomain};
+const struct check VAL_LABEL_KEY = {"label key", check_label_key};
+const struct check VAL_LABEL_VALUE = {"label value", check_label_value};
+const struct check VAL_SUBDOMAIN = {"name", check_subdomain};
 static const struct check VAL_POLICY_NAME = {"policy name", check_dns_label};
 static const struct check VAL_POOL_NAME = {"pool name", check_dns_label};
 static const struct check VAL_RULE_NAME = {"rule name", check_rule_name};
-static const struct check VAL_RESOURCE = {"resource name", check_label_key};
+const struct check VAL_RESOURCE = {"resource name", check_label_key};
 
 static bool check_text(struct loader *L, const struct yamltree_node *n, const char *path,
                        const struct check *c, const char *s)
@@ -705,8 +702,8 @@ static bool check_text(struct loader *L, const struct yamltree_node *n, const ch
 }
 
 /* A checked string copied into *out. Returns 0 or -1 (recorded). */
-static int get_str(struct loader *L, const struct yamltree_node *n, const char *path,
-                   const struct check *c, char **out)
+int get_str(struct loader *L, const struct yamltree_node *n, const char *path,
+            const struct check *c, char **out)
 {
     const char *s = get_text(L, n, path);
 
@@ -728,8 +725,8 @@ static void set_strlist(struct loader *L, struct strlist *l, const char *const *
         l->v[i] = xstrdup(L, v[i]);
 }
 
-static void load_strlist(struct loader *L, const struct yamltree_node *n, const char *path,
-                         const struct check *c, struct strlist *out)
+void load_strlist(struct loader *L, const struct yamltree_node *n, const char *path,
+                  const struct check *c, struct strlist *out)
 {
     char p[RULES_PATH_MAX];
     size_t i;
@@ -748,11 +745,6 @@ static void load_strlist(struct loader *L, const struct yamltree_node *n, const 
 
 /* ------------------------------------------------------------------------------------------ */
 /* Second pass: mappings */
-
-struct field {
-    const char *name;
-    bool required;
-};
 
 static void join_fields(char *buf, size_t size, const struct field *f, size_t nf)
 {
@@ -778,9 +770,9 @@ static const char *key_text(struct loader *L, const struct yamltree_node *k, con
 
 /* Sorts the pairs of map by fields: vals[i] and keys[i] get the value and key of fields[i], or
  * NULL. Reports unknown, duplicate and missing required keys. False when map is not a mapping. */
-static bool map_fields(struct loader *L, const struct yamltree_node *map, const char *path,
-                       const struct field *fields, size_t nf, const struct yamltree_node **vals,
-                       const struct yamltree_node **keys)
+bool map_fields(struct loader *L, const struct yamltree_node *map, const char *path,
+                const struct field *fields, size_t nf, const struct yamltree_node **vals,
+                const struct yamltree_node **keys)
 {
     char list[LIST_BUF], w[RULES_PATH_MAX + 4], b[SHOW_BUF];
     const char *k;
@@ -837,7 +829,6 @@ static const char *free_key(struct loader *L, const struct yamltree_node *map, s
 /* ------------------------------------------------------------------------------------------ */
 /* Second pass: the format */
 
-static const char *const AVAILABLE[] = {"Warn", "Deny"};
 static const char *const ACTIONS[] = {"Deny", "Mutate"};
 static const char *const EFFECTS[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
 static const char *const PREEMPTIONS[] = {"PreemptLowerPriority", "Never"};
@@ -846,16 +837,15 @@ static const char *const DEFAULT_RESOURCES[] = {"nvidia.com/gpu", "nvidia.com/gp
                                                 "nvidia.com/mig-*"};
 static const char *const DEFAULT_EXCLUDED_KINDS[] = {"DaemonSet"};
 
-#define API_VERSION      "gpuadmit.io/v1alpha1"
-#define KIND             "GPUPolicy"
-#define DEFAULT_RESOURCE "nvidia.com/gpu"
-#define DEFAULT_LABEL    "nvidia.com/gpu.present"
-#define DEFAULT_TAINT    "nvidia.com/gpu"
+#define API_VERSION   "gpuadmit.io/v1alpha1"
+#define KIND          "GPUPolicy"
+#define DEFAULT_LABEL "nvidia.com/gpu.present"
+#define DEFAULT_TAINT "nvidia.com/gpu"
 
 /* Label maps: gpu.nodeLabels ("" or null: the key must exist) and a node-selector rule's labels
  * (value_required: a non-empty value). */
-static void load_label_map(struct loader *L, const struct yamltree_node *n, const char *path,
-                           bool value_required, struct node_label **out, size_t *n_out)
+void load_label_map(struct loader *L, const struct yamltree_node *n, const char *path,
+                    bool value_required, struct node_label **out, size_t *n_out)
 {
     char p[RULES_PATH_MAX];
     const char *k, *v;
@@ -1372,318 +1362,69 @@ static void load_classes(struct loader *L, const struct yamltree_node *n, const 
 
 /* Rules */
 
-enum {
-    R_NAME,
-    R_TYPE,
-    R_ACTION,
-    R_ENFORCEMENT,
-    R_MATCH,
-    R_EXCLUDE,
-    R_DEFAULT,
-    R_MAX_PER_POD,
-    R_DENY_ENV,
-    R_DENY_PRIVILEGED,
-    R_DENY_HOST_PATH,
-    R_DENY_ENV_FROM,
-    R_NS_DEFAULTS,
-    R_ALLOWED,
-    R_LABELS,
-    R_AVAILABLE,
-    R_HEADROOM,
-    R_RESERVE,
-    R_OWNED_RS,
-    R_WHEN_STALE,
-    R_MAX_AGE,
-    R_SHARED,
-    R_AUTOSCALING,
-    R_N
-};
-static const struct field RULE_FIELDS[R_N] = {
-    {"name", true},
-    {"type", true},
-    {"action", false},
-    {"enforcement", false},
-    {"match", false},
-    {"exclude", false},
-    {"default", false},
-    {"maxPerPod", false},
-    {"denyVisibleDevicesEnv", false},
-    {"denyPrivileged", false},
-    {"denyDevHostPath", false},
-    {"denyEnvFrom", false},
-    {"namespaceDefaults", false},
-    {"allowed", false},
-    {"labels", false},
-    {"available", false},
-    {"headroom", false},
-    {"reserveSeconds", false},
-    {"ownedReplicaSets", false},
-    {"whenStale", false},
-    {"maxViewAge", false},
-    {"denySharedMultiple", false},
-    {"autoscaling", false},
+/* The keys every rule has (R_NAME... in load.h); each kind's own follow (kind.h). */
+static const struct field COMMON_FIELDS[R_COMMON] = {
+    {"name", true},         {"type", true},   {"action", false},
+    {"enforcement", false}, {"match", false}, {"exclude", false},
 };
 
-#define FOR_GPU   (1u << RULE_GPU_REQUEST)
-#define FOR_PC    (1u << RULE_PRIORITY_CLASS)
-#define FOR_TOL   (1u << RULE_TOLERATIONS)
-#define FOR_NODES (1u << RULE_NODE_SELECTOR)
-#define FOR_CAP   (1u << RULE_CAPACITY)
-#define FOR_ALL   (FOR_GPU | FOR_PC | FOR_TOL | FOR_NODES | FOR_CAP)
-
-/* The rule types each key of RULE_FIELDS is valid for. */
-static const unsigned RULE_FIELD_TYPES[R_N] = {
-    FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_ALL, FOR_GPU | FOR_PC, FOR_GPU,
-    FOR_GPU, FOR_GPU, FOR_GPU, FOR_GPU, FOR_PC,  FOR_PC,  FOR_NODES,        FOR_CAP,
-    FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP, FOR_CAP,
+/* The keys of a rule of any type: the common ones, then each kind's in the kinds' order, a key
+ * that several kinds share once; kinds[f] the bits (1u << type) of the types key f is valid for,
+ * at[t][i] where kind t's key i is. */
+struct rule_keys {
+    struct field fields[RULE_KEYS_MAX];
+    unsigned kinds[RULE_KEYS_MAX];
+    size_t n;
+    size_t at[RULE_TYPES][RULE_KEYS_MAX];
 };
+
+static void rule_keys_init(struct rule_keys *rk)
+{
+    size_t f;
+
+    for (rk->n = 0; rk->n < R_COMMON; rk->n++) {
+        rk->fields[rk->n] = COMMON_FIELDS[rk->n];
+        rk->kinds[rk->n] = (1u << RULE_TYPES) - 1;
+    }
+    for (int t = 0; t < RULE_TYPES; t++) {
+        const struct rule_ops *k = rule_kinds[t].ops;
+
+        for (size_t i = 0; i < k->n_keys && i < RULE_KEYS_MAX; i++) {
+            for (f = 0; f < rk->n && strcmp(rk->fields[f].name, k->keys[i].name) != 0; f++)
+                ;
+            if (f == RULE_KEYS_MAX)
+                break; /* more keys than the table holds: a unit test fails */
+            if (f == rk->n) {
+                rk->fields[rk->n++] = k->keys[i];
+                rk->kinds[f] = 0;
+            }
+            rk->kinds[f] |= 1u << t;
+            rk->at[t][i] = f;
+        }
+    }
+}
 
 /* Refuses keys of another rule type. */
-static void check_rule_keys(struct loader *L, enum rule_type type,
+static void check_rule_keys(struct loader *L, const struct rule_keys *rk, enum rule_type type,
                             const struct yamltree_node **keys, const char *path)
 {
     const char *names[RULE_TYPES];
     char list[LIST_BUF];
     size_t f, t, n;
 
-    for (f = 0; f < R_N; f++) {
-        if (keys[f] == NULL || (RULE_FIELD_TYPES[f] & (1u << type)))
+    for (f = 0; f < rk->n; f++) {
+        if (keys[f] == NULL || (rk->kinds[f] & (1u << type)))
             continue;
         for (t = 0, n = 0; t < RULE_TYPES; t++)
-            if (RULE_FIELD_TYPES[f] & (1u << t))
+            if (rk->kinds[f] & (1u << t))
                 names[n++] = policy_rule_type_name((enum rule_type)t);
         if (n == 2)
             snprintf(list, sizeof(list), "%s and %s", names[0], names[1]);
         else
             join(list, sizeof(list), names, n);
-        err_node(L, keys[f], "%s: %s is only valid for %s rules, not %s", path, RULE_FIELDS[f].name,
+        err_node(L, keys[f], "%s: %s is only valid for %s rules, not %s", path, rk->fields[f].name,
                  list, policy_rule_type_name(type));
     }
-}
-
-static bool resource_covered(const struct strlist *globs, const char *resource)
-{
-    size_t i;
-
-    for (i = 0; i < globs->n; i++)
-        if (globs->v[i] != NULL && fnmatch(globs->v[i], resource, 0) == 0)
-            return true;
-    return false;
-}
-
-enum { GD_RESOURCE, GD_COUNT, GD_N };
-static const struct field GPU_DEFAULT_FIELDS[GD_N] = {{"resource", false}, {"count", false}};
-
-static void load_gpu_rule(struct loader *L, const struct policy_doc *doc,
-                          const struct yamltree_node *map, const struct yamltree_node **v,
-                          const char *path, struct rule *r)
-{
-    const struct yamltree_node *dv[GD_N] = {NULL}, *dk[GD_N];
-    char p[RULES_PATH_MAX], q[RULES_PATH_MAX], b[SHOW_BUF];
-    const struct yamltree_node *at = map;
-
-    r->default_count = 1;
-    r->deny_visible_devices_env = r->deny_privileged = r->deny_dev_host_path = true;
-    r->deny_env_from = true;
-    path_key(p, path, "default");
-    if (!given(v[R_DEFAULT]) || map_fields(L, v[R_DEFAULT], p, GPU_DEFAULT_FIELDS, GD_N, dv, dk)) {
-        path_key(q, p, "resource");
-        if (given(dv[GD_RESOURCE])) {
-            at = dv[GD_RESOURCE];
-            get_str(L, at, q, &VAL_RESOURCE, &r->default_resource);
-        } else {
-            r->default_resource = xstrdup(L, DEFAULT_RESOURCE);
-        }
-        /* the default resource matters when it is given, or when the rule mutates */
-        if (r->default_resource != NULL && (at != map || r->action == ACTION_MUTATE) &&
-            !resource_covered(&doc->gpu_resources, r->default_resource))
-            err_node(L, at, "%s: %s is not matched by spec.gpu.resources", q,
-                     show(b, r->default_resource));
-        path_key(q, p, "count");
-        if (given(dv[GD_COUNT]))
-            get_int(L, dv[GD_COUNT], q, 1, INT64_MAX, &r->default_count);
-    }
-    path_key(p, path, "maxPerPod");
-    if (given(v[R_MAX_PER_POD]))
-        get_int(L, v[R_MAX_PER_POD], p, 0, INT64_MAX, &r->max_per_pod);
-    path_key(p, path, "denyVisibleDevicesEnv");
-    if (given(v[R_DENY_ENV]))
-        get_bool(L, v[R_DENY_ENV], p, &r->deny_visible_devices_env);
-    path_key(p, path, "denyPrivileged");
-    if (given(v[R_DENY_PRIVILEGED]))
-        get_bool(L, v[R_DENY_PRIVILEGED], p, &r->deny_privileged);
-    path_key(p, path, "denyDevHostPath");
-    if (given(v[R_DENY_HOST_PATH]))
-        get_bool(L, v[R_DENY_HOST_PATH], p, &r->deny_dev_host_path);
-    path_key(p, path, "denyEnvFrom");
-    if (given(v[R_DENY_ENV_FROM]))
-        get_bool(L, v[R_DENY_ENV_FROM], p, &r->deny_env_from);
-}
-
-enum { ND_NAMESPACE, ND_CLASS, ND_N };
-static const struct field NS_DEFAULT_FIELDS[ND_N] = {{"namespace", true}, {"class", true}};
-enum { AL_NAMESPACE, AL_CLASSES, AL_N };
-static const struct field ALLOWED_FIELDS[AL_N] = {{"namespace", true}, {"classes", true}};
-
-static void load_ns_defaults(struct loader *L, const struct yamltree_node *n, const char *path,
-                             struct rule *r)
-{
-    const struct yamltree_node *v[ND_N], *k[ND_N];
-    char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
-    size_t i;
-
-    if (!want_seq(L, n, path))
-        return;
-    r->ns_defaults = xcalloc(L, n->n, sizeof(*r->ns_defaults));
-    if (r->ns_defaults == NULL)
-        return;
-    r->n_ns_defaults = n->n;
-    for (i = 0; i < n->n; i++) {
-        path_index(p, path, i);
-        if (!map_fields(L, n->kids[i], p, NS_DEFAULT_FIELDS, ND_N, v, k))
-            continue;
-        path_key(q, p, "namespace");
-        if (v[ND_NAMESPACE] != NULL)
-            get_str(L, v[ND_NAMESPACE], q, &VAL_GLOB, &r->ns_defaults[i].ns_glob);
-        path_key(q, p, "class");
-        if (v[ND_CLASS] != NULL)
-            get_str(L, v[ND_CLASS], q, &VAL_SUBDOMAIN, &r->ns_defaults[i].value);
-    }
-}
-
-static void load_allowed(struct loader *L, const struct yamltree_node *n, const char *path,
-                         struct rule *r)
-{
-    const struct yamltree_node *v[AL_N], *k[AL_N];
-    char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
-    size_t i;
-
-    if (!want_seq(L, n, path))
-        return;
-    r->allowed = xcalloc(L, n->n, sizeof(*r->allowed));
-    if (r->allowed == NULL)
-        return;
-    r->n_allowed = n->n;
-    for (i = 0; i < n->n; i++) {
-        path_index(p, path, i);
-        if (!map_fields(L, n->kids[i], p, ALLOWED_FIELDS, AL_N, v, k))
-            continue;
-        path_key(q, p, "namespace");
-        if (v[AL_NAMESPACE] != NULL)
-            get_str(L, v[AL_NAMESPACE], q, &VAL_GLOB, &r->allowed[i].ns_glob);
-        path_key(q, p, "classes");
-        if (v[AL_CLASSES] != NULL)
-            load_strlist(L, v[AL_CLASSES], q, &VAL_GLOB, &r->allowed[i].values);
-    }
-}
-
-static void load_class_rule(struct loader *L, const struct yamltree_node **v, const char *path,
-                            struct rule *r)
-{
-    char p[RULES_PATH_MAX];
-
-    path_key(p, path, "default");
-    if (given(v[R_DEFAULT]))
-        get_str(L, v[R_DEFAULT], p, &VAL_SUBDOMAIN, &r->default_class);
-    path_key(p, path, "namespaceDefaults");
-    if (given(v[R_NS_DEFAULTS]))
-        load_ns_defaults(L, v[R_NS_DEFAULTS], p, r);
-    path_key(p, path, "allowed");
-    if (given(v[R_ALLOWED]))
-        load_allowed(L, v[R_ALLOWED], p, r);
-}
-
-static void load_capacity_rule(struct loader *L, const struct yamltree_node **v, const char *path,
-                               struct rule *r)
-{
-    char p[RULES_PATH_MAX];
-    const char *stale[STALE_MODES];
-    int e;
-
-    for (e = 0; e < STALE_MODES; e++)
-        stale[e] = policy_stale_mode_name((enum stale_mode)e);
-    r->reserve_s = 10;
-    r->when_stale = STALE_WARN;
-    r->max_view_age_s = 300;
-    r->deny_shared_multiple = true;
-    if (r->action != ACTION_DENY) {
-        path_key(p, path, "action");
-        err_node(L, v[R_ACTION],
-                 "%s: capacity rules judge the final object at /validate and "
-                 "cannot patch; expected Deny",
-                 p);
-    }
-    path_key(p, path, "available");
-    if (given(v[R_AVAILABLE]) && (e = get_enum(L, v[R_AVAILABLE], p, AVAILABLE, 2)) >= 0)
-        r->deny_unavailable = e == 1;
-    path_key(p, path, "headroom");
-    if (given(v[R_HEADROOM]))
-        get_int(L, v[R_HEADROOM], p, 0, 1024, &r->headroom);
-    path_key(p, path, "reserveSeconds");
-    if (given(v[R_RESERVE]))
-        get_int(L, v[R_RESERVE], p, 0, 3600, &r->reserve_s);
-    path_key(p, path, "ownedReplicaSets");
-    if (given(v[R_OWNED_RS]))
-        get_bool(L, v[R_OWNED_RS], p, &r->owned_replicasets);
-    path_key(p, path, "whenStale");
-    if (given(v[R_WHEN_STALE]) && (e = get_enum(L, v[R_WHEN_STALE], p, stale, STALE_MODES)) >= 0)
-        r->when_stale = (enum stale_mode)e;
-    path_key(p, path, "maxViewAge");
-    if (given(v[R_MAX_AGE]))
-        get_int(L, v[R_MAX_AGE], p, 1, 86400, &r->max_view_age_s);
-    path_key(p, path, "denySharedMultiple");
-    if (given(v[R_SHARED]))
-        get_bool(L, v[R_SHARED], p, &r->deny_shared_multiple);
-    path_key(p, path, "autoscaling");
-    if (given(v[R_AUTOSCALING])) {
-        get_bool(L, v[R_AUTOSCALING], p, &r->autoscaling);
-        r->autoscaling_set = true;
-    }
-}
-
-/*
- * node-selector adds every label it is given to the pod's nodeSelector, and the scheduler then
- * needs one node carrying them all. gpu.nodeLabels says the opposite: a node carrying any one of
- * them is a GPU node. So without a rule's own labels, two or more gpu.nodeLabels with a value
- * ask for nodes that may not exist (one pool's label and another's): refused, pointing to
- * gpu.pools, where a pod gets the labels of the pool its resource is in. With pools, a rule's
- * own labels would go to every pool's pods alike: refused too.
- */
-static void check_selector_labels(struct loader *L, const struct policy_doc *doc,
-                                  const struct yamltree_node *rule,
-                                  const struct yamltree_node *labels_key, const char *path)
-{
-    char p[RULES_PATH_MAX], list[LIST_BUF] = "";
-    size_t valued = 0, at = 0;
-
-    if (doc->n_pools > 0) {
-        if (labels_key != NULL) {
-            path_key(p, path, "labels");
-            err_node(L, labels_key,
-                     "%s: not with gpu.pools: node-selector adds the nodeLabels of the pool "
-                     "whose resource the pod requests; put the labels in the pools",
-                     p);
-        }
-        return;
-    }
-    if (labels_key != NULL)
-        return;
-    for (size_t i = 0; i < doc->n_gpu_node_labels; i++) {
-        const struct node_label *nl = &doc->gpu_node_labels[i];
-
-        if (nl->key == NULL || nl->value == NULL)
-            continue;
-        valued++;
-        if (at < sizeof(list))
-            at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s=%s", at ? ", " : "", nl->key,
-                                   nl->value);
-    }
-    if (valued > 1)
-        err_node(L, rule,
-                 "%s: node-selector would add every gpu.nodeLabels entry with a value (%s) to "
-                 "each GPU pod, but a GPU node carries any one of them, not necessarily all; "
-                 "describe each kind of GPU node in gpu.pools, or give the rule its labels",
-                 path, list);
 }
 
 /* Records a rule name, or reports it as a duplicate of an earlier one in any file. */
@@ -1709,12 +1450,16 @@ static void register_rule(struct loader *L, const char *file, const struct yamlt
 static void load_rule(struct loader *L, const struct policy_doc *doc, const struct yamltree_node *n,
                       const char *path, struct rule *r)
 {
-    const struct yamltree_node *v[R_N], *k[R_N];
+    const struct yamltree_node *v[RULE_KEYS_MAX], *k[RULE_KEYS_MAX];
+    const struct yamltree_node *kv[RULE_KEYS_MAX], *kk[RULE_KEYS_MAX];
+    const struct rule_ops *kind;
+    struct rule_keys rk;
     char p[RULES_PATH_MAX];
     const char *types[RULE_TYPES], *enforcements[ENFORCEMENTS];
     int type = -1, e;
 
-    if (!map_fields(L, n, path, RULE_FIELDS, R_N, v, k))
+    rule_keys_init(&rk);
+    if (!map_fields(L, n, path, rk.fields, rk.n, v, k))
         return;
     r->line = n->line;
     for (e = 0; e < RULE_TYPES; e++)
@@ -1738,20 +1483,14 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
     /* the keys of a type mean something only once the type is known */
     if (type < 0)
         return;
-    check_rule_keys(L, r->type, k, path);
-    switch (r->type) {
-    case RULE_GPU_REQUEST: load_gpu_rule(L, doc, n, v, path, r); break;
-    case RULE_PRIORITY_CLASS: load_class_rule(L, v, path, r); break;
-    case RULE_NODE_SELECTOR:
-        path_key(p, path, "labels");
-        if (given(v[R_LABELS]))
-            load_label_map(L, v[R_LABELS], p, true, &r->labels, &r->n_labels);
-        check_selector_labels(L, doc, n, k[R_LABELS], path);
-        break;
-    case RULE_TOLERATIONS: break;
-    case RULE_CAPACITY: load_capacity_rule(L, v, path, r); break;
-    case RULE_TYPES: break; /* a count, never a type */
+    check_rule_keys(L, &rk, r->type, k, path);
+    kind = rule_kinds[r->type].ops;
+    for (size_t i = 0; i < kind->n_keys; i++) {
+        kv[i] = v[rk.at[r->type][i]];
+        kk[i] = k[rk.at[r->type][i]];
     }
+    if (kind->load != NULL)
+        r->settings = kind->load(L, &(const struct rule_input){doc, r, n, v, kv, kk, path});
 }
 
 static void load_rules(struct loader *L, const struct yamltree_node *n, const char *path,
@@ -2134,7 +1873,7 @@ struct policy *rules_load_dir(const char *dir, struct rules_errors *errs)
 /* ------------------------------------------------------------------------------------------ */
 /* Freeing */
 
-static void strlist_free(struct strlist *l)
+void strlist_free(struct strlist *l)
 {
     size_t i;
 
@@ -2170,7 +1909,7 @@ static void scope_free(struct scope *s)
     match_free(&s->exclude);
 }
 
-static void node_labels_free(struct node_label *l, size_t n)
+void node_labels_free(struct node_label *l, size_t n)
 {
     size_t i;
 
@@ -2193,23 +1932,13 @@ static void taints_free(struct taint *t, size_t n)
 
 static void rule_free(struct rule *r)
 {
-    size_t i;
+    const struct rule_ops *kind = rule_ops_of(r->type);
 
     free(r->name);
     scope_free(&r->scope);
-    free(r->default_resource);
-    free(r->default_class);
-    for (i = 0; i < r->n_ns_defaults; i++) {
-        free(r->ns_defaults[i].ns_glob);
-        free(r->ns_defaults[i].value);
-    }
-    free(r->ns_defaults);
-    for (i = 0; i < r->n_allowed; i++) {
-        free(r->allowed[i].ns_glob);
-        strlist_free(&r->allowed[i].values);
-    }
-    free(r->allowed);
-    node_labels_free(r->labels, r->n_labels);
+    /* a rule whose type was refused has no settings */
+    if (kind != NULL && kind->free != NULL)
+        kind->free(r->settings);
 }
 
 static void doc_free(struct policy_doc *d)

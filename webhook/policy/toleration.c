@@ -1,7 +1,7 @@
 /*
  * toleration.c: one toleration against one taint (see toleration.h). The one matcher both the
- * rules (eval.c) and the capacity judgement (capacity.c) use, so that "the pod tolerates the GPU
- * taint" means the same in both.
+ * rules (judge.h's tolerates(), the kinds' judges) and the capacity judgement (capacity.c) use,
+ * so that "the pod tolerates the GPU taint" means the same in both.
  */
 #include "toleration.h"
 
