@@ -30,6 +30,7 @@
 #include "log.h"
 #include "offline.h"
 #include "parse.h"
+#include "policy/eval.h"
 #include "policy/pod.h"
 #include "policy/policy.h"
 #include "yamljson.h"
@@ -202,7 +203,7 @@ static const struct policy_doc *capacity_doc(const struct policy *p)
 {
     for (size_t i = 0; i < p->n_docs; i++)
         for (size_t k = 0; k < p->docs[i].n_rules; k++)
-            if (p->docs[i].rules[k].type == RULE_CAPACITY)
+            if (eval_type_judges_capacity(p->docs[i].rules[k].type))
                 return &p->docs[i];
     return p->n_docs ? &p->docs[0] : NULL;
 }
@@ -737,7 +738,7 @@ static bool has_capacity_rule(const struct policy *p)
 {
     for (size_t i = 0; i < p->n_docs; i++)
         for (size_t k = 0; k < p->docs[i].n_rules; k++)
-            if (p->docs[i].rules[k].type == RULE_CAPACITY)
+            if (eval_type_judges_capacity(p->docs[i].rules[k].type))
                 return true;
     return false;
 }

@@ -18,6 +18,7 @@
 #include "json.h"
 #include "log.h"
 #include "offline.h"
+#include "policy/eval.h"
 #include "policy/pool.h"
 #include "policy/policy.h"
 #include "yamljson.h"
@@ -225,7 +226,9 @@ static enum fail_level reached(yyjson_val *res, bool have_view)
         const char *out = field(ru, "outcome");
         const char *type = field(ru, "type");
 
-        if (!have_view && strcmp(type, policy_rule_type_name(RULE_CAPACITY)) == 0)
+        int t = policy_rule_type_of(type);
+
+        if (!have_view && t >= 0 && eval_type_judges_capacity((enum rule_type)t))
             continue;
         if (strcmp(out, "warn") == 0 || strcmp(out, "deny") == 0)
             return FAIL_WARN;

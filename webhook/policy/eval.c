@@ -836,6 +836,13 @@ int eval_view_gaps(const struct policy *p, struct cluster *view, char *buf, size
     return n;
 }
 
+bool eval_type_judges_capacity(enum rule_type t)
+{
+    const struct rule_ops *kind = rule_ops_of(t);
+
+    return kind != NULL && kind->pass != NULL;
+}
+
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
 {

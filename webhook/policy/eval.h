@@ -78,6 +78,11 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
                       bool audit_only, struct cluster *view, struct decision *dec,
                       yyjson_mut_doc *tdoc, yyjson_mut_val *trace);
 
+/* Whether rules of type t are judged against the cluster view in a pass of their own, after
+ * the other rules at /validate, and report the "capacity" judgement of the trace: the capacity
+ * rule. gpuadmit capacity and check ask it, never the type's name. */
+bool eval_type_judges_capacity(enum rule_type t);
+
 /* What a view loaded from a snapshot lacks of what the rules of p read from it: PriorityClasses
  * (priority-class rules, and capacity rules, which take a workload's priority and preemption
  * policy from its class), Nodes and Pods (capacity rules). Into buf (len bytes), e.g. "no

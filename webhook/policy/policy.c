@@ -48,6 +48,14 @@ const char *policy_rule_type_name(enum rule_type t)
     return (unsigned)t < RULE_TYPES ? rule_kinds[t].name : NULL;
 }
 
+int policy_rule_type_of(const char *name)
+{
+    for (int i = 0; name != NULL && i < RULE_TYPES; i++)
+        if (strcmp(name, rule_kinds[i].name) == 0)
+            return i;
+    return -1;
+}
+
 const char *policy_enforcement_name(enum rule_enforcement e)
 {
     return (unsigned)e < ENFORCEMENTS ? enforcement_names[e] : NULL;

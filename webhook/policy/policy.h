@@ -62,6 +62,8 @@ enum rule_outcome {
  * value out of range): the rule type as rule files write it, the enforcement, the finding as the
  * metrics label it, the outcome as gpuadmit check and test report it. */
 const char *policy_rule_type_name(enum rule_type t);
+/* The rule type named name, or -1 (reading a trace back). */
+int policy_rule_type_of(const char *name);
 const char *policy_enforcement_name(enum rule_enforcement e);
 const char *policy_stale_mode_name(enum stale_mode m);
 const char *policy_finding_name(enum finding f);
