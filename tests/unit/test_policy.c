@@ -1,5 +1,6 @@
 /*
- * Unit tests for policy.c: the names of the policy's vocabulary, and the lifetime of snapshots:
+ * Unit tests for policy.c: the names of the policy's vocabulary, the rule kinds' table (kind.c)
+ * those of the rule types come from, and the lifetime of snapshots:
  * the holder of the one in force (policy_holder_get, policy_holder_swap, policy_holder_free)
  * and reference counts (policy_ref, policy_unref), alone and under threads that swap while
  * others read.
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
+#include "policy/kind.h"
 #include "policy/policy.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -201,6 +203,30 @@ static void test_every_value_named_once(void)
     check_names(finding_name, FINDINGS);
     check_names(finding_text, FINDINGS);
     check_names(outcome_name, OUTCOMES);
+}
+
+/* Each rule type's kind is whole: judged by its judge or by its own pass (one of them), its
+ * settings made and freed by the same kind, its name read back, and the keys of all kinds
+ * within what the loader holds. */
+static void test_kinds(void)
+{
+    size_t keys = R_COMMON;
+
+    for (int t = 0; t < RULE_TYPES; t++) {
+        const struct rule_ops *k = rule_ops_of((enum rule_type)t);
+
+        CHECK(k != NULL && k == rule_kinds[t].ops);
+        if (k == NULL)
+            continue;
+        CHECK((k->judge != NULL) != (k->pass != NULL));
+        CHECK((k->load != NULL) == (k->free != NULL));
+        CHECK(k->load != NULL || k->n_keys == 0);
+        CHECK(policy_rule_type_of(rule_kinds[t].name) == t);
+        keys += k->n_keys;
+    }
+    CHECK(keys <= RULE_KEYS_MAX);
+    CHECK(rule_ops_of(RULE_TYPES) == NULL);
+    CHECK(policy_rule_type_of("nope") == -1 && policy_rule_type_of(NULL) == -1);
 }
 
 /* The names are what rule files, logs, traces and metrics have always said. */
@@ -421,6 +447,7 @@ int main(void)
         printf("  free not interposed (AddressSanitizer or valgrind): frees not counted\n");
     RUN(test_every_value_named_once);
     RUN(test_names_as_written);
+    RUN(test_kinds);
     RUN(test_outcomes);
     RUN(test_holder_lifetime);
     RUN(test_holder_threads);
