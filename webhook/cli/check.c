@@ -376,7 +376,7 @@ static void warn_pools(const struct policy *p, struct cluster *view)
         bool selects = false;
 
         for (size_t k = 0; k < doc->n_rules; k++)
-            selects = selects || doc->rules[k].type == RULE_NODE_SELECTOR;
+            selects = selects || eval_type_adds_pool_labels(doc->rules[k].type);
         for (size_t i = 0; selects && i < doc->n_pools; i++)
             if (pool_nodes_carry(doc, i, view) == 0)
                 fprintf(stderr,

@@ -843,6 +843,13 @@ bool eval_type_judges_capacity(enum rule_type t)
     return kind != NULL && kind->pass != NULL;
 }
 
+bool eval_type_adds_pool_labels(enum rule_type t)
+{
+    const struct rule_ops *kind = rule_ops_of(t);
+
+    return kind != NULL && kind->adds_pool_labels;
+}
+
 int eval_review(const struct policy *p, const struct review *r, bool mutating, bool audit_only,
                 struct cluster *view, struct decision *dec)
 {

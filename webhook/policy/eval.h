@@ -83,6 +83,11 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
  * rule. gpuadmit capacity and check ask it, never the type's name. */
 bool eval_type_judges_capacity(enum rule_type t);
 
+/* Whether rules of type t patch a pod with the node labels of its GPU pool (node-selector), so
+ * that a pool whose labels no node carries together gets nothing from them: gpuadmit check's
+ * lint against a snapshot asks it. */
+bool eval_type_adds_pool_labels(enum rule_type t);
+
 /* What a view loaded from a snapshot lacks of what the rules of p read from it: PriorityClasses
  * (priority-class rules, and capacity rules, which take a workload's priority and preemption
  * policy from its class), Nodes and Pods (capacity rules). Into buf (len bytes), e.g. "no

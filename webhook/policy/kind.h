@@ -44,6 +44,9 @@ struct rule_ops {
     /* The kinds of the cluster view its rules read (bits 1u << CLUSTER_*), for
      * eval_view_gaps(). */
     unsigned reads;
+    /* Patches a pod with the node labels of its GPU pool (pool.h): what gpuadmit check's lint
+     * of the pools against a snapshot is about. */
+    bool adds_pool_labels;
 };
 
 #define RULE_OPS_DECLARE(ID, NAME, stem) extern const struct rule_ops rule_##stem##_ops;

@@ -296,6 +296,7 @@ const struct rule_ops rule_node_selector_ops = {
     .load = load,
     .free = settings_free,
     .judge = judge,
+    .adds_pool_labels = true,
 };
 
 const struct node_selector_settings *node_selector_settings(const struct rule *r)
