@@ -141,7 +141,34 @@ static bool tolerates_all_gpu_taints(const struct policy_doc *doc, yyjson_val *s
     return false;
 }
 
-/* Why the pod targets GPU nodes, or false. */
+/* With gpu.pools: whether the tolerations let the pod onto the nodes of pool pl, which takes one
+ * of its taints tolerated and every NoSchedule and NoExecute one (kube-scheduler's
+ * TaintToleration filter); the first tolerated, in words, into why. */
+static bool tolerates_pool(const struct gpu_pool *pl, yyjson_val *tols, char *why, size_t len)
+{
+    const struct taint *first = NULL;
+    yyjson_val *tol;
+    size_t i;
+
+    for (size_t t = 0; t < pl->n_taints; t++) {
+        bool ok = false;
+
+        ARR_EACH (tols, i, tol) {
+            ok = ok || may_tolerate(tol, &pl->taints[t]);
+        }
+        if (ok && first == NULL)
+            first = &pl->taints[t];
+        if (!ok && strcmp(pl->taints[t].effect, "PreferNoSchedule") != 0)
+            return false;
+    }
+    if (first == NULL)
+        return false;
+    snprintf(why, len, "tolerates %s:%s", first->key, first->effect);
+    return true;
+}
+
+/* Why the pod targets GPU nodes, or false. With pools, a toleration targets GPU nodes only
+ * where it lets the pod onto some pool's nodes: one of two taints of a pool keeps it off. */
 static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, char *why, size_t len)
 {
     yyjson_val *tols, *tol, *v;
@@ -157,7 +184,10 @@ static bool targets_gpu_nodes(const struct policy_doc *doc, yyjson_val *spec, ch
         }
     }
     tols = yyjson_obj_get(spec, "tolerations");
-    for (size_t t = 0; t < doc->n_gpu_taints; t++) {
+    for (size_t p = 0; p < doc->n_pools; p++)
+        if (tolerates_pool(&doc->pools[p], tols, why, len))
+            return true;
+    for (size_t t = 0; doc->n_pools == 0 && t < doc->n_gpu_taints; t++) {
         ARR_EACH (tols, i, tol) {
             if (may_tolerate(tol, &doc->gpu_taints[t])) {
                 snprintf(why, len, "tolerates %s:%s", doc->gpu_taints[t].key,
@@ -607,13 +637,6 @@ static void no_gpu_text(struct ctx *c, const struct gpu_request_settings *g, con
     char list[256] = "";
     const char *other = NULL;
 
-    if (pod_glob_any(&c->doc->gpu_resources, g->default_resource)) {
-        snprintf(out, len,
-                 "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
-                 "resources.limits[\"%s\"]",
-                 container, why, g->default_resource, g->default_resource);
-        return;
-    }
     for (size_t i = 0, at = 0; i < c->doc->gpu_resources.n && at < sizeof(list); i++)
         at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s", i ? ", " : "",
                                c->doc->gpu_resources.v[i]);
@@ -622,7 +645,12 @@ static void no_gpu_text(struct ctx *c, const struct gpu_request_settings *g, con
         for (size_t i = 0; i < all.n && other == NULL; i++)
             if (strncmp(all.r[i].name, "nvidia.com/", 11) == 0)
                 other = all.r[i].name;
-    if (other != NULL)
+    if (other == NULL && pod_glob_any(&c->doc->gpu_resources, g->default_resource))
+        snprintf(out, len,
+                 "container \"%s\" targets GPU nodes (%s) but requests no %s; add "
+                 "resources.limits[\"%s\"]",
+                 container, why, g->default_resource, g->default_resource);
+    else if (other != NULL)
         snprintf(out, len,
                  "container \"%s\" targets GPU nodes (%s) and the pod requests %s, which is not "
                  "a GPU resource of policy %s (%s); describe each kind of GPU node as a pool in "

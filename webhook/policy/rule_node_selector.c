@@ -22,48 +22,23 @@ enum { NS_LABELS, NS_N };
 static const struct field KEYS[NS_N] = {{"labels", false}};
 
 /*
- * node-selector adds every label it is given to the pod's nodeSelector, and the scheduler then
- * needs one node carrying them all. gpu.nodeLabels says the opposite: a node carrying any one of
- * them is a GPU node. So without a rule's own labels, two or more gpu.nodeLabels with a value
- * ask for nodes that may not exist (one pool's label and another's): refused, pointing to
- * gpu.pools, where a pod gets the labels of the pool its resource is in. With pools, a rule's
- * own labels would go to every pool's pods alike: refused too.
+ * With gpu.pools, a pod gets the labels of the pool its resource is in: a rule's own labels
+ * would go to every pool's pods alike, a selector no node of some pool carries: refused.
+ * (Without pools, two gpu.nodeLabels with a value may be two kinds of node or two labels every
+ * GPU node carries, which only the cluster can tell: labels_carried() asks a synced view.)
  */
 static void check_selector_labels(struct loader *L, const struct policy_doc *doc,
-                                  const struct yamltree_node *rule,
                                   const struct yamltree_node *labels_key, const char *path)
 {
-    char p[RULES_PATH_MAX], list[LIST_BUF] = "";
-    size_t valued = 0, at = 0;
+    char p[RULES_PATH_MAX];
 
-    if (doc->n_pools > 0) {
-        if (labels_key != NULL) {
-            path_key(p, path, "labels");
-            err_node(L, labels_key,
-                     "%s: not with gpu.pools: node-selector adds the nodeLabels of the pool "
-                     "whose resource the pod requests; put the labels in the pools",
-                     p);
-        }
-        return;
+    if (doc->n_pools > 0 && labels_key != NULL) {
+        path_key(p, path, "labels");
+        err_node(L, labels_key,
+                 "%s: not with gpu.pools: node-selector adds the nodeLabels of the pool "
+                 "whose resource the pod requests; put the labels in the pools",
+                 p);
     }
-    if (labels_key != NULL)
-        return;
-    for (size_t i = 0; i < doc->n_gpu_node_labels; i++) {
-        const struct node_label *nl = &doc->gpu_node_labels[i];
-
-        if (nl->key == NULL || nl->value == NULL)
-            continue;
-        valued++;
-        if (at < sizeof(list))
-            at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%s=%s", at ? ", " : "", nl->key,
-                                   nl->value);
-    }
-    if (valued > 1)
-        err_node(L, rule,
-                 "%s: node-selector would add every gpu.nodeLabels entry with a value (%s) to "
-                 "each GPU pod, but a GPU node carries any one of them, not necessarily all; "
-                 "describe each kind of GPU node in gpu.pools, or give the rule its labels",
-                 path, list);
 }
 
 static void *load(struct loader *L, const struct rule_input *in)
@@ -76,7 +51,7 @@ static void *load(struct loader *L, const struct rule_input *in)
     path_key(p, in->path, "labels");
     if (given(in->v[NS_LABELS]))
         load_label_map(L, in->v[NS_LABELS], p, true, &s->labels, &s->n_labels);
-    check_selector_labels(L, in->doc, in->map, in->k[NS_LABELS], in->path);
+    check_selector_labels(L, in->doc, in->k[NS_LABELS], in->path);
     return s;
 }
 
@@ -114,6 +89,22 @@ static bool confined(const struct node_label *labels, size_t n, yyjson_val *spec
 static bool pod_offers(const char *res, void *arg)
 {
     return pod_demand_get(arg, res) > 0;
+}
+
+/* Whether one node offering the demand's resources carries every label kept (keep[i]). */
+static bool all_carried(struct ctx *c, struct pod_demand *dm, const struct node_label *labels,
+                        size_t n, const bool *keep)
+{
+    const char *keys[SELECTOR_LABELS_MAX], *values[SELECTOR_LABELS_MAX];
+    size_t m = 0;
+
+    for (size_t i = 0; i < n && i < SELECTOR_LABELS_MAX; i++) {
+        if (!keep[i])
+            continue;
+        keys[m] = labels[i].key;
+        values[m++] = labels[i].value;
+    }
+    return m < 2 || cluster_offering_nodes_carry_all(c->view, pod_offers, dm, keys, values, m) == 1;
 }
 
 /*
@@ -154,10 +145,23 @@ static bool labels_carried(struct ctx *c, const struct node_label *labels, size_
             keep[i] = labels[i].value != NULL;
         return true;
     }
-    if (any || want[0] == '\0')
-        return true;
     for (size_t i = 0; i < dm.n; i++)
         add_text(names, sizeof(names), "%s", dm.r[i].name);
+    if (any && !all_carried(c, &dm, labels, n, keep)) {
+        /* each is carried by some node, but no node carries them all: two kinds of node */
+        want[0] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if (keep[i])
+                add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
+        snprintf(c->note, sizeof(c->note),
+                 "no nodeSelector added: no node offering %.120s carries all of %.200s, so the "
+                 "selector would leave the pod Pending; describe each kind of GPU node as a pool "
+                 "in gpu.pools",
+                 names, want);
+        return false;
+    }
+    if (any || want[0] == '\0')
+        return true;
     snprintf(c->note, sizeof(c->note),
              "no nodeSelector added: no node offering %s carries %s, so the selector would leave "
              "the pod Pending; add a label those nodes carry to gpu.nodeLabels",
@@ -209,6 +213,39 @@ static bool kept(const bool *keep, const struct node_label *labels, size_t i)
     return i < SELECTOR_LABELS_MAX ? keep[i] : labels[i].value != NULL;
 }
 
+/* With pools: whether the pod's nodeSelector has a key=value that a pool outside set selects its
+ * nodes by and no pool of set does (into kv, len bytes). Such a selector and the pool's labels
+ * would ask for a node in two pools. */
+static bool other_pools_label(const struct policy_doc *doc, unsigned set, yyjson_val *sel, char *kv,
+                              size_t len)
+{
+    yyjson_val *k, *v;
+    size_t i, max;
+
+    yyjson_obj_foreach (sel, i, max, k, v) {
+        bool mine = false, theirs = false;
+
+        if (!yyjson_is_str(v))
+            continue;
+        for (size_t p = 0; p < doc->n_pools && p < POLICY_POOLS_MAX; p++)
+            for (size_t l = 0; l < doc->pools[p].n_labels; l++) {
+                const struct node_label *nl = &doc->pools[p].labels[l];
+                bool hit = nl->value != NULL && json_str_is(k, nl->key) &&
+                           strcmp(nl->value, yyjson_get_str(v)) == 0;
+
+                if (hit && (set & (1u << p)))
+                    mine = true;
+                else if (hit)
+                    theirs = true;
+            }
+        if (theirs && !mine) {
+            snprintf(kv, len, "%.140s=%.140s", yyjson_get_str(k), yyjson_get_str(v));
+            return true;
+        }
+    }
+    return false;
+}
+
 static enum verdict judge(struct ctx *c, const struct rule *ru)
 {
     const struct node_selector_settings *s = ru->settings;
@@ -240,6 +277,14 @@ static enum verdict judge(struct ctx *c, const struct rule *ru)
         if (n > SELECTOR_LABELS_MAX)
             n = SELECTOR_LABELS_MAX;
         labels = pool;
+        if (other_pools_label(c->doc, pools, sel, why, sizeof(why))) {
+            add_problem(c->problem, sizeof(c->problem),
+                        "GPU pod requests the resources of GPU pool %s, but its nodeSelector "
+                        "names %s, a label of another pool's nodes, which do not offer them; "
+                        "remove it",
+                        names, why);
+            return V_PROBLEM;
+        }
     }
     if (confined(labels, n, c->spec, why, sizeof(why)))
         return V_OK;
@@ -252,6 +297,13 @@ static enum verdict judge(struct ctx *c, const struct rule *ru)
         add_text(want, sizeof(want), "%s=%s", labels[i].key, labels[i].value);
         have = json_str(yyjson_obj_get(sel, labels[i].key));
         conflict = conflict || (have != NULL && strcmp(have, labels[i].value) != 0);
+    }
+    if (want[0] == '\0' && pools != 0) {
+        add_problem(c->problem, sizeof(c->problem),
+                    "GPU pod is not confined to the nodes of GPU pool %s, which has no nodeLabels "
+                    "entry with a value to add; give the pool one",
+                    names);
+        return V_PROBLEM;
     }
     if (want[0] == '\0') {
         add_problem(c->problem, sizeof(c->problem),
