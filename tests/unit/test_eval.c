@@ -2329,6 +2329,54 @@ static void enforced(const struct policy *p, struct cluster *view, const struct 
     yyjson_doc_free(patched);
 }
 
+/* kubectl scale under --audit-only: the view holds the Deployment's template as it was stored,
+ * which no mutating webhook patched (audit-only patches nothing); its pods will be patched at
+ * their own CREATE once enforcing, so the capacity rule judges that template as enforcing would
+ * patch it: with the GPU taint's toleration, TaintToleration lets the pods onto the GPU nodes,
+ * no "untolerated taint". stall.json: 4 GPUs free, one on each GPU node. */
+static void test_audit_scale_judges_the_patched_template(void)
+{
+    struct policy *p = load("capacity-mutate.yaml");
+    struct cluster *view = harness_view("stall.json");
+    yyjson_doc *dep = js("{'kind':'Deployment','metadata':{'name':'bare','namespace':'ml'},"
+                         "'spec':{'replicas':2,'selector':{'matchLabels':{'app':'bare'}},"
+                         "'template':{'metadata':{'labels':{'app':'bare'}},'spec':{"
+                         "'priorityClassName':'batch-low','containers':[{'name':'c','resources':"
+                         "{'limits':{'nvidia.com/gpu':'1'}}}]}}}}");
+    struct ecase up4 = {.resource = "apps/deployments",
+                        .sub = "scale",
+                        .op = "UPDATE",
+                        .object = "{'kind':'Scale','metadata':{'name':'bare','namespace':'ml'},"
+                                  "'spec':{'replicas':4}}",
+                        .old_object = "{'kind':'Scale','metadata':{'name':'bare','namespace':"
+                                      "'ml'},'spec':{'replicas':2}}"};
+    struct ecase up8 = up4;
+    struct decision aud;
+    struct diag d;
+    const char *ann;
+
+    up8.object = "{'kind':'Scale','metadata':{'name':'bare','namespace':'ml'},'spec':"
+                 "{'replicas':8}}";
+    diag_clear(&d);
+    CHECK(p != NULL && view != NULL && dep != NULL &&
+          cluster_apply(view, CLUSTER_DEPLOYMENTS, "ADDED", yyjson_doc_get_root(dep), &d) == 0);
+    /* 2 more fit the 4 free GPUs once tolerated: nothing to say */
+    decision_init(&aud);
+    CHECK(check_audit(p, view, &up4, &aud) == 0);
+    CHECK(aud.allowed && annotation(&aud, "capacity") == NULL && !says(&aud, "untolerated"));
+    decision_release(&aud);
+    /* 6 more: 4 fit now, what enforcing would deny (available: Deny) */
+    decision_init(&aud);
+    CHECK(check_audit(p, view, &up8, &aud) == 0);
+    ann = annotation(&aud, "capacity");
+    CHECK_CONTAINS(ann, "would deny: deployments ml/bare (scale): only 4 of 6 more pods fit now");
+    CHECK(aud.allowed && !says(&aud, "untolerated"));
+    decision_release(&aud);
+    yyjson_doc_free(dep);
+    cluster_free(view);
+    policy_unref(p);
+}
+
 /* audit-only: at /validate the object is as the user wrote it, since no mutating webhook patched
  * it. The capacity rule, Audit then, judges it as enforcing would have patched it: with the
  * toleration of the GPU taint the tolerations rule would add, kube-scheduler's TaintToleration
@@ -3253,6 +3301,7 @@ int main(void)
     RUN(test_two_policies_share_lists);
     RUN(test_patch_beside_problem);
     RUN(test_audit_capacity_judges_the_patched_template);
+    RUN(test_audit_scale_judges_the_patched_template);
     RUN(test_warn_mutate_rules_are_never_predicted);
     RUN(test_enforce_capacity_judges_templates_as_their_pods_are_patched);
     RUN(test_snapshot_without_classes);

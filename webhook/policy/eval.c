@@ -757,17 +757,19 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc, int phase)
  * the policy patches templates (autogen): the scheduler places the pods. A patch already in the
  * object is applied again to no effect (patches converge). The spec at rn->found's prefix of
  * rn->pred.doc is then what the scheduler will get. -1 when out of memory. */
-int eval_predict(struct run *rn, const struct policy *p)
+/* eval_predict() of object, whose pod spec is where target says, into pt. */
+static int predict_into(struct run *rn, const struct policy *p, yyjson_val *object,
+                        const struct target *target, struct patch *pt)
 {
     const struct target *t = rn->t;
     struct who w;
     struct ctx c;
     int rc = 0;
 
-    if (patch_init(&rn->pred, rn->r->object, NULL, rn->dec->alc) < 0)
+    if (patch_init(pt, object, NULL, rn->dec->alc) < 0)
         return -1;
-    rn->t = rn->found; /* run_rule() reads the pod spec where rn->t says */
-    who_init(&w, rn->r, rn->found, rn->r->object);
+    rn->t = target; /* run_rule() reads the pod spec where rn->t says */
+    who_init(&w, rn->r, target, object);
     for (int phase = 0; phase < 2; phase++) {
         for (size_t i = 0; i < p->n_docs; i++) {
             const struct policy_doc *doc = &p->docs[i];
@@ -780,14 +782,43 @@ int eval_predict(struct run *rn, const struct policy *p)
                 if (ru->action != ACTION_MUTATE || ru->enforcement != ENFORCE_ENFORCE ||
                     own_pass(ru) || !in_phase(ru, phase) || !in_scope(&ru->scope, &w))
                     continue;
-                run_rule(rn, doc, ru, &rn->pred, &c);
+                run_rule(rn, doc, ru, pt, &c);
             }
         }
     }
     rn->t = t;
-    if (patch_sync(&rn->pred) < 0)
+    if (patch_sync(pt) < 0)
         rc = -1;
     return rc;
+}
+
+int eval_predict(struct run *rn, const struct policy *p)
+{
+    return predict_into(rn, p, rn->r->object, rn->found, &rn->pred);
+}
+
+yyjson_val *eval_predict_template(struct run *rn, const struct policy *p, yyjson_val *spec)
+{
+    /* the view keeps a template's spec alone: its labels are not there, so a rule whose match
+     * names pod labels does not see them */
+    static const struct target tmpl = {
+        "template", "/spec/template/spec", "/spec/template/metadata", NULL, false, false};
+    yyjson_mut_doc *m;
+    yyjson_mut_val *root;
+
+    if (rn->tmpl_doc != NULL)
+        return patch_get(rn->tmpl_pred.doc, tmpl.prefix);
+    m = yyjson_mut_doc_new(NULL);
+    root = m ? json_pack(m, "{s:{s:{s:V}}}", "spec", "template", "spec", spec) : NULL;
+    if (root != NULL)
+        yyjson_mut_doc_set_root(m, root);
+    /* the copy is as deep as the view let the template be */
+    rn->tmpl_doc = root ? yyjson_mut_doc_imut_copy(m, NULL) : NULL;
+    yyjson_mut_doc_free(m);
+    if (rn->tmpl_doc == NULL ||
+        predict_into(rn, p, yyjson_doc_get_root(rn->tmpl_doc), &tmpl, &rn->tmpl_pred) < 0)
+        return NULL;
+    return patch_get(rn->tmpl_pred.doc, tmpl.prefix);
 }
 
 int eval_view_gaps(const struct policy *p, struct cluster *view, char *buf, size_t len)
@@ -925,5 +956,7 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
 out:
     patch_release(&rn.real);
     patch_release(&rn.pred);
+    patch_release(&rn.tmpl_pred);
+    yyjson_doc_free(rn.tmpl_doc);
     return rc;
 }

@@ -123,6 +123,9 @@ struct run {
     bool audit_only;
     struct patch real;
     struct patch pred;
+    /* a scale's or HPA's template from the view, and its prediction (eval_predict_template()) */
+    yyjson_doc *tmpl_doc;
+    struct patch tmpl_pred;
     struct cluster *view; /* NULL: no cluster configured */
     char subject[320];    /* what a denial names when no pod target does ("deployments ml/x") */
     struct decision *dec;
@@ -198,5 +201,8 @@ void record_report(struct run *rn, const struct rule *ru, enum rule_enforcement 
 /* /validate: into rn->pred, the object as the enforced Mutate rules in scope patch it (what the
  * scheduler gets). -1 when out of memory. */
 int eval_predict(struct run *rn, const struct policy *p);
+/* The same for a pod template spec from the view (a scale's, an HPA's target): the spec as its
+ * pods will be patched, kept by rn until the evaluation ends; NULL when it cannot be made. */
+yyjson_val *eval_predict_template(struct run *rn, const struct policy *p, yyjson_val *spec);
 
 #endif

@@ -511,12 +511,17 @@ static void capacity_rule(struct cap_pass *cp, const struct policy_doc *doc, con
  * every mode: a Deployment made before gpuadmit patched templates, or under autogen: false,
  * still gets pods with the toleration. A pod reached /validate patched by /mutate unless a
  * rollout switch (rollout: --audit-only or spec.auditOnly) held the patches back; only then is
- * it predicted. Left as it is: the scale subresource's and the HPA's template, which comes from
- * the view, and a prediction that cannot be made (out of memory). */
+ * it predicted. The scale subresource's and the HPA's template comes from the view: as stored,
+ * it has what gpuadmit patched into it when it was written, or nothing under --audit-only, so it
+ * is predicted as well. Left as it is: a prediction that cannot be made (out of memory). */
 static yyjson_val *judged_spec(struct run *rn, const struct policy *p, bool rollout,
                                const struct workload_demand *ct, yyjson_val *spec)
 {
-    if (ct->spec_doc != NULL || rn->found == NULL || rn->found->ephemeral ||
+    yyjson_val *v;
+
+    if (ct->spec_doc != NULL)
+        return (v = eval_predict_template(rn, p, spec)) != NULL && yyjson_is_obj(v) ? v : spec;
+    if (rn->found == NULL || rn->found->ephemeral ||
         patch_get(rn->r->object, rn->found->prefix) != spec || (rn->found->is_pod && !rollout))
         return spec;
     if (rn->pred.doc == NULL && eval_predict(rn, p) < 0)
