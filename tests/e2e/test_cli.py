@@ -655,6 +655,43 @@ def lint_warns_of_a_pool_no_node_carries():
     check(rc == 0 and err == "", "the example's pools: exit %d, %r" % (rc, err))
 
 
+@test
+def capacity_judges_parked_workloads_as_they_will_run():
+    """A suspended Job (Kueue's way) and a Deployment at 0 replicas ask for no pods now, so the
+    webhook admits them; capacity reports them as they will run: the Job as when resumed, the
+    Deployment as at 1 replica. A pod asking for 8 GPUs fits no node of stall.json (4 each:
+    kube-scheduler's NodeResourcesFit filter says "Insufficient nvidia.com/gpu"), so both never
+    fit (exit 3). At 0 replicas a replica that only waits is no failure: exit 0."""
+    def manifest(kind, extra, gpus):
+        spec = {"containers": [{"name": "c", "image": "x",
+                                "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}]}
+        if kind == "Job":
+            spec["restartPolicy"] = "Never"
+            body = dict(extra, parallelism=2, completions=2, template={"spec": spec})
+        else:
+            body = dict(extra, selector={"matchLabels": {"a": "b"}},
+                        template={"metadata": {"labels": {"a": "b"}}, "spec": spec})
+        path = os.path.join(E.work, "parked-%s-%d.json" % (kind, gpus))
+        with open(path, "w") as f:
+            json.dump({"apiVersion": "batch/v1" if kind == "Job" else "apps/v1", "kind": kind,
+                       "metadata": {"name": "p", "namespace": "ml"}, "spec": body}, f)
+        return path
+    job = manifest("Job", {"suspend": True}, 8)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", job)
+    check(rc == 3 and "%s:1: Job ml/p: 2 replicas: never fits" % job in out and
+          "(suspended: judged as when it is resumed)" in out and "check denies it" not in out,
+          "suspended Job: exit %d\n%s%s" % (rc, out, err))
+    dep = manifest("Deployment", {"replicas": 0}, 8)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", dep)
+    check(rc == 3 and "never fits" in out and
+          "(0 replicas: judged at 1, whether a replica can ever fit)" in out,
+          "0 replicas: exit %d\n%s%s" % (rc, out, err))
+    full = os.path.join(ROOT, "tests/data/snapshots/full.json")  # every GPU in use
+    dep = manifest("Deployment", {"replicas": 0}, 1)
+    rc, out, err = run("capacity", "--cluster-snapshot", full, "-f", dep)
+    check(rc == 0 and ": fits:" in out, "0 replicas that would wait: exit %d\n%s%s" % (rc, out, err))
+
+
 def setup(work):
     E.work = work
 

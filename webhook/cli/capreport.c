@@ -461,12 +461,16 @@ static yyjson_mut_val *denied_by(yyjson_mut_doc *doc, yyjson_val *admit)
 
 /* One workload's entry from its capacity judgement cap (in admit, its offline_admit() result),
  * new in j->doc; counts it. */
-static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson_val *cap)
+static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson_val *cap,
+                                    const char *as)
 {
     const char *verdict = json_get_str(cap, "verdict");
     bool gpus = yyjson_is_true(yyjson_obj_get(cap, "requestsGPUs"));
     yyjson_mut_val *e;
 
+    /* at 0 replicas nothing waits now: only a replica that can never fit is worth a code */
+    if (as != NULL && strncmp(as, "0 replicas", 10) == 0 && strcmp(verdict, "notNow") == 0)
+        verdict = "fits";
     if (!gpus || strcmp(verdict, "fits") == 0) {
         j->fits++;
     } else if (strcmp(verdict, "notNow") == 0) {
@@ -486,9 +490,56 @@ static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson
         yyjson_obj_get(cap, "explanation"), "verdict", gpus ? verdict : "fits", "why",
         yyjson_obj_get(cap, "why"), "decision", json_get_str(admit, "decision"), "patched",
         yyjson_arr_size(yyjson_obj_get(admit, "patch")) > 0);
-    if (e != NULL && json_mut_set(j->doc, e, "deniedBy", denied_by(j->doc, admit)) < 0)
+    /* what check denies is the object as written, which a parked one is not */
+    if (e != NULL && as == NULL &&
+        json_mut_set(j->doc, e, "deniedBy", denied_by(j->doc, admit)) < 0)
+        e = NULL;
+    if (e != NULL && as != NULL &&
+        json_mut_set(j->doc, e, "judgedAs", yyjson_mut_strcpy(j->doc, as)) < 0)
         e = NULL;
     return e;
+}
+
+/*
+ * A parked workload asks for no pods now, so the webhook lets it through; what capacity reports
+ * is whether it fits once it runs: a suspended Job (Kueue creates them so, and resumes them when
+ * it admits them) as when resumed, and a workload at 0 replicas as at 1, for whether a replica
+ * can ever fit (a later scale-up would be refused). The object to judge, in a new document
+ * (*held, the caller frees it) with *as saying how, or obj itself.
+ */
+static yyjson_val *as_running(yyjson_val *obj, yyjson_doc **held, const char **as)
+{
+    const char *kind = json_get_str(obj, "kind");
+    yyjson_val *spec = yyjson_obj_get(obj, "spec"), *replicas = yyjson_obj_get(spec, "replicas");
+    bool job = kind != NULL && strcmp(kind, "Job") == 0;
+    int64_t n;
+    yyjson_mut_doc *m;
+    yyjson_mut_val *root, *mspec;
+
+    *held = NULL;
+    *as = NULL;
+    if (job && yyjson_is_true(yyjson_obj_get(spec, "suspend")))
+        *as = "suspended: judged as when it is resumed";
+    else if (!job && kind != NULL && strcmp(kind, "Pod") != 0 && json_int64(replicas, &n) && n == 0)
+        *as = "0 replicas: judged at 1, whether a replica can ever fit";
+    else
+        return obj;
+    m = yyjson_mut_doc_new(NULL);
+    root = m ? yyjson_val_mut_copy(m, obj) : NULL; /* as deep as yamljson let obj be */
+    mspec = yyjson_mut_obj_get(root, "spec");
+    if (mspec == NULL || json_mut_set(m, mspec, job ? "suspend" : "replicas",
+                                      job ? yyjson_mut_false(m) : yyjson_mut_int(m, 1)) < 0) {
+        yyjson_mut_doc_free(m);
+        *as = NULL;
+        return obj;
+    }
+    *held = json_freeze(root);
+    yyjson_mut_doc_free(m);
+    if (*held == NULL) {
+        *as = NULL;
+        return obj;
+    }
+    return yyjson_doc_get_root(*held);
 }
 
 /* One object of a file (at ptr in doc, a JSON Pointer), judged as gpuadmit check judges it at
@@ -502,7 +553,8 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
     yyjson_val *items = yyjson_obj_get(obj, "items"), *it, *root, *cap;
     const char *kind = json_get_str(obj, "kind"), *decision, *reason;
     yyjson_mut_val *e;
-    yyjson_doc *admit = NULL;
+    yyjson_doc *admit = NULL, *held = NULL;
+    const char *as = NULL;
     struct diag d;
     char sub[YAMLJSON_POINTER_MAX];
     size_t i, max;
@@ -523,7 +575,7 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
         append(j, skipped(j, obj, "not a workload with a pod template"), file, line);
         return;
     }
-    admit = admit_frozen(j->oo, obj, &d);
+    admit = admit_frozen(j->oo, as_running(obj, &held, &as), &d);
     root = yyjson_doc_get_root(admit);
     decision = json_get_str(root, "decision");
     reason = json_get_str(root, "reason");
@@ -541,12 +593,14 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
                  json_get_str(cap, "why") ? json_get_str(cap, "why") : "");
         input_error(j, &d);
         yyjson_doc_free(admit);
+        yyjson_doc_free(held);
         return;
     } else {
-        e = judged_entry(j, root, cap);
+        e = judged_entry(j, root, cap, as);
     }
     append(j, e, file, line);
     yyjson_doc_free(admit);
+    yyjson_doc_free(held);
 }
 
 /* Each workload of each file, in order, into j->list. */
@@ -661,6 +715,8 @@ static void print_workload(yyjson_val *w)
         if (i + 1 == max)
             putchar('\n');
     }
+    if (yyjson_obj_get(w, "judgedAs") != NULL)
+        printf("  (%s)\n", s_of(w, "judgedAs"));
     if (yyjson_is_true(yyjson_obj_get(w, "patched")))
         printf("  (judged as the policy patches it: see gpuadmit check)\n");
     printf("  %s\n", s_of(w, "explanation"));
