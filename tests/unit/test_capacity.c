@@ -138,6 +138,49 @@ static void test_preemption_hint(void)
     cluster_free(c);
 }
 
+/* Preemption frees a node for a pod only when the pod then fits there (kube-scheduler's
+ * DefaultPreemption picks victims on a node until the preemptor fits, and a node where it
+ * cannot is no candidate): the hint and r.lower count only nodes where preempting makes room.
+ * One node of 4: 1 GPU held at priority 5, 2 at 100, so 1 free. */
+static void test_preemption_only_where_it_makes_room(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+    struct capacity_result r;
+    char text[2048];
+    static const char need4[] = "{'priorityClassName':'hi','containers':[{'name':'t','resources':"
+                                "{'limits':{'nvidia.com/gpu':'4'}}}]}";
+    static const char need2[] = "{'priorityClassName':'hi','containers':[{'name':'t','resources':"
+                                "{'limits':{'nvidia.com/gpu':'2'}}}]}";
+    yyjson_val *spec = js(need4);
+    struct capacity_request rq = {spec, &gpus, 1, 1, 0, 0, 0};
+
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'hi'},'value':100}");
+    apply(c, CLUSTER_NODES, "ADDED", NODE("n", "4", "4", ""));
+    apply(c, CLUSTER_PODS, "ADDED", POD("low", "n", "1", "Running"));
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'high','namespace':'ns'},'spec':{'nodeName':'n',"
+          "'priority':100,'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':"
+          "'2'}}}]},'status':{'phase':'Running'}}");
+    /* 4 a pod: preempting the low pod frees 2, not 4; no room made, no hint */
+    r = judge(c, need4, 1, 0);
+    CHECK(r.preempts && r.lower == 0 && r.fit_now == 0);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK(strstr(text, "preempt") == NULL);
+    /* 2 a pod: the 1 free and the low pod's 1 make room for one */
+    r = judge(c, need2, 1, 0);
+    CHECK(r.preempts && r.lower == 1 && r.fit_now == 1);
+    capacity_explain(&rq, &r, text, sizeof(text));
+    CHECK_CONTAINS(text, "1 more fit now (it may preempt lower-priority pods)");
+    js_free(spec);
+    cluster_free(c);
+}
+
 /* Reservations sit on the nodes the workload can use, and shrink as its pods arrive. */
 static void test_reservations(void)
 {
@@ -797,6 +840,7 @@ int main(void)
 {
     RUN(test_capacity_stall);
     RUN(test_preemption_hint);
+    RUN(test_preemption_only_where_it_makes_room);
     RUN(test_capacity_nodes);
     RUN(test_node_name);
     RUN(test_reservations);

@@ -578,6 +578,22 @@ static void fit_free(const struct capacity_request *rq, const struct amounts *a,
     *ever_fit = per_pod == 1 ? free_ever : free_ever / per_pod;
 }
 
+/* Whether the lower-priority pods of a node (a->lower) make room for more pods than its free
+ * GPUs do (now_fit with them): only then does the explanation say the template may preempt
+ * (kube-scheduler's preemption frees a node only for a pod that then fits there). */
+static bool lower_makes_room(const struct capacity_request *rq, const struct amounts *a,
+                             int64_t held, int64_t per_pod, int64_t now_fit)
+{
+    struct amounts b = *a;
+    int64_t fn, fe;
+
+    if (a->lower <= 0)
+        return false;
+    b.lower = 0;
+    fit_free(rq, &b, held, per_pod, &fn, &fe);
+    return now_fit > fn;
+}
+
 /* Fits of one eligible node, now and ever: the fewest over the template's resources, whose
  * allocatable adds to the totals. amounts(r, a) reads resource r of the node. */
 static void node_fit_with(const struct capacity_request *rq, struct capacity_result *out,
@@ -641,14 +657,28 @@ static void fit_all(const struct cluster *c, const struct elig_set *set,
                     const char *const *rn, double now, const struct held *h)
 {
     struct amounts a[CAPACITY_RESOURCES_MAX];
-    int64_t fn, fe;
+    int64_t fn, fe, lower, f0;
 
     for (size_t i = 0; i < set->n; i++) {
+        lower = 0;
         for (size_t r = 0; r < out->n_res; r++) {
             amounts_at(c, set, i, r, rn, out, now, &a[r]);
-            out->lower += a[r].lower;
+            lower += a[r].lower;
         }
         node_fit_with(rq, out, h, set->nodes[i]->name, a, &fn, &fe);
+        /* the node's fit without preempting: the fewest over its resources */
+        f0 = INT64_MAX;
+        for (size_t r = 0; lower > 0 && r < out->n_res; r++) {
+            struct amounts b = a[r];
+            int64_t bn, be;
+
+            b.lower = 0;
+            fit_free(rq, &b, held_on(h, set->nodes[i]->name, out->res[r].name, b.used),
+                     out->res[r].per_pod, &bn, &be);
+            f0 = bn < f0 ? bn : f0;
+        }
+        if (lower > 0 && fn > f0)
+            out->lower += lower;
         out->fit_now += fn;
         out->fit_ever += fe;
     }
@@ -671,7 +701,7 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
-        lower += a.lower;
+        lower += lower_makes_room(rq, &a, 0, per_pod, fn) ? a.lower : 0;
         fit_now += fn;
         fit_ever += fe;
     }
@@ -735,7 +765,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
-        lower += a.lower;
+        lower += lower_makes_room(rq, &a, 0, per_pod, fn) ? a.lower : 0;
         fit_now += fn;
         fit_ever += fe;
         if (one != NULL) {

@@ -45,9 +45,10 @@ struct capacity_result {
     size_t n_res;
     int64_t priority;
     bool preempts;    /* its class lets it preempt (not preemptionPolicy: Never) */
-    int64_t lower;    /* GPUs the bound pods of strictly lower priority hold on the eligible nodes,
-                         of every resource the template asks for: what preempting can free (0
-                         unless it preempts) */
+    int64_t lower;    /* GPUs the bound pods of strictly lower priority hold on the eligible nodes
+                         where preempting them makes room for more of its pods than the free
+                         GPUs do, of every resource the template asks for (0 unless it
+                         preempts) */
     int64_t fit_now;  /* more pods that fit now */
     int64_t fit_ever; /* pods that fit the eligible nodes' allocatable */
     int64_t total_gpus[CAPACITY_RESOURCES_MAX]; /* allocatable of the eligible nodes */
