@@ -871,7 +871,7 @@ bool eval_type_judges_capacity(enum rule_type t)
 {
     const struct rule_ops *kind = rule_ops_of(t);
 
-    return kind != NULL && kind->pass != NULL;
+    return kind != NULL && kind->judges_fit;
 }
 
 bool eval_type_adds_pool_labels(enum rule_type t)
@@ -927,9 +927,15 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
                 goto out;
         }
     }
-    for (int t = 0; t < RULE_TYPES && !mutating && !is_mirror_pod(r); t++)
+    for (int t = 0; t < RULE_TYPES && !mutating && !is_mirror_pod(r); t++) {
+        const struct target *judged = rn.t;
+
+        /* a pass may aim rn.t at the object (a scale has no pod spec, and it names the object
+         * in rn.subject then): each pass starts as the judges left it */
         if (rule_kinds[t].ops->pass != NULL)
             rule_kinds[t].ops->pass(&rn, p, (enum rule_type)t);
+        rn.t = judged;
+    }
     if (rn.n_deny > 0) {
         char msg[sizeof(rn.deny) + 420];
 

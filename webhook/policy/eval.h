@@ -78,9 +78,9 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
                       bool audit_only, struct cluster *view, struct decision *dec,
                       yyjson_mut_doc *tdoc, yyjson_mut_val *trace);
 
-/* Whether rules of type t are judged against the cluster view in a pass of their own, after
- * the other rules at /validate, and report the "capacity" judgement of the trace: the capacity
- * rule. gpuadmit capacity and check ask it, never the type's name. */
+/* Whether rules of type t judge whether workloads fit the cluster, and report the "capacity"
+ * judgement of the trace (the kind's judges_fit): the capacity rule. gpuadmit capacity and
+ * check ask it, never the type's name. */
 bool eval_type_judges_capacity(enum rule_type t);
 
 /* Whether rules of type t patch a pod with the node labels of its GPU pool (node-selector), so

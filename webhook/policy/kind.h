@@ -47,6 +47,10 @@ struct rule_ops {
     /* Patches a pod with the node labels of its GPU pool (pool.h): what gpuadmit check's lint
      * of the pools against a snapshot is about. */
     bool adds_pool_labels;
+    /* Its findings say whether workloads fit the cluster (the trace's "capacity" judgement):
+     * what gpuadmit capacity reports, and what check cannot judge without a snapshot. Not
+     * implied by pass: another kind may have a pass of its own. */
+    bool judges_fit;
 };
 
 #define RULE_OPS_DECLARE(ID, NAME, stem) extern const struct rule_ops rule_##stem##_ops;

@@ -18,7 +18,7 @@
 #include "yamltree.h"
 
 #define SHOW_BUF (RULES_VALUE_SHOWN * 4u + 8u) /* a value quoted with escapes and "..." */
-#define LIST_BUF 256u                          /* "one of a, b, c" lists in messages */
+#define LIST_BUF 400u                          /* "one of a, b, c" lists in messages */
 
 /* One load (rules.c). */
 struct loader;

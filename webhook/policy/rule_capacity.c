@@ -616,6 +616,7 @@ const struct rule_ops rule_capacity_ops = {
     .free = settings_free,
     .pass = capacity_pass,
     .reads = (1u << CLUSTER_PRIORITYCLASSES) | (1u << CLUSTER_NODES) | (1u << CLUSTER_PODS),
+    .judges_fit = true,
 };
 
 const struct capacity_settings *capacity_settings(const struct rule *r)

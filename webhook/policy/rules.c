@@ -748,10 +748,10 @@ void load_strlist(struct loader *L, const struct yamltree_node *n, const char *p
 
 static void join_fields(char *buf, size_t size, const struct field *f, size_t nf)
 {
-    const char *names[16];
+    const char *names[RULE_KEYS_MAX]; /* the widest table: a rule's keys, every kind's */
     size_t i;
 
-    for (i = 0; i < nf && i < 16; i++)
+    for (i = 0; i < nf && i < RULE_KEYS_MAX; i++)
         names[i] = f[i].name;
     join(buf, size, names, i);
 }
@@ -1382,6 +1382,7 @@ static void rule_keys_init(struct rule_keys *rk)
 {
     size_t f;
 
+    memset(rk, 0, sizeof(*rk));
     for (rk->n = 0; rk->n < R_COMMON; rk->n++) {
         rk->fields[rk->n] = COMMON_FIELDS[rk->n];
         rk->kinds[rk->n] = (1u << RULE_TYPES) - 1;
@@ -1395,7 +1396,9 @@ static void rule_keys_init(struct rule_keys *rk)
             if (f == RULE_KEYS_MAX)
                 break; /* more keys than the table holds: a unit test fails */
             if (f == rk->n) {
-                rk->fields[rk->n++] = k->keys[i];
+                /* a kind's required key is required of its rules only: checked in load_rule() */
+                rk->fields[rk->n] = k->keys[i];
+                rk->fields[rk->n++].required = false;
                 rk->kinds[f] = 0;
             }
             rk->kinds[f] |= 1u << t;
@@ -1418,10 +1421,10 @@ static void check_rule_keys(struct loader *L, const struct rule_keys *rk, enum r
         for (t = 0, n = 0; t < RULE_TYPES; t++)
             if (rk->kinds[f] & (1u << t))
                 names[n++] = policy_rule_type_name((enum rule_type)t);
-        if (n == 2)
-            snprintf(list, sizeof(list), "%s and %s", names[0], names[1]);
-        else
-            join(list, sizeof(list), names, n);
+        /* "a", "a and b", "a, b and c" */
+        join(list, sizeof(list), names, n > 1 ? n - 1 : n);
+        if (n > 1 && strlen(list) < sizeof(list))
+            snprintf(list + strlen(list), sizeof(list) - strlen(list), " and %s", names[n - 1]);
         err_node(L, keys[f], "%s: %s is only valid for %s rules, not %s", path, rk->fields[f].name,
                  list, policy_rule_type_name(type));
     }
@@ -1485,9 +1488,12 @@ static void load_rule(struct loader *L, const struct policy_doc *doc, const stru
         return;
     check_rule_keys(L, &rk, r->type, k, path);
     kind = rule_kinds[r->type].ops;
-    for (size_t i = 0; i < kind->n_keys; i++) {
+    for (size_t i = 0; i < kind->n_keys && i < RULE_KEYS_MAX; i++) {
         kv[i] = v[rk.at[r->type][i]];
         kk[i] = k[rk.at[r->type][i]];
+        if (kind->keys[i].required && kk[i] == NULL)
+            err_node(L, n, "missing required key \"%s\" in %s (a %s rule)", kind->keys[i].name,
+                     path, policy_rule_type_name(r->type));
     }
     if (kind->load != NULL)
         r->settings = kind->load(L, &(const struct rule_input){doc, r, n, v, kv, kk, path});
