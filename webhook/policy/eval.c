@@ -445,8 +445,10 @@ unsigned pod_pools(struct ctx *c)
     struct pod_demand dm;
     struct diag d;
 
+    if (c->doc->n_pools == 0)
+        return 0;
     diag_clear(&d);
-    if (c->doc->n_pools == 0 || spec_demand(c, &dm, &d) < 0)
+    if (spec_demand(c, &dm, &d) < 0)
         return 0;
     return pool_set(c->doc, &dm);
 }
@@ -927,7 +929,7 @@ int eval_review_trace(const struct policy *p, const struct review *r, bool mutat
                 goto out;
         }
     }
-    for (int t = 0; t < RULE_TYPES && !mutating && !is_mirror_pod(r); t++) {
+    for (int t = 0, passes = !mutating && !is_mirror_pod(r); passes && t < RULE_TYPES; t++) {
         const struct target *judged = rn.t;
 
         /* a pass may aim rn.t at the object (a scale has no pod spec, and it names the object

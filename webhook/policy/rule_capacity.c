@@ -8,6 +8,7 @@
  */
 #include "rule_capacity.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -534,13 +535,17 @@ static yyjson_val *judged_spec(struct run *rn, const struct policy *p, bool roll
 /* /validate: every capacity rule (type t) in scope judges the workload, scale or HPA request. */
 static void capacity_pass(struct run *rn, const struct policy *p, enum rule_type t)
 {
-    struct cap_pass pass = {.rn = rn}, *cp = &pass;
+    struct cap_pass pass, *cp = &pass;
     struct workload_demand ct;
     struct who w;
     static const struct target none = {"object", "/spec", "/metadata", NULL, false, false};
     const struct rule *first = NULL;
     yyjson_val *spec;
 
+    /* not = {0}: that zeroes why[] too, for every review */
+    memset(&pass, 0, offsetof(struct cap_pass, why));
+    pass.rn = rn;
+    pass.why[0] = '\0';
     memset(&ct, 0, sizeof(ct));
     for (size_t i = 0; i < p->n_docs && first == NULL; i++)
         for (size_t k = 0; k < p->docs[i].n_rules && first == NULL; k++)
@@ -556,9 +561,9 @@ static void capacity_pass(struct run *rn, const struct policy *p, enum rule_type
                 !controller_identity(rn->r->username),
             rn->view, &ct)) {
         if (!review_gvr_is(rn->r, "", "pods") || rn->r->op != REVIEW_CREATE ||
-            rn->r->sub_resource[0] || !yyjson_is_obj(patch_get(rn->r->object, "/spec")))
+            rn->r->sub_resource[0] || !yyjson_is_obj(spec = patch_get(rn->r->object, "/spec")))
             return;
-        ct.spec = patch_get(rn->r->object, "/spec");
+        ct.spec = spec;
         ct.pod = true;
         snprintf(ct.what, sizeof(ct.what), "pod");
     }
