@@ -180,14 +180,14 @@ BENCH_VIEW ?= 1
 build/release/tests/bench/bench_view: tests/bench/bench_view.c $(release_LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  CC+LD [release] $@"
-	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
-		$(PKG_LIBS) $(LDLIBS_EXTRA)
+	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook \
+		$(filter %.c %.o,$^) -o $@ $(PKG_LIBS) $(LDLIBS_EXTRA)
 
 build/release/tests/bench/bench_codec: tests/bench/bench_codec.c $(release_LIB_OBJ)
 	@mkdir -p $(@D)
 	@echo "  CC+LD [release] $@"
-	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook $^ -o $@ \
-		$(PKG_LIBS) $(LDLIBS_EXTRA)
+	$(Q)$(CC) $(BASE_CFLAGS) $(RELEASE_CFLAGS) $(PKG_CFLAGS) -iquote webhook \
+		$(filter %.c %.o,$^) -o $@ $(PKG_LIBS) $(LDLIBS_EXTRA)
 
 build/release/tests/bench/handshake build/release/tests/bench/overload: \
 		build/release/tests/bench/%: tests/bench/%.c
