@@ -12,3 +12,8 @@ const struct rule_ops *rule_ops_of(enum rule_type t)
 {
     return (unsigned)t < RULE_TYPES ? rule_kinds[t].ops : NULL;
 }
+
+const void *rule_settings_of(const struct rule *r, const struct rule_ops *ops)
+{
+    return r != NULL && rule_ops_of(r->type) == ops ? r->settings : NULL;
+}

@@ -68,4 +68,8 @@ extern const struct rule_kind rule_kinds[RULE_TYPES];
 /* The operations of type t; NULL for a value out of range. */
 const struct rule_ops *rule_ops_of(enum rule_type t);
 
+/* r's settings when r is a rule of the kind whose operations are ops, else NULL: the body of
+ * each kind's checked accessor (capacity_settings() and the like). */
+const void *rule_settings_of(const struct rule *r, const struct rule_ops *ops);
+
 #endif

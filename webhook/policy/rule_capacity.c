@@ -626,7 +626,5 @@ const struct rule_ops rule_capacity_ops = {
 
 const struct capacity_settings *capacity_settings(const struct rule *r)
 {
-    const struct rule_ops *kind = rule_ops_of(r->type);
-
-    return kind == &rule_capacity_ops ? r->settings : NULL;
+    return rule_settings_of(r, &rule_capacity_ops);
 }

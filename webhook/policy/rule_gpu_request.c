@@ -773,7 +773,5 @@ const struct rule_ops rule_gpu_request_ops = {
 
 const struct gpu_request_settings *gpu_request_settings(const struct rule *r)
 {
-    const struct rule_ops *kind = rule_ops_of(r->type);
-
-    return kind == &rule_gpu_request_ops ? r->settings : NULL;
+    return rule_settings_of(r, &rule_gpu_request_ops);
 }

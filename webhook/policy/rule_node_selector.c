@@ -353,7 +353,5 @@ const struct rule_ops rule_node_selector_ops = {
 
 const struct node_selector_settings *node_selector_settings(const struct rule *r)
 {
-    const struct rule_ops *kind = rule_ops_of(r->type);
-
-    return kind == &rule_node_selector_ops ? r->settings : NULL;
+    return rule_settings_of(r, &rule_node_selector_ops);
 }

@@ -284,7 +284,5 @@ const struct rule_ops rule_priority_class_ops = {
 
 const struct priority_class_settings *priority_class_settings(const struct rule *r)
 {
-    const struct rule_ops *kind = rule_ops_of(r->type);
-
-    return kind == &rule_priority_class_ops ? r->settings : NULL;
+    return rule_settings_of(r, &rule_priority_class_ops);
 }
