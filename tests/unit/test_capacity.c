@@ -346,6 +346,17 @@ static void test_node_name(void)
     snprintf(tmpl, sizeof(tmpl), "{%s", gpu2);
     r = judge(c, tmpl, 1, 0);
     CHECK(r.eligible == 1 && r.fit_now == 4);
+    /* no scheduler, no preemption: a lower pod's 2 GPUs on the named node stay taken (its
+     * kubelet evicts for critical pods only) */
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'hi'},'value':100}");
+    apply(c, CLUSTER_PODS, "ADDED", POD("low", "tainted", "2", "Running"));
+    snprintf(tmpl, sizeof(tmpl), "{'nodeName':'tainted','priorityClassName':'hi',%s", gpu2);
+    r = judge(c, tmpl, 2, 0);
+    CHECK(!r.preempts && r.lower == 0 && r.fit_now == 1);
+    snprintf(tmpl, sizeof(tmpl), "{'nodeName':'tainted','priority':2000001000,%s", gpu2);
+    r = judge(c, tmpl, 2, 0);
+    CHECK(r.preempts && r.fit_now == 2); /* system-node-critical: the kubelet makes room */
     cluster_free(c);
 }
 

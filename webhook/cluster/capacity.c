@@ -341,6 +341,11 @@ static void template_priority(const struct cluster *c, yyjson_val *spec, int64_t
     }
     if (yyjson_is_str(yyjson_obj_get(spec, "preemptionPolicy")))
         *preempt = !json_str_is(yyjson_obj_get(spec, "preemptionPolicy"), "Never");
+    /* a pod that names its node skips the scheduler, so nothing preempts for it; its kubelet
+     * evicts for a critical pod only (pkg/kubelet/preemption: CriticalPodAdmissionHandler,
+     * IsCriticalPod: priority 2000000000 and up) */
+    if (str_len(yyjson_obj_get(spec, "nodeName")) > 0 && *prio < 2000000000)
+        *preempt = false;
 }
 
 /* The reservations still running, copied out so that the node loop takes no lock (usually

@@ -561,9 +561,9 @@ static struct vclass *vclass_from_json(yyjson_val *obj)
  * NULL when out of memory. */
 static yyjson_mut_val *trim_pod_spec(yyjson_mut_doc *doc, yyjson_val *spec)
 {
-    static const char *const keep[] = {"nodeSelector",      "affinity",         "tolerations",
-                                       "priorityClassName", "priority",         "preemptionPolicy",
-                                       "overhead",          "runtimeClassName", "schedulingGates"};
+    static const char *const keep[] = {
+        "nodeSelector",     "affinity", "tolerations",      "priorityClassName", "priority",
+        "preemptionPolicy", "overhead", "runtimeClassName", "schedulingGates",   "nodeName"};
     static const char *const lists[] = {"containers", "initContainers"};
     yyjson_mut_val *out = yyjson_mut_obj(doc), *arr, *slim;
     yyjson_val *c;
