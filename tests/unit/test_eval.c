@@ -2372,6 +2372,22 @@ static void test_audit_scale_judges_the_patched_template(void)
     CHECK_CONTAINS(ann, "would deny: deployments ml/bare (scale): only 4 of 6 more pods fit now");
     CHECK(aud.allowed && !says(&aud, "untolerated"));
     decision_release(&aud);
+    /* the prediction keeps to the rules' scope: with the toleration's rule excluding pods a
+     * ReplicaSet owns (as a Deployment's are), none is predicted, and TaintToleration keeps
+     * the pods off every GPU node */
+    policy_unref(p);
+    p = load("capacity-mutate-no-rs.yaml");
+    decision_init(&aud);
+    CHECK(p != NULL && check_audit(p, view, &up4, &aud) == 0);
+    CHECK(says(&aud, "untolerated taint nvidia.com/gpu"));
+    decision_release(&aud);
+    /* nor when it excludes the pods by a label, which the view does not keep: left out */
+    policy_unref(p);
+    p = load("capacity-mutate-no-app.yaml");
+    decision_init(&aud);
+    CHECK(p != NULL && check_audit(p, view, &up4, &aud) == 0);
+    CHECK(says(&aud, "untolerated taint nvidia.com/gpu"));
+    decision_release(&aud);
     yyjson_doc_free(dep);
     cluster_free(view);
     policy_unref(p);

@@ -760,8 +760,28 @@ static int eval_doc(struct run *rn, const struct policy_doc *doc, int phase)
  * object is applied again to no effect (patches converge). The spec at rn->found's prefix of
  * rn->pred.doc is then what the scheduler will get. -1 when out of memory. */
 /* eval_predict() of object, whose pod spec is where target says, into pt. */
+/* Whether a scope reads what a template from the view does not tell: its pods' labels (the view
+ * keeps a template's spec only), who creates them (a controller, not the user who scales), and,
+ * when owner_known is false, the kind that owns them. */
+static bool scope_blind(const struct scope *s, bool owner_known)
+{
+    const struct match *m[2] = {s->has_match ? &s->match : NULL,
+                                s->has_exclude ? &s->exclude : NULL};
+
+    for (int i = 0; i < 2; i++)
+        if (m[i] != NULL &&
+            (m[i]->labels.set || m[i]->users.n > 0 || m[i]->groups.n > 0 ||
+             m[i]->service_accounts.n > 0 || (!owner_known && m[i]->owner_kinds.n > 0)))
+            return true;
+    return false;
+}
+
+/* eval_predict() of object, whose pod spec is where target says, into pt. blind: object is a
+ * template from the view, so a rule or policy whose scope reads what the view does not keep
+ * (scope_blind()) is left out: the prediction then patches less, never more, than the pods'
+ * own CREATE will (the verdict before predictions, at worst). */
 static int predict_into(struct run *rn, const struct policy *p, yyjson_val *object,
-                        const struct target *target, struct patch *pt)
+                        const struct target *target, struct patch *pt, bool blind)
 {
     const struct target *t = rn->t;
     struct who w;
@@ -776,13 +796,15 @@ static int predict_into(struct run *rn, const struct policy *p, yyjson_val *obje
         for (size_t i = 0; i < p->n_docs; i++) {
             const struct policy_doc *doc = &p->docs[i];
 
-            if (!in_scope(&doc->scope, &w))
+            if (!in_scope(&doc->scope, &w) ||
+                (blind && scope_blind(&doc->scope, target->owner_kind != NULL)))
                 continue;
             for (size_t k = 0; k < doc->n_rules; k++) {
                 const struct rule *ru = &doc->rules[k];
 
                 if (ru->action != ACTION_MUTATE || ru->enforcement != ENFORCE_ENFORCE ||
-                    own_pass(ru) || !in_phase(ru, phase) || !in_scope(&ru->scope, &w))
+                    own_pass(ru) || !in_phase(ru, phase) || !in_scope(&ru->scope, &w) ||
+                    (blind && scope_blind(&ru->scope, target->owner_kind != NULL)))
                     continue;
                 run_rule(rn, doc, ru, pt, &c);
             }
@@ -796,20 +818,34 @@ static int predict_into(struct run *rn, const struct policy *p, yyjson_val *obje
 
 int eval_predict(struct run *rn, const struct policy *p)
 {
-    return predict_into(rn, p, rn->r->object, rn->found, &rn->pred);
+    return predict_into(rn, p, rn->r->object, rn->found, &rn->pred, false);
 }
 
 yyjson_val *eval_predict_template(struct run *rn, const struct policy *p, yyjson_val *spec)
 {
-    /* the view keeps a template's spec alone: its labels are not there, so a rule whose match
-     * names pod labels does not see them */
-    static const struct target tmpl = {
-        "template", "/spec/template/spec", "/spec/template/metadata", NULL, false, false};
+    /* the kind that will own the pods: a Deployment's and a ReplicaSet's pods are owned by a
+     * ReplicaSet, a StatefulSet's by it (the scale's resource, or the HPA's scaleTargetRef) */
+    static const struct target by[] = {
+        {"template", "/spec/template/spec", "/spec/template/metadata", "ReplicaSet", false, false},
+        {"template", "/spec/template/spec", "/spec/template/metadata", "StatefulSet", false, false},
+        {"template", "/spec/template/spec", "/spec/template/metadata", NULL, false, false},
+    };
+    const char *ref = json_get_str(
+        yyjson_obj_get(yyjson_obj_get(rn->r->object, "spec"), "scaleTargetRef"), "kind");
+    const struct target *tmpl = &by[2];
     yyjson_mut_doc *m;
     yyjson_mut_val *root;
 
+    if (review_gvr_is(rn->r, "apps", "deployments") ||
+        review_gvr_is(rn->r, "apps", "replicasets") ||
+        (ref != NULL && (strcmp(ref, "Deployment") == 0 || strcmp(ref, "ReplicaSet") == 0)))
+        tmpl = &by[0];
+    else if (review_gvr_is(rn->r, "apps", "statefulsets") ||
+             (ref != NULL && strcmp(ref, "StatefulSet") == 0))
+        tmpl = &by[1];
+
     if (rn->tmpl_doc != NULL)
-        return patch_get(rn->tmpl_pred.doc, tmpl.prefix);
+        return patch_get(rn->tmpl_pred.doc, tmpl->prefix);
     m = yyjson_mut_doc_new(NULL);
     root = m ? json_pack(m, "{s:{s:{s:V}}}", "spec", "template", "spec", spec) : NULL;
     if (root != NULL)
@@ -818,9 +854,9 @@ yyjson_val *eval_predict_template(struct run *rn, const struct policy *p, yyjson
     rn->tmpl_doc = root ? yyjson_mut_doc_imut_copy(m, NULL) : NULL;
     yyjson_mut_doc_free(m);
     if (rn->tmpl_doc == NULL ||
-        predict_into(rn, p, yyjson_doc_get_root(rn->tmpl_doc), &tmpl, &rn->tmpl_pred) < 0)
+        predict_into(rn, p, yyjson_doc_get_root(rn->tmpl_doc), tmpl, &rn->tmpl_pred, true) < 0)
         return NULL;
-    return patch_get(rn->tmpl_pred.doc, tmpl.prefix);
+    return patch_get(rn->tmpl_pred.doc, tmpl->prefix);
 }
 
 int eval_view_gaps(const struct policy *p, struct cluster *view, char *buf, size_t len)
