@@ -686,6 +686,29 @@ def capacity_judges_parked_workloads_as_they_will_run():
     check(rc == 3 and "never fits" in out and
           "(0 replicas: judged at 1, whether a replica can ever fit)" in out,
           "0 replicas: exit %d\n%s%s" % (rc, out, err))
+    # parallelism 0 pauses a Job: judged at 1 as well
+    job0 = manifest("Job", {"parallelism": 0}, 8)
+    with open(job0) as f:
+        j0 = json.load(f)
+    j0["spec"]["parallelism"] = 0
+    with open(job0, "w") as f:
+        json.dump(j0, f)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", job0)
+    check(rc == 3 and "%s:1: Job ml/p: 0 replicas: never fits" % job0 in out and
+          "(parallelism 0: judged at 1, whether a pod can ever fit)" in out,
+          "parallelism 0: exit %d\n%s%s" % (rc, out, err))
+    # what check denies is the object as written: a privileged container at 0 replicas
+    with open(dep) as f:
+        d0 = json.load(f)
+    d0["spec"]["template"]["spec"]["containers"][0]["securityContext"] = {"privileged": True}
+    priv = os.path.join(E.work, "parked-privileged.json")
+    with open(priv, "w") as f:
+        json.dump(d0, f)
+    rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-o", "json", "-f", priv)
+    w = json.loads(out)["workloads"][0]
+    check(w["replicas"] == 0 and w["deniedBy"] == ["gpu-request"] and
+          w["decision"] == "denied" and w["judgedAs"].startswith("0 replicas"),
+          "privileged at 0 replicas: %r" % w)
     full = os.path.join(ROOT, "tests/data/snapshots/full.json")  # every GPU in use
     dep = manifest("Deployment", {"replicas": 0}, 1)
     rc, out, err = run("capacity", "--cluster-snapshot", full, "-f", dep)

@@ -468,8 +468,11 @@ static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson
     bool gpus = yyjson_is_true(yyjson_obj_get(cap, "requestsGPUs"));
     yyjson_mut_val *e;
 
-    /* at 0 replicas nothing waits now: only a replica that can never fit is worth a code */
-    if (as != NULL && strncmp(as, "0 replicas", 10) == 0 && strcmp(verdict, "notNow") == 0)
+    /* at 0 replicas (parallelism 0) nothing waits now: only a pod that can never fit is worth
+     * a code */
+    if (as != NULL &&
+        (strncmp(as, "0 replicas", 10) == 0 || strncmp(as, "parallelism 0", 13) == 0) &&
+        strcmp(verdict, "notNow") == 0)
         verdict = "fits";
     if (!gpus || strcmp(verdict, "fits") == 0) {
         j->fits++;
@@ -490,9 +493,13 @@ static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson
         yyjson_obj_get(cap, "explanation"), "verdict", gpus ? verdict : "fits", "why",
         yyjson_obj_get(cap, "why"), "decision", json_get_str(admit, "decision"), "patched",
         yyjson_arr_size(yyjson_obj_get(admit, "patch")) > 0);
-    /* what check denies is the object as written, which a parked one is not */
-    if (e != NULL && as == NULL &&
-        json_mut_set(j->doc, e, "deniedBy", denied_by(j->doc, admit)) < 0)
+    /* admit is the object as written (its decision, what check denies), cap the judgement of
+     * the parked one */
+    if (e != NULL && json_mut_set(j->doc, e, "deniedBy", denied_by(j->doc, admit)) < 0)
+        e = NULL;
+    /* the replicas as written: the judgement was at 1 */
+    if (e != NULL && as != NULL && strncmp(as, "suspended", 9) != 0 &&
+        json_mut_set(j->doc, e, "replicas", yyjson_mut_int(j->doc, 0)) < 0)
         e = NULL;
     if (e != NULL && as != NULL &&
         json_mut_set(j->doc, e, "judgedAs", yyjson_mut_strcpy(j->doc, as)) < 0)
@@ -513,13 +520,22 @@ static yyjson_val *as_running(yyjson_val *obj, yyjson_doc **held, const char **a
     yyjson_val *spec = yyjson_obj_get(obj, "spec"), *replicas = yyjson_obj_get(spec, "replicas");
     bool job = kind != NULL && strcmp(kind, "Job") == 0;
     int64_t n;
+    bool suspended = job && yyjson_is_true(yyjson_obj_get(spec, "suspend"));
+    bool paused = job && json_int64(yyjson_obj_get(spec, "parallelism"), &n) && n == 0;
+    bool kueue = yyjson_obj_get(yyjson_obj_get(yyjson_obj_get(obj, "metadata"), "labels"),
+                                "kueue.x-k8s.io/queue-name") != NULL;
     yyjson_mut_doc *m;
     yyjson_mut_val *root, *mspec;
 
     *held = NULL;
     *as = NULL;
-    if (job && yyjson_is_true(yyjson_obj_get(spec, "suspend")))
+    if (suspended && kueue)
+        *as = "suspended: judged as when it is resumed, as written (Kueue may add its "
+              "ResourceFlavor's nodeSelector and tolerations, or admit fewer pods)";
+    else if (suspended)
         *as = "suspended: judged as when it is resumed";
+    else if (paused)
+        *as = "parallelism 0: judged at 1, whether a pod can ever fit";
     else if (!job && kind != NULL && strcmp(kind, "Pod") != 0 && json_int64(replicas, &n) && n == 0)
         *as = "0 replicas: judged at 1, whether a replica can ever fit";
     else
@@ -527,8 +543,10 @@ static yyjson_val *as_running(yyjson_val *obj, yyjson_doc **held, const char **a
     m = yyjson_mut_doc_new(NULL);
     root = m ? yyjson_val_mut_copy(m, obj) : NULL; /* as deep as yamljson let obj be */
     mspec = yyjson_mut_obj_get(root, "spec");
-    if (mspec == NULL || json_mut_set(m, mspec, job ? "suspend" : "replicas",
-                                      job ? yyjson_mut_false(m) : yyjson_mut_int(m, 1)) < 0) {
+    if (mspec == NULL ||
+        (suspended && json_mut_set(m, mspec, "suspend", yyjson_mut_false(m)) < 0) ||
+        (paused && json_mut_set(m, mspec, "parallelism", yyjson_mut_int(m, 1)) < 0) ||
+        (!job && json_mut_set(m, mspec, "replicas", yyjson_mut_int(m, 1)) < 0)) {
         yyjson_mut_doc_free(m);
         *as = NULL;
         return obj;
@@ -553,7 +571,7 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
     yyjson_val *items = yyjson_obj_get(obj, "items"), *it, *root, *cap;
     const char *kind = json_get_str(obj, "kind"), *decision, *reason;
     yyjson_mut_val *e;
-    yyjson_doc *admit = NULL, *held = NULL;
+    yyjson_doc *admit = NULL, *held = NULL, *parked = NULL;
     const char *as = NULL;
     struct diag d;
     char sub[YAMLJSON_POINTER_MAX];
@@ -576,10 +594,15 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
         return;
     }
     admit = admit_frozen(j->oo, as_running(obj, &held, &as), &d);
+    if (held != NULL && admit != NULL) {
+        /* parked: the capacity judgement of the running object, the rest of the written one */
+        parked = admit;
+        admit = admit_frozen(j->oo, obj, &d);
+    }
     root = yyjson_doc_get_root(admit);
     decision = json_get_str(root, "decision");
     reason = json_get_str(root, "reason");
-    cap = judgement_of(root);
+    cap = judgement_of(parked != NULL ? yyjson_doc_get_root(parked) : root);
     if (admit == NULL || decision == NULL || strcmp(decision, "not judged") == 0) {
         e = skipped(j, obj, admit == NULL ? d.msg : reason ? reason : "not judged by the policy");
     } else if (!in_scope(root)) {
@@ -593,6 +616,7 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
                  json_get_str(cap, "why") ? json_get_str(cap, "why") : "");
         input_error(j, &d);
         yyjson_doc_free(admit);
+        yyjson_doc_free(parked);
         yyjson_doc_free(held);
         return;
     } else {
@@ -600,6 +624,7 @@ static void judge_object(struct judging *j, const struct yamljson_doc *doc, cons
     }
     append(j, e, file, line);
     yyjson_doc_free(admit);
+    yyjson_doc_free(parked);
     yyjson_doc_free(held);
 }
 
