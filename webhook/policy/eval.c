@@ -77,6 +77,17 @@ void add_problem(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
+enum verdict fixed_or_problem(struct ctx *c, bool patched, const char *desc, const char *did)
+{
+    if (!patched) {
+        add_problem(c->problem, sizeof(c->problem), "%s", desc);
+        return V_PROBLEM;
+    }
+    add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
+    add_text(c->fixed, sizeof(c->fixed), "%s", did);
+    return V_FIXED;
+}
+
 /* A copy of problems joined for reading. */
 static void join_problems(const char *in, char *out, size_t len)
 {

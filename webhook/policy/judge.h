@@ -153,6 +153,9 @@ void add_text(char *buf, size_t len, const char *fmt, ...) __attribute__((format
 /* Appends one problem to buf (c->problem, c->fixable): a denial joins them with "; ", a
  * warning goes out one per problem. */
 void add_problem(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* How a Mutate rule that found desc ends: patched, desc is a fixed problem and did what the
+ * patch did (V_FIXED); not, desc is a problem left as it is (V_PROBLEM). */
+enum verdict fixed_or_problem(struct ctx *c, bool patched, const char *desc, const char *did);
 
 /* Refreshes what the rule looks at after operations: a new immutable copy of the working copy
  * (patch.h). -1 when out of memory. */

@@ -252,7 +252,7 @@ static enum verdict judge(struct ctx *c, const struct rule *ru)
     const struct node_label *labels = s->n_labels ? s->labels : c->doc->gpu_node_labels;
     size_t n = s->n_labels ? s->n_labels : c->doc->n_gpu_node_labels;
     yyjson_val *sel = yyjson_obj_get(c->spec, "nodeSelector");
-    char why[300], want[512] = "", desc[MSG_MAX], names[256] = "";
+    char why[300], want[512] = "", desc[MSG_MAX], names[256] = "", did[560];
     const char *have;
     bool conflict = false, keep[SELECTOR_LABELS_MAX];
     struct node_label pool[SELECTOR_LABELS_MAX];
@@ -333,13 +333,11 @@ static enum verdict judge(struct ctx *c, const struct rule *ru)
                 rc = -1;
         }
         if (rc == 0) {
-            add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
-            add_text(c->fixed, sizeof(c->fixed), "added nodeSelector %s", want);
-            return V_FIXED;
+            snprintf(did, sizeof(did), "added nodeSelector %s", want);
+            return fixed_or_problem(c, true, desc, did);
         }
     }
-    add_problem(c->problem, sizeof(c->problem), "%s", desc);
-    return V_PROBLEM;
+    return fixed_or_problem(c, false, desc, NULL);
 }
 
 const struct rule_ops rule_node_selector_ops = {

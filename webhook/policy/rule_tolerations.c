@@ -46,7 +46,7 @@ static enum verdict judge(struct ctx *c, const struct rule *ru)
     unsigned pools;
     yyjson_mut_val *arr, *tol;
     int rc = 0;
-    char names[512] = "", desc[MSG_MAX];
+    char names[512] = "", desc[MSG_MAX], did[560];
 
     (void)ru;
     if (!requests_gpus(c))
@@ -83,13 +83,11 @@ static enum verdict judge(struct ctx *c, const struct rule *ru)
                 rc = -1;
         }
         if (rc == 0) {
-            add_problem(c->fixable, sizeof(c->fixable), "%s", desc);
-            add_text(c->fixed, sizeof(c->fixed), "added tolerations for %s", names);
-            return V_FIXED;
+            snprintf(did, sizeof(did), "added tolerations for %s", names);
+            return fixed_or_problem(c, true, desc, did);
         }
     }
-    add_problem(c->problem, sizeof(c->problem), "%s", desc);
-    return V_PROBLEM;
+    return fixed_or_problem(c, false, desc, NULL);
 }
 
 const struct rule_ops rule_tolerations_ops = {
