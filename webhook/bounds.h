@@ -116,6 +116,9 @@
 
 /* A qualified resource name: a DNS-subdomain prefix (253), '/', a name (63) and the NUL. */
 #define RESOURCE_NAME_MAX 318
+/* Bytes of an unbound pod's PodScheduled message the view keeps (kube-scheduler's message lists
+ * one "N reason" entry per distinct reason, a few hundred bytes; a longer one is cut). */
+#define PENDING_MESSAGE_MAX 8192u
 /* node-selector labels checked against the cluster view's GPU nodes; past this many, none is */
 #define SELECTOR_LABELS_MAX 32u
 

@@ -170,33 +170,6 @@ static int parse_args(int argc, char **argv, struct cap_opts *o)
     return 0;
 }
 
-/* The live cluster, listed once: the watcher runs until the view is synced, then stops. */
-static struct cluster *list_live(const struct cap_opts *o, struct diag *d)
-{
-    struct cluster_config cc = {DEFAULT_ALLOCATABLE_GRACE_S};
-    struct kube_config kc = {o->kubeconfig, 0, 0, NULL};
-    struct cluster *view = cluster_new(&cc);
-    struct kube *k = NULL;
-    struct timespec step = {0, 50 * 1000 * 1000};
-
-    if (view == NULL || (k = kube_start(&kc, view, d)) == NULL) {
-        cluster_free(view);
-        return NULL;
-    }
-    for (unsigned i = 0; i < o->timeout_s * 20 && !cluster_synced(view); i++)
-        nanosleep(&step, NULL);
-    kube_stop(k);
-    if (!cluster_synced(view)) {
-        diag_set(d, o->kubeconfig, 0, 0,
-                 "the cluster was not listed within %u s (run gpuadmit serve --kubeconfig "
-                 "for the reason in its log)",
-                 o->timeout_s);
-        cluster_free(view);
-        return NULL;
-    }
-    return view;
-}
-
 /* The policy document whose GPU resources the node report shows: the first with a capacity
  * rule, else the first. */
 static const struct policy_doc *capacity_doc(const struct policy *p)
@@ -854,7 +827,8 @@ int capreport_main(int argc, char **argv)
         goto out;
     }
     diag_clear(&d);
-    view = o.snapshot ? offline_load_snapshot(o.snapshot, &d) : list_live(&o, &d);
+    view = o.snapshot ? offline_load_snapshot(o.snapshot, &d)
+                      : offline_list_live(o.kubeconfig, o.timeout_s, &d);
     if (view == NULL || doc == NULL) {
         fprintf(stderr, "gpuadmit capacity: %s\n",
                 doc ? diag_format(&d, text, sizeof(text)) : "the policy has no documents");

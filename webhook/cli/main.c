@@ -20,6 +20,7 @@
 #include "capreport.h"
 #include "tls/certgen.h"
 #include "check.h"
+#include "explain.h"
 #include "cluster/cluster.h"
 #include "tls/creds.h"
 #include "policy/eval.h"
@@ -52,6 +53,7 @@ static const char usage_main[] =
     "  check        judge manifest files offline, as the webhook would judge their CREATE\n"
     "  test         run policy test suites (expected decisions, rule outcomes, patches)\n"
     "  capacity     GPUs per node and resource, and how many replicas of a workload fit\n"
+    "  explain      why GPU pods are Pending, with a stable code per reason\n"
     "\n"
     "  gpuadmit --help       this text;  gpuadmit COMMAND --help  the command's options\n"
     "  gpuadmit --version    print the version\n"
@@ -727,8 +729,9 @@ static const struct command {
     const char *name;
     int (*run)(int argc, char **argv);
 } commands[] = {
-    {"serve", cmd_serve},  {"certs", certgen_main}, {"routes", cmd_routes},
-    {"check", check_main}, {"test", suite_main},    {"capacity", capreport_main},
+    {"serve", cmd_serve},      {"certs", certgen_main}, {"routes", cmd_routes},
+    {"check", check_main},     {"test", suite_main},    {"capacity", capreport_main},
+    {"explain", explain_main},
 };
 
 int main(int argc, char **argv)

@@ -15,11 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "policy/decision.h"
 #include "policy/eval.h"
 #include "json.h"
 #include "bounds.h"
+#include "cluster/kube.h"
 #include "patch.h"
 #include "review.h"
 #include "policy/rules.h"
@@ -503,4 +505,31 @@ void offline_print_op(FILE *f, const char *indent, yyjson_val *op)
         offline_print_value(f, value);
     }
     fputc('\n', f);
+}
+
+/* The live cluster, listed once: the watcher runs until the view is synced, then stops. */
+struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s, struct diag *d)
+{
+    struct cluster_config cc = {DEFAULT_ALLOCATABLE_GRACE_S};
+    struct kube_config kc = {kubeconfig, 0, 0, NULL};
+    struct cluster *view = cluster_new(&cc);
+    struct kube *k = NULL;
+    struct timespec step = {0, 50 * 1000 * 1000};
+
+    if (view == NULL || (k = kube_start(&kc, view, d)) == NULL) {
+        cluster_free(view);
+        return NULL;
+    }
+    for (unsigned i = 0; i < timeout_s * 20 && !cluster_synced(view); i++)
+        nanosleep(&step, NULL);
+    kube_stop(k);
+    if (!cluster_synced(view)) {
+        diag_set(d, kubeconfig, 0, 0,
+                 "the cluster was not listed within %u s (run gpuadmit serve --kubeconfig "
+                 "for the reason in its log)",
+                 timeout_s);
+        cluster_free(view);
+        return NULL;
+    }
+    return view;
 }

@@ -210,12 +210,28 @@ static void node_free(void *ctx, void *p)
     free(n);
 }
 
+static void vdoc_unref(struct vdoc *v);
+
+static void vpending_free(struct vpending *p)
+{
+    if (p == NULL)
+        return;
+    vdoc_unref(p->spec);
+    free(p->cond_reason);
+    free(p->cond_message);
+    free(p->scheduler);
+    free(p->nominated);
+    free(p->gate);
+    free(p);
+}
+
 static void vpod_free(void *p)
 {
     struct vpod *v = p;
 
     if (v == NULL)
         return;
+    vpending_free(v->pend);
     free(v->node);
     free(v->owner);
     for (size_t i = 0; i < v->n_demand; i++)
@@ -506,6 +522,49 @@ static bool pod_terminal(yyjson_val *obj)
     return strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0;
 }
 
+/* A copy of s cut to max bytes at a UTF-8 rune's start, or NULL for "" (and out of memory). */
+static char *str_keep(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n == 0)
+        return NULL;
+    if (n > max) {
+        n = max;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    return strndup(s, n);
+}
+
+/* What an unbound pod says of its scheduling (its spec comes with its waiter), or NULL when out
+ * of memory. */
+static struct vpending *vpending_from_json(yyjson_val *obj)
+{
+    yyjson_val *spec = yyjson_obj_get(obj, "spec"), *status = yyjson_obj_get(obj, "status");
+    yyjson_val *cond;
+    struct vpending *p = calloc(1, sizeof(*p));
+    const char *sched = str_at(spec, "schedulerName");
+    size_t i, max;
+
+    if (p == NULL)
+        return NULL;
+    yyjson_arr_foreach (yyjson_obj_get(status, "conditions"), i, max, cond) {
+        if (strcmp(str_at(cond, "type"), "PodScheduled") == 0 &&
+            strcmp(str_at(cond, "status"), "False") == 0) {
+            p->cond_reason = str_keep(str_at(cond, "reason"), 256);
+            p->cond_message = str_keep(str_at(cond, "message"), PENDING_MESSAGE_MAX);
+            break;
+        }
+    }
+    if (strcmp(sched, "default-scheduler") != 0)
+        p->scheduler = str_keep(sched, 256);
+    p->nominated = str_keep(str_at(status, "nominatedNodeName"), 256);
+    p->gate = str_keep(
+        str_at(yyjson_arr_get_first(yyjson_obj_get(spec, "schedulingGates")), "name"), 320);
+    return p;
+}
+
 /* A pod record, or NULL (with *skip set) for a pod the view does not keep. */
 static struct vpod *vpod_from_json(yyjson_val *obj, bool *skip)
 {
@@ -524,6 +583,8 @@ static struct vpod *vpod_from_json(yyjson_val *obj, bool *skip)
     if (v == NULL)
         return NULL;
     v->node = strdup(str_at(spec, "nodeName"));
+    if (v->node != NULL && v->node[0] == '\0' && (v->pend = vpending_from_json(obj)) == NULL)
+        goto fail;
     /* the SchedulingGates PreEnqueue plugin keeps a gated pod out of the active queue
      * (pkg/scheduler/framework/plugins/schedulinggates): it takes no GPUs until the gate
      * goes (Kueue removes its gate on admission), a MODIFIED event */
@@ -830,6 +891,7 @@ static void waiter_free(void *ctx, void *p)
     if (w != NULL) {
         free(w->key);
         vdoc_unref(w->spec_doc);
+        vdoc_unref(w->pod_spec);
     }
     free(w);
 }
@@ -1077,18 +1139,27 @@ static void waiter_add_pod(struct cluster *c, struct vpod *v, yyjson_val *obj)
     struct vdoc *spec;
 
     pod_waiter_key(obj, unbound, key, sizeof(key));
-    if (key[0] == '\0' || (w = waiter_get(c, key, true)) == NULL ||
-        (v->owner = strdup(key)) == NULL)
+    w = key[0] != '\0' ? waiter_get(c, key, true) : NULL;
+    if (v->pend != NULL && (spec = trimmed_spec_doc(yyjson_obj_get(obj, "spec"))) != NULL) {
+        /* the pods of one controller mostly share one spec: one document for them all */
+        if (w != NULL && w->pod_spec != NULL &&
+            yyjson_equals(yyjson_doc_get_root(w->pod_spec->doc), yyjson_doc_get_root(spec->doc))) {
+            vdoc_unref(spec);
+            spec = vdoc_ref(w->pod_spec);
+        } else if (w != NULL) {
+            vdoc_unref(w->pod_spec);
+            w->pod_spec = vdoc_ref(spec);
+        }
+        v->pend->spec = spec;
+    }
+    if (w == NULL || (v->owner = strdup(key)) == NULL)
         return;
     w->pods++;
     w->pending += unbound;
     if (w->rec == NULL)
         w->reserve_key = cluster_workload_key("pods", "", key);
-    if (unbound && w->spec == NULL &&
-        (spec = trimmed_spec_doc(yyjson_obj_get(obj, "spec"))) != NULL) {
+    if (unbound && w->spec == NULL && v->pend != NULL && (spec = v->pend->spec) != NULL)
         waiter_set_spec(w, spec, yyjson_doc_get_root(spec->doc), v->priority);
-        vdoc_unref(spec);
-    }
     waiter_update(c, w);
 }
 
@@ -1488,6 +1559,7 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
             vpod_free(v);
             goto oom;
         }
+        v->key = table_entry_of(t, key)->key;
         if (bind_pod(c, v) < 0) {
             table_del(t, key);
             vpod_free(v);

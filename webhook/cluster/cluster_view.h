@@ -1,7 +1,7 @@
 /*
- * cluster_view.h: the records of the cluster view, for its two owners: cluster.c, which keeps
- * them current, and capacity.c, which reads them under the view's read lock. Nothing else
- * includes this header.
+ * cluster_view.h: the records of the cluster view, for its owners: cluster.c, which keeps them
+ * current, and capacity.c and pending.c, which read them under the view's read lock. Nothing
+ * else includes this header.
  *
  * JSON kept by a record lives in documents of its own (yyjson): never a pointer into a list page
  * or a watch event, which are freed once read.
@@ -76,14 +76,27 @@ struct pod_res {
     int64_t n;
 };
 
+/* What an unbound pod says of its scheduling, for the explainer (pending.c). */
+struct vpending {
+    struct vdoc *spec;  /* one reference: its trimmed spec (shared with the pods of its waiter
+                           whose trimmed spec is the same) */
+    char *cond_reason;  /* PodScheduled=False: its reason ("Unschedulable"), or NULL */
+    char *cond_message; /* and its message, verbatim up to PENDING_MESSAGE_MAX bytes */
+    char *scheduler;    /* spec.schedulerName other than default-scheduler, or NULL */
+    char *nominated;    /* status.nominatedNodeName, or NULL */
+    char *gate;         /* the first of spec.schedulingGates, or NULL */
+};
+
 /* A non-terminal pod that requests an extended resource. */
 struct vpod {
-    char *node;  /* "" while unbound */
+    const char *key; /* "NAMESPACE/NAME": its entry's key in the pods table (borrowed) */
+    char *node;      /* "" while unbound */
     char *owner; /* its waiter's key (struct waiter), or NULL: a bound pod of no tracked owner */
     bool gated;  /* unbound with spec.schedulingGates: out of the scheduler's queue */
     int64_t priority;
     struct pod_res *demand;
     size_t n_demand;
+    struct vpending *pend; /* unbound: what it says of its scheduling; NULL when bound */
 };
 
 /* What the pods bound to a node use of one resource, in all and per priority (a handful of
@@ -148,6 +161,8 @@ struct waiter {
     uint64_t shown_key;           /* the key its replicas count under in cluster.shown, and */
     int64_t shown;                /* how many: max(pods, wants) when it was last updated */
     const struct workload *rec;   /* the workload record that sets wants, or NULL */
+    struct vdoc *pod_spec;        /* the trimmed spec of its last unbound pod, which the next
+                                     of the same spec shares (struct vpending) */
     size_t at;                    /* its place in cluster.waiting, or SIZE_MAX: not waiting */
 };
 

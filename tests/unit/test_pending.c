@@ -1,0 +1,550 @@
+/*
+ * test_pending.c: why GPU pods are Pending (cluster/pending.c), one reason code at a time, each
+ * with a near miss that must not produce it.
+ *
+ * The oracle is kube-scheduler's own filters (kubernetes/kubernetes pkg/scheduler/framework/
+ * plugins): NodeUnschedulable passes a cordoned node for a pod that tolerates
+ * node.kubernetes.io/unschedulable:NoSchedule (nodeunschedulable/node_unschedulable.go);
+ * TaintToleration fails only on NoSchedule and NoExecute taints (tainttoleration/
+ * taint_toleration.go); NodeAffinity needs every nodeSelector label (nodeaffinity/
+ * node_affinity.go); NodeResourcesFit compares a pod's request with allocatable less the
+ * requests of the pods bound to the node (noderesources/fit.go); a pod lands whole on one node.
+ * Preemption (defaultpreemption/default_preemption.go) evicts only pods of strictly lower
+ * priority, and a pod whose preemptionPolicy is Never preempts nothing. The device plugin
+ * (NVIDIA/k8s-device-plugin internal/plugin/server.go) takes an unhealthy GPU out of
+ * allocatable for good; with failRequestsGreaterThanOne it refuses a container asking for more
+ * than one shared GPU (internal/rm/rm.go).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster/pending.h"
+#include "view_fixture.h"
+
+/* A GPU node: name, capacity and allocatable of nvidia.com/gpu, and JSON to splice into its
+ * labels, spec and status (each "" or ",'k':v..." / "'k':v"). */
+static void node(struct cluster *c, const char *name, int cap, int alloc, const char *labels,
+                 const char *spec, const char *ready)
+{
+    char buf[2048];
+
+    snprintf(buf, sizeof(buf),
+             "{'kind':'Node','metadata':{'name':'%s','labels':{'nvidia.com/gpu.present':'true'%s}},"
+             "'spec':{%s},'status':{'conditions':[{'type':'Ready','status':'%s'}],"
+             "'capacity':{'nvidia.com/gpu':'%d','cpu':'8'},"
+             "'allocatable':{'nvidia.com/gpu':'%d','cpu':'8'}}}",
+             name, labels, spec, ready, cap, alloc);
+    apply(c, CLUSTER_NODES, "ADDED", buf);
+}
+
+/* A Pending pod ns/name asking gpus of nvidia.com/gpu in container c, with JSON spliced into
+ * its spec (",'k':v..."). */
+static void waiting(struct cluster *c, const char *name, int n_gpus, const char *spec)
+{
+    char buf[2048];
+
+    snprintf(buf, sizeof(buf),
+             "{'kind':'Pod','metadata':{'name':'%s','namespace':'ml'},'spec':{"
+             "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'%d'}}}]%s},"
+             "'status':{'phase':'Pending','conditions':[{'type':'PodScheduled','status':'False',"
+             "'reason':'Unschedulable','message':'0/2 nodes are available: 2 Insufficient "
+             "nvidia.com/gpu.'}]}}",
+             name, n_gpus, spec);
+    apply(c, CLUSTER_PODS, "ADDED", buf);
+}
+
+static void cls(struct cluster *c, const char *name, long value, const char *policy)
+{
+    char buf[512];
+
+    snprintf(buf, sizeof(buf),
+             "{'kind':'PriorityClass','metadata':{'name':'%s'},'value':%ld,"
+             "'preemptionPolicy':'%s'}",
+             name, value, policy);
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED", buf);
+}
+
+static yyjson_doc *explain_doc(struct cluster *c, const char *const *names, size_t n)
+{
+    struct pending_query q = {NULL, names, n};
+    struct diag d;
+    yyjson_mut_doc *m;
+    yyjson_doc *doc;
+
+    diag_clear(&d);
+    m = pending_explain(c, &q, &d);
+    CHECK(m != NULL);
+    if (m == NULL) {
+        printf("  %s\n", d.msg);
+        exit(2);
+    }
+    doc = json_freeze(yyjson_mut_doc_get_root(m));
+    yyjson_mut_doc_free(m);
+    return doc;
+}
+
+/* The pod ml/name of an explanation. */
+static yyjson_val *pod_of(yyjson_doc *doc, const char *name)
+{
+    yyjson_val *p;
+    size_t i, max;
+
+    yyjson_arr_foreach (yyjson_obj_get(yyjson_doc_get_root(doc), "pods"), i, max, p)
+        if (strcmp(json_get_str(p, "name"), name) == 0)
+            return p;
+    return NULL;
+}
+
+/* The codes of pod ml/name's reasons, joined by ",", into a static buffer ("-" when the pod is
+ * not in the explanation). */
+static const char *codes(struct cluster *c, const char *name)
+{
+    static char buf[512];
+    yyjson_doc *doc = explain_doc(c, NULL, 0);
+    yyjson_val *p = pod_of(doc, name), *r;
+    size_t i, max, at = 0;
+
+    snprintf(buf, sizeof(buf), "%s", p ? "" : "-");
+    yyjson_arr_foreach (yyjson_obj_get(p, "reasons"), i, max, r)
+        at += (size_t)snprintf(buf + at, sizeof(buf) - at, "%s%s", i ? "," : "",
+                               json_get_str(r, "code"));
+    yyjson_doc_free(doc);
+    return buf;
+}
+
+/* The message of pod ml/name's reason of code, into a static buffer ("" when it has none). */
+static const char *message(struct cluster *c, const char *name, const char *code)
+{
+    static char buf[2048];
+    yyjson_doc *doc = explain_doc(c, NULL, 0);
+    yyjson_val *r;
+    size_t i, max;
+
+    buf[0] = '\0';
+    yyjson_arr_foreach (yyjson_obj_get(pod_of(doc, name), "reasons"), i, max, r)
+        if (strcmp(json_get_str(r, "code"), code) == 0)
+            snprintf(buf, sizeof(buf), "%s", json_get_str(r, "message"));
+    yyjson_doc_free(doc);
+    return buf;
+}
+
+/* How many nodes the view finds room on for pod ml/name. */
+static size_t fits(struct cluster *c, const char *name)
+{
+    yyjson_doc *doc = explain_doc(c, NULL, 0);
+    size_t n = yyjson_arr_size(yyjson_obj_get(pod_of(doc, name), "fits"));
+
+    yyjson_doc_free(doc);
+    return n;
+}
+
+/* Two 4-GPU nodes, gpu-a and gpu-b, with used GPUs taken by pods at priority prio. */
+static struct cluster *two_nodes(int used_a, int used_b, long prio)
+{
+    struct cluster *c = empty_view();
+    char name[32];
+
+    node(c, "gpu-a", 4, 4, "", "", "True");
+    node(c, "gpu-b", 4, 4, "", "", "True");
+    for (int i = 0; i < used_a; i++) {
+        snprintf(name, sizeof(name), "a-%d", i);
+        pod_at(c, "ADDED", name, "gpu-a", prio, "nvidia.com/gpu", 1);
+    }
+    for (int i = 0; i < used_b; i++) {
+        snprintf(name, sizeof(name), "b-%d", i);
+        pod_at(c, "ADDED", name, "gpu-b", prio, "nvidia.com/gpu", 1);
+    }
+    return c;
+}
+
+static void test_insufficient(void)
+{
+    struct cluster *c = two_nodes(4, 4, 5);
+    yyjson_doc *doc;
+
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    CHECK_CONTAINS(message(c, "p", "insufficient"), "gpu-a 0/4 free, gpu-b 0/4 free");
+    CHECK(strstr(message(c, "p", "insufficient"), "fragmented") == NULL);
+    doc = explain_doc(c, NULL, 0);
+    CHECK_STR(json_get_str(yyjson_obj_get(pod_of(doc, "p"), "scheduler"), "message"),
+              "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
+    CHECK(yyjson_arr_size(yyjson_obj_get(pod_of(doc, "p"), "fits")) == 0);
+    yyjson_doc_free(doc);
+    cluster_free(c);
+
+    /* near miss: one GPU free on gpu-b, where the pod fits */
+    c = two_nodes(4, 3, 5);
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient"); /* gpu-a still lacks one */
+    doc = explain_doc(c, NULL, 0);
+    CHECK(yyjson_arr_size(yyjson_obj_get(pod_of(doc, "p"), "fits")) == 1);
+    CHECK_STR(yyjson_get_str(yyjson_arr_get_first(yyjson_obj_get(pod_of(doc, "p"), "fits"))),
+              "gpu-b");
+    yyjson_doc_free(doc);
+    cluster_free(c);
+}
+
+static void test_fragmented(void)
+{
+    struct cluster *c = two_nodes(2, 2, 5);
+
+    /* 4 free in all, 2 a node: a 4-GPU pod lands on neither */
+    waiting(c, "p", 4, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    CHECK_CONTAINS(message(c, "p", "insufficient"),
+                   "4 are free in all but at most 2 on one node: the free GPUs are fragmented");
+    /* near miss: a 2-GPU pod fits either node: no reason, and the nodes with room */
+    waiting(c, "q", 2, "");
+    CHECK_STR(codes(c, "q"), "");
+    CHECK(fits(c, "q") == 2);
+    cluster_free(c);
+}
+
+static void test_larger_than_any_node(void)
+{
+    struct cluster *c = two_nodes(0, 0, 5);
+
+    waiting(c, "big", 8, "");
+    CHECK_STR(codes(c, "big"), "larger-than-any-node,insufficient");
+    CHECK_CONTAINS(message(c, "big", "larger-than-any-node"),
+                   "one pod asks for 8 nvidia.com/gpu, more than any node it may go to has: the "
+                   "largest is gpu-a (4)");
+    /* near miss: 4 is as large as a node */
+    waiting(c, "four", 4, "");
+    CHECK(strstr(codes(c, "four"), "larger-than-any-node") == NULL);
+    cluster_free(c);
+}
+
+static void test_untolerated_taint(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "gpu-a", 4, 4, "",
+         "'taints':[{'key':'dedicated','value':'a100','effect':'NoSchedule'}]", "True");
+    node(c, "gpu-b", 4, 4, "", "'taints':[{'key':'spot','effect':'PreferNoSchedule'}]", "True");
+    pod_at(c, "ADDED", "b-0", "gpu-b", 0, "nvidia.com/gpu", 4);
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient,untolerated-taint");
+    CHECK_CONTAINS(message(c, "p", "untolerated-taint"),
+                   "1 node has taint dedicated=a100:NoSchedule, which the pod does not tolerate: "
+                   "gpu-a");
+    /* near miss: tolerated; PreferNoSchedule never filters */
+    waiting(c, "q", 1,
+            ",'tolerations':[{'key':'dedicated','operator':'Equal','value':'a100',"
+            "'effect':'NoSchedule'}]");
+    CHECK_STR(codes(c, "q"), "insufficient"); /* gpu-b, whose taint does not filter, is full */
+    CHECK(fits(c, "q") == 1);
+    cluster_free(c);
+}
+
+static void test_selector_mismatch(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "gpu-a", 4, 4, ",'pool':'a100'", "", "True");
+    node(c, "gpu-b", 4, 4, ",'pool':'t4'", "", "True");
+    pod_at(c, "ADDED", "a-0", "gpu-a", 0, "nvidia.com/gpu", 4);
+    waiting(c, "p", 1, ",'nodeSelector':{'pool':'a100'}");
+    CHECK_STR(codes(c, "p"), "insufficient,selector-mismatch");
+    CHECK_CONTAINS(message(c, "p", "selector-mismatch"),
+                   "1 node is not labelled pool=a100 (spec.nodeSelector): gpu-b");
+    waiting(c, "aff", 1,
+            ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{"
+            "'nodeSelectorTerms':[{'matchExpressions':[{'key':'pool','operator':'In',"
+            "'values':['a100']}]}]}}}");
+    CHECK_CONTAINS(message(c, "aff", "selector-mismatch"), "required node affinity: gpu-b");
+    /* near miss: a selector every node carries */
+    waiting(c, "q", 1, ",'nodeSelector':{'nvidia.com/gpu.present':'true'}");
+    CHECK(strstr(codes(c, "q"), "selector-mismatch") == NULL);
+    cluster_free(c);
+}
+
+static void test_node_unschedulable(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "gpu-a", 4, 4, "", "'unschedulable':true", "True");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "node-unschedulable");
+    CHECK_CONTAINS(message(c, "p", "node-unschedulable"), "1 node is cordoned");
+    /* near miss: NodeUnschedulable lets a pod that tolerates the cordon's taint through */
+    waiting(c, "q", 1,
+            ",'tolerations':[{'key':'node.kubernetes.io/unschedulable','operator':'Exists',"
+            "'effect':'NoSchedule'}]");
+    CHECK_STR(codes(c, "q"), "");
+    CHECK(fits(c, "q") == 1);
+    cluster_free(c);
+}
+
+static void test_node_not_ready(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "gpu-a", 4, 4, "",
+         "'taints':[{'key':'node.kubernetes.io/not-ready','effect':'NoSchedule'}]", "False");
+    node(c, "gpu-b", 4, 4, "", "", "False"); /* the taint not yet added */
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "node-not-ready");
+    CHECK_CONTAINS(message(c, "p", "node-not-ready"), "2 nodes are not Ready: gpu-a, gpu-b");
+    /* near miss: a pod that tolerates the not-ready taint may go to gpu-a */
+    waiting(c, "q", 1,
+            ",'tolerations':[{'key':'node.kubernetes.io/not-ready','operator':'Exists'}]");
+    CHECK_STR(codes(c, "q"), "node-not-ready");
+    CHECK_CONTAINS(message(c, "q", "node-not-ready"), "1 node is not Ready: gpu-b");
+    CHECK(fits(c, "q") == 1);
+    cluster_free(c);
+}
+
+static void test_device_plugin_down(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "gpu-a", 4, 0, "", "", "True");
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'gpu-b','labels':{'nvidia.com/gpu.present':'true'}},"
+          "'status':{'conditions':[{'type':'Ready','status':'True'}],'capacity':{'cpu':'8'},"
+          "'allocatable':{'cpu':'8'}}}");
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'cpu-0'},"
+          "'status':{'conditions':[{'type':'Ready','status':'True'}],'capacity':{'cpu':'8'},"
+          "'allocatable':{'cpu':'8'}}}");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "device-plugin-down");
+    CHECK_CONTAINS(message(c, "p", "device-plugin-down"),
+                   "gpu-a (capacity 4, allocatable 0), gpu-b (nvidia.com/gpu.present)");
+    CHECK(strstr(message(c, "p", "device-plugin-down"), "cpu-0") == NULL);
+    cluster_free(c);
+    /* near miss: allocatable back at 4 */
+    c = empty_view();
+    node(c, "gpu-a", 4, 4, "", "", "True");
+    pod_at(c, "ADDED", "a-0", "gpu-a", 0, "nvidia.com/gpu", 4);
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_no_gpu_anywhere(void)
+{
+    struct cluster *c = empty_view();
+
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'cpu-0'},"
+          "'status':{'conditions':[{'type':'Ready','status':'True'}],'capacity':{'cpu':'8'},"
+          "'allocatable':{'cpu':'8'}}}");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    CHECK_CONTAINS(message(c, "p", "insufficient"),
+                   "asks for nvidia.com/gpu, and none of the 1 node it may go to offers it");
+    cluster_free(c);
+}
+
+static void test_unhealthy_gpus(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "gpu-a", 8, 6, "", "", "True");
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "a-%d", i);
+        pod_at(c, "ADDED", name, "gpu-a", 0, "nvidia.com/gpu", 1);
+    }
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient,unhealthy-gpus");
+    CHECK_CONTAINS(message(c, "p", "unhealthy-gpus"), "gpu-a (2 of 8)");
+    cluster_free(c);
+    /* near miss: capacity equals allocatable */
+    c = empty_view();
+    node(c, "gpu-a", 6, 6, "", "", "True");
+    for (int i = 0; i < 6; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "a-%d", i);
+        pod_at(c, "ADDED", name, "gpu-a", 0, "nvidia.com/gpu", 1);
+    }
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_shared_request_gt_one(void)
+{
+    struct cluster *c = empty_view();
+
+    node(c, "t4-a", 4, 4,
+         ",'nvidia.com/gpu.sharing-strategy':'time-slicing','nvidia.com/gpu.replicas':'4'", "",
+         "True");
+    pod_at(c, "ADDED", "a-0", "t4-a", 0, "nvidia.com/gpu", 3);
+    waiting(c, "p", 2, "");
+    CHECK_STR(codes(c, "p"), "shared-request-gt-one,insufficient");
+    CHECK_CONTAINS(message(c, "p", "shared-request-gt-one"),
+                   "container c asks for 2 nvidia.com/gpu, on nodes that share each GPU "
+                   "(time-slicing, nvidia.com/gpu.replicas=4)");
+    /* near misses: one slice; two GPUs on a node that does not share them */
+    waiting(c, "one", 1, "");
+    CHECK_STR(codes(c, "one"), "");
+    CHECK(fits(c, "one") == 1);
+    cluster_free(c);
+    c = empty_view();
+    node(c, "a100", 4, 4, ",'nvidia.com/gpu.sharing-strategy':'none','nvidia.com/gpu.replicas':'1'",
+         "", "True");
+    pod_at(c, "ADDED", "a-0", "a100", 0, "nvidia.com/gpu", 3);
+    waiting(c, "p", 2, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_preemption_possible(void)
+{
+    struct cluster *c = two_nodes(4, 4, 5);
+
+    cls(c, "hi", 100, "PreemptLowerPriority");
+    waiting(c, "p", 1, ",'priorityClassName':'hi','priority':100");
+    CHECK_STR(codes(c, "p"), "insufficient,preemption-possible");
+    CHECK_CONTAINS(message(c, "p", "preemption-possible"),
+                   "pods of lower priority than its 100: they hold 8 nvidia.com/gpu on 2 nodes "
+                   "where that makes room (8 in namespace ns at priority 5)");
+    /* near misses: preemptionPolicy Never; holders of equal priority */
+    waiting(c, "never", 1, ",'priorityClassName':'hi','priority':100,'preemptionPolicy':'Never'");
+    CHECK_STR(codes(c, "never"), "insufficient");
+    waiting(c, "equal", 1, ",'priorityClassName':'hi','priority':5");
+    CHECK_STR(codes(c, "equal"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_no_priority_class(void)
+{
+    struct cluster *c = two_nodes(4, 4, 5);
+
+    cls(c, "low", 5, "PreemptLowerPriority");
+    cls(c, "hi", 100, "PreemptLowerPriority");
+    cls(c, "top", 1000, "PreemptLowerPriority");
+    cls(c, "system-cluster-critical", 2000000000, "PreemptLowerPriority");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient,no-priority-class");
+    /* the least disruptive class that makes room: hi, not top, not a system class */
+    CHECK_CONTAINS(message(c, "p", "no-priority-class"),
+                   "names no PriorityClass (priority 0), so it preempts nothing; 8 nvidia.com/gpu "
+                   "on 2 nodes are held by pods below PriorityClass hi (100) (8 in namespace ns at "
+                   "priority 5 (low)): with priorityClassName: hi it would preempt them");
+    cluster_free(c);
+
+    /* near misses: the holders are above every user class; the only class never preempts */
+    c = two_nodes(4, 4, 5000);
+    cls(c, "hi", 100, "PreemptLowerPriority");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+    c = two_nodes(4, 4, 5);
+    cls(c, "hi", 100, "Never");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    /* a pod that names a class is not told to name one */
+    waiting(c, "named", 1, ",'priorityClassName':'hi','priority':100,'preemptionPolicy':'Never'");
+    CHECK_STR(codes(c, "named"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_scheduling_gated(void)
+{
+    struct cluster *c = two_nodes(4, 4, 5);
+
+    waiting(c, "p", 1, ",'schedulingGates':[{'name':'kueue.x-k8s.io/admission'}]");
+    CHECK_STR(codes(c, "p"), "scheduling-gated");
+    CHECK_CONTAINS(message(c, "p", "scheduling-gated"),
+                   "gate kueue.x-k8s.io/admission: kube-scheduler does not consider it until "
+                   "every gate is removed (Kueue removes this one");
+    /* near miss: no gate */
+    waiting(c, "q", 1, ",'schedulingGates':[]");
+    CHECK_STR(codes(c, "q"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_other_scheduler(void)
+{
+    struct cluster *c = two_nodes(4, 4, 5);
+
+    waiting(c, "p", 1, ",'schedulerName':'volcano'");
+    CHECK_STR(codes(c, "p"), "other-scheduler");
+    CHECK_CONTAINS(message(c, "p", "other-scheduler"), "scheduler volcano");
+    /* near miss: the default scheduler named */
+    waiting(c, "q", 1, ",'schedulerName':'default-scheduler'");
+    CHECK_STR(codes(c, "q"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_names(void)
+{
+    struct cluster *c = two_nodes(4, 3, 5);
+    const char *const names[] = {"replicaset/train", "pod/p", "rs/gone", "job/nothing"};
+    const char *const bad[] = {"cronjob/x"};
+    struct pending_query q = {NULL, bad, 1};
+    struct diag d;
+    yyjson_doc *doc;
+    yyjson_val *root;
+
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'train-x','namespace':'ml','ownerReferences':[{"
+          "'kind':'ReplicaSet','name':'train','controller':true}]},'spec':{'containers':[{"
+          "'name':'c','resources':{'limits':{'nvidia.com/"
+          "gpu':'2'}}}]},'status':{'phase':'Pending'}}");
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'p','namespace':'ml'},'spec':{'nodeName':'gpu-b',"
+          "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+          "'status':{'phase':'Running'}}");
+    apply(c, CLUSTER_REPLICASETS, "ADDED",
+          "{'kind':'ReplicaSet','metadata':{'name':'gone','namespace':'ml'},'spec':{'replicas':0,"
+          "'template':{'spec':{'containers':[{'name':'c','resources':{'limits':{"
+          "'nvidia.com/gpu':'1'}}}]}}}}");
+    doc = explain_doc(c, names, 4);
+    root = yyjson_doc_get_root(doc);
+    CHECK(yyjson_arr_size(yyjson_obj_get(root, "pods")) == 1);
+    CHECK_STR(json_get_str(yyjson_obj_get(pod_of(doc, "train-x"), "owner"), "kind"), "ReplicaSet");
+    CHECK(yyjson_get_sint(
+              yyjson_obj_get(yyjson_obj_get(pod_of(doc, "train-x"), "owner"), "pods")) == 1);
+    CHECK(yyjson_arr_size(yyjson_obj_get(root, "notPending")) == 2);
+    CHECK_STR(json_get_str(yyjson_arr_get(yyjson_obj_get(root, "notPending"), 0), "message"),
+              "pod ml/p is bound to node gpu-b");
+    CHECK_STR(json_get_str(yyjson_arr_get(yyjson_obj_get(root, "notPending"), 1), "message"),
+              "ReplicaSet ml/gone: none of its GPU pods is Pending");
+    CHECK(yyjson_arr_size(yyjson_obj_get(root, "notFound")) == 1);
+    CHECK_STR(yyjson_get_str(yyjson_arr_get(yyjson_obj_get(root, "notFound"), 0)), "job/nothing");
+    yyjson_doc_free(doc);
+    diag_clear(&d);
+    CHECK(pending_explain(c, &q, &d) == NULL);
+    CHECK_CONTAINS(d.msg, "cronjob/x: not a kind gpuadmit explains");
+    cluster_free(c);
+}
+
+static void test_codes_named(void)
+{
+    CHECK_STR(pending_code_name(PENDING_INSUFFICIENT), "insufficient");
+    CHECK_STR(pending_code_name(PENDING_NODEPOOL_LIMIT), "nodepool-limit");
+    CHECK(pending_code_name(PENDING_CODES) == NULL);
+    for (int i = 0; i < PENDING_CODES; i++)
+        CHECK(pending_code_name((enum pending_code)i) != NULL);
+}
+
+int main(void)
+{
+    RUN(test_insufficient);
+    RUN(test_fragmented);
+    RUN(test_larger_than_any_node);
+    RUN(test_untolerated_taint);
+    RUN(test_selector_mismatch);
+    RUN(test_node_unschedulable);
+    RUN(test_node_not_ready);
+    RUN(test_device_plugin_down);
+    RUN(test_no_gpu_anywhere);
+    RUN(test_unhealthy_gpus);
+    RUN(test_shared_request_gt_one);
+    RUN(test_preemption_possible);
+    RUN(test_no_priority_class);
+    RUN(test_scheduling_gated);
+    RUN(test_other_scheduler);
+    RUN(test_names);
+    RUN(test_codes_named);
+    TEST_MAIN_END("test_pending");
+}

@@ -1,0 +1,1091 @@
+/*
+ * pending.c: why GPU pods are Pending (see pending.h).
+ *
+ * One pod at a time: its nodes sorted by name, each judged by the filters in kube-scheduler's
+ * order until the first that fails; the failures grouped into reasons (one per distinct taint,
+ * label or resource), then the reasons the scheduler never gives. Messages are built in fixed
+ * buffers and cut, never grown; the node lists of the JSON are whole.
+ */
+#include "pending.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cluster_view.h"
+#include "json.h"
+#include "mono.h"
+#include "placement.h"
+#include "policy/pod.h"
+
+#define PENDING_REASONS_MAX 32 /* distinct reasons of one pod; more are counted, not listed */
+#define NODES_NAMED         8  /* nodes a message names; the JSON lists them all */
+#define HOLDERS_MAX         8  /* namespace and priority pairs a preemption message names */
+#define MSG_MAX             1024
+
+/* kube-scheduler's highest user-definable priority (k8s.io/api/scheduling/v1
+ * HighestUserDefinablePriority): the system classes above it are not for workloads. */
+#define USER_PRIORITY_MAX 1000000000
+
+static const char *const code_names[PENDING_CODES] = {
+    [PENDING_SCHEDULING_GATED] = "scheduling-gated",
+    [PENDING_OTHER_SCHEDULER] = "other-scheduler",
+    [PENDING_LARGER_THAN_ANY_NODE] = "larger-than-any-node",
+    [PENDING_SHARED_REQUEST_GT_ONE] = "shared-request-gt-one",
+    [PENDING_INSUFFICIENT] = "insufficient",
+    [PENDING_DEVICE_PLUGIN_DOWN] = "device-plugin-down",
+    [PENDING_UNHEALTHY_GPUS] = "unhealthy-gpus",
+    [PENDING_SELECTOR_MISMATCH] = "selector-mismatch",
+    [PENDING_UNTOLERATED_TAINT] = "untolerated-taint",
+    [PENDING_NODE_NOT_READY] = "node-not-ready",
+    [PENDING_NODE_UNSCHEDULABLE] = "node-unschedulable",
+    [PENDING_PREEMPTION_POSSIBLE] = "preemption-possible",
+    [PENDING_NO_PRIORITY_CLASS] = "no-priority-class",
+    [PENDING_NODE_GROUP_AT_MAX] = "node-group-at-max",
+    [PENDING_AUTOSCALER_BACKOFF] = "autoscaler-backoff",
+    [PENDING_NODEPOOL_LIMIT] = "nodepool-limit",
+};
+
+const char *pending_code_name(enum pending_code code)
+{
+    return (unsigned)code < PENDING_CODES ? code_names[code] : NULL;
+}
+
+/* ---- one reason ---- */
+
+/* A reason of one pod: its code, what tells it apart from others of the code (a taint, a
+ * label, a resource), its nodes and, for the fit reasons, what each has. */
+struct reason {
+    enum pending_code code;
+    const char *a, *b, *c; /* borrowed from the view or the spec */
+    yyjson_mut_val *nodes; /* names, in node order */
+    size_t n_nodes;
+    char named[MSG_MAX]; /* the first NODES_NAMED of them, with what each has */
+    size_t at;
+    char msg[MSG_MAX]; /* its message: set when it is made (preemption, shared asks), else
+                          written once every node is judged */
+    size_t order;      /* when it was made: reasons of one code keep it */
+};
+
+struct reasons {
+    struct reason r[PENDING_REASONS_MAX];
+    size_t n;
+    yyjson_mut_doc *doc;
+};
+
+static const char *or_empty(const char *s)
+{
+    return s != NULL ? s : "";
+}
+
+static bool same(const char *x, const char *y)
+{
+    return x == y || (x != NULL && y != NULL && strcmp(x, y) == 0);
+}
+
+/* The reason (code, a, b, c), added when new; NULL when too many or out of memory. */
+static struct reason *reason_of(struct reasons *rs, enum pending_code code, const char *a,
+                                const char *b, const char *c)
+{
+    struct reason *r;
+
+    for (size_t i = 0; i < rs->n; i++) {
+        r = &rs->r[i];
+        if (r->code == code && same(r->a, a) && same(r->b, b) && same(r->c, c))
+            return r;
+    }
+    if (rs->n == PENDING_REASONS_MAX || (rs->r[rs->n].nodes = yyjson_mut_arr(rs->doc)) == NULL)
+        return NULL;
+    r = &rs->r[rs->n++];
+    r->code = code;
+    r->a = a;
+    r->b = b;
+    r->c = c;
+    r->n_nodes = 0;
+    r->named[0] = '\0';
+    r->at = 0;
+    r->msg[0] = '\0';
+    r->order = rs->n - 1;
+    return r;
+}
+
+/* Appends to buf (len bytes) at *at, cut as snprintf cuts. */
+static void add(char *buf, size_t len, size_t *at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add(char *buf, size_t len, size_t *at, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*at + 1 >= len)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(buf + *at, len - *at, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *at = *at + (size_t)n < len ? *at + (size_t)n : len - 1;
+}
+
+/* The node joins the reason; detail (or NULL) is what it has, for the message. */
+static void reason_node(struct reasons *rs, struct reason *r, const char *node, const char *detail)
+{
+    if (r == NULL)
+        return;
+    if (r->n_nodes < NODES_NAMED)
+        add(r->named, sizeof(r->named), &r->at, "%s%s%s%s", r->n_nodes ? ", " : "", node,
+            detail ? " " : "", detail ? detail : "");
+    r->n_nodes++;
+    yyjson_mut_arr_add_strcpy(rs->doc, r->nodes, node);
+}
+
+/* ", and N more" for a reason's nodes past those named. */
+static void more_nodes(const struct reason *r, char *buf, size_t len, size_t *at)
+{
+    if (r->n_nodes > NODES_NAMED)
+        add(buf, len, at, " and %zu more", r->n_nodes - NODES_NAMED);
+}
+
+/* "node" or "nodes" by count, and "has"/"have". */
+static const char *nodes_word(size_t n)
+{
+    return n == 1 ? "node" : "nodes";
+}
+
+static const char *has_word(size_t n)
+{
+    return n == 1 ? "has" : "have";
+}
+
+/* ---- what a node has ---- */
+
+static const struct node_res *res_of(const struct node *n, const char *rn)
+{
+    for (size_t i = 0; rn != NULL && i < n->n_res; i++) {
+        if (n->res[i].name == rn)
+            return &n->res[i];
+    }
+    return NULL;
+}
+
+/* What the bound pods of n use of rn, in all and below priority prio. */
+static void bound_use(const struct node *n, const char *rn, int64_t prio, int64_t *used,
+                      int64_t *below)
+{
+    const struct binding *b = n->binding;
+
+    *used = *below = 0;
+    for (size_t k = 0; b != NULL && k < b->n_res; k++) {
+        if (b->res[k].name != rn)
+            continue;
+        *used += b->res[k].total;
+        for (size_t p = 0; p < b->res[k].n_prio; p++) {
+            if (b->res[k].prio[p].priority < prio)
+                *below += b->res[k].prio[p].n;
+        }
+    }
+}
+
+/* Labels that say a node has NVIDIA GPUs whatever it advertises: the GPU Operator's, and the
+ * clouds' accelerator labels (GPU.md; AUTOSCALER.md §1.6). */
+static const char *gpu_label(const struct node *n)
+{
+    static const char *const keys[] = {"nvidia.com/gpu.present", "k8s.amazonaws.com/accelerator",
+                                       "cloud.google.com/gke-accelerator",
+                                       "kubernetes.azure.com/accelerator"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const char *v = json_get_str(n->labels, keys[i]);
+
+        if (v != NULL && (i > 0 || strcmp(v, "true") == 0))
+            return keys[i];
+    }
+    return NULL;
+}
+
+/* Whether n advertises any nvidia.com/ resource. */
+static bool offers_nvidia(const struct node *n)
+{
+    for (size_t i = 0; i < n->n_res; i++) {
+        if (strncmp(n->res[i].name, "nvidia.com/", 11) == 0 && node_res_offered(&n->res[i]))
+            return true;
+    }
+    return false;
+}
+
+/* Whether n shares its GPUs (time-slicing or MPS: GPU feature discovery's labels), with the
+ * labels in why. */
+static bool shares(const struct node *n, char *why, size_t len)
+{
+    const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
+    const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
+    bool many = replicas != NULL && strspn(replicas, "0123456789") == strlen(replicas) &&
+                strlen(replicas) > 0 && (strlen(replicas) > 1 || replicas[0] >= '2');
+
+    if ((strategy == NULL || strcmp(strategy, "none") == 0) && !many)
+        return false;
+    snprintf(why, len, "%s%s%s", strategy && strcmp(strategy, "none") ? strategy : "shared",
+             replicas ? ", nvidia.com/gpu.replicas=" : "", replicas ? replicas : "");
+    return true;
+}
+
+/* ---- one pod ---- */
+
+struct ask {
+    const char *name; /* the pod's (its record's) */
+    const char *rn;   /* interned, or NULL: no node has it */
+    int64_t per_pod;
+};
+
+/* A node that passed every filter but the fit: what it has of each resource the pod asks. */
+struct cand {
+    const struct node *n;
+    int64_t free[POD_RESOURCES_MAX], below[POD_RESOURCES_MAX];
+};
+
+struct pod_ctx {
+    const struct cluster *c;
+    const struct vpod *v;
+    yyjson_val *spec; /* its trimmed spec, or NULL */
+    struct ask ask[POD_RESOURCES_MAX];
+    size_t n_ask;
+    double now;
+    struct reasons *rs;
+    yyjson_mut_val *fits;
+    struct cand *cands;
+    size_t n_cands;
+    int64_t max_alloc[POD_RESOURCES_MAX]; /* over the candidates offering it */
+    const char *max_node[POD_RESOURCES_MAX];
+    int64_t sum_free[POD_RESOURCES_MAX], best_free[POD_RESOURCES_MAX];
+    size_t no_offer[POD_RESOURCES_MAX]; /* candidates that offer none of it */
+};
+
+static bool has_lifecycle_taint(const struct node *n)
+{
+    for (size_t i = 0; i < n->n_taints; i++)
+        if (strcmp(n->taints[i].key, "node.kubernetes.io/not-ready") == 0 ||
+            strcmp(n->taints[i].key, "node.kubernetes.io/unreachable") == 0)
+            return true;
+    return false;
+}
+
+/* The filters before the fit, in kube-scheduler's order; false with the reason added when the
+ * node fails one. */
+static bool node_filters(struct pod_ctx *p, const struct node *n)
+{
+    yyjson_val *tols = yyjson_obj_get(p->spec, "tolerations");
+    const char *key, *value;
+    struct reason *r;
+
+    /* NodeUnschedulable (plugins/nodeunschedulable): spec.unschedulable, unless the pod
+     * tolerates the unschedulable taint */
+    if (n->unschedulable &&
+        !placement_tolerated(tols, "node.kubernetes.io/unschedulable", "", "NoSchedule")) {
+        reason_node(p->rs, reason_of(p->rs, PENDING_NODE_UNSCHEDULABLE, NULL, NULL, NULL), n->name,
+                    NULL);
+        return false;
+    }
+    /* TaintToleration (plugins/tainttoleration): NoSchedule and NoExecute taints; the node
+     * lifecycle controller's not-ready and unreachable taints say the node is not Ready */
+    for (size_t i = 0; i < n->n_taints; i++) {
+        const struct node_taint *t = &n->taints[i];
+
+        if (strcmp(t->effect, "NoSchedule") != 0 && strcmp(t->effect, "NoExecute") != 0)
+            continue;
+        if (placement_tolerated(tols, t->key, t->value, t->effect))
+            continue;
+        if (strcmp(t->key, "node.kubernetes.io/not-ready") == 0 ||
+            strcmp(t->key, "node.kubernetes.io/unreachable") == 0)
+            r = reason_of(p->rs, PENDING_NODE_NOT_READY, NULL, NULL, NULL);
+        else
+            r = reason_of(p->rs, PENDING_UNTOLERATED_TAINT, t->key, t->value, t->effect);
+        reason_node(p->rs, r, n->name, NULL);
+        return false;
+    }
+    /* NotReady without its taint yet: the node lifecycle controller adds it as the condition
+     * changes (TaintNodesByCondition), and a pod that tolerates it may go there */
+    if (!n->ready && !has_lifecycle_taint(n)) {
+        reason_node(p->rs, reason_of(p->rs, PENDING_NODE_NOT_READY, NULL, NULL, NULL), n->name,
+                    NULL);
+        return false;
+    }
+    /* NodeAffinity (plugins/nodeaffinity): nodeSelector, then the required affinity */
+    if (placement_selector_miss(p->spec, n->labels, &key, &value)) {
+        reason_node(p->rs, reason_of(p->rs, PENDING_SELECTOR_MISMATCH, key, value, NULL), n->name,
+                    NULL);
+        return false;
+    }
+    if (!placement_affinity_ok(p->spec, n->name, n->labels)) {
+        reason_node(p->rs, reason_of(p->rs, PENDING_SELECTOR_MISMATCH, NULL, NULL, NULL), n->name,
+                    NULL);
+        return false;
+    }
+    return true;
+}
+
+/* NodeResourcesFit for the GPU resources (plugins/noderesources/fit.go): the node's first
+ * resource short of one pod's ask; a node that offers none of a resource it asks for but is a
+ * GPU node by its labels has a device plugin that is not serving. */
+static void node_fit(struct pod_ctx *p, const struct node *n)
+{
+    struct cand *cd = &p->cands[p->n_cands++];
+    bool short_of = false;
+    char detail[96];
+
+    cd->n = n;
+    for (size_t i = 0; i < p->n_ask; i++) {
+        const struct node_res *nr = res_of(n, p->ask[i].rn);
+        int64_t alloc, used, below;
+
+        cd->free[i] = cd->below[i] = 0;
+        if (nr == NULL || !node_res_offered(nr)) {
+            const char *label = gpu_label(n);
+
+            if (label != NULL && !offers_nvidia(n)) {
+                snprintf(detail, sizeof(detail), "(%s)", label);
+                reason_node(
+                    p->rs, reason_of(p->rs, PENDING_DEVICE_PLUGIN_DOWN, p->ask[i].name, NULL, NULL),
+                    n->name, detail);
+            } else {
+                p->no_offer[i]++;
+            }
+            short_of = true;
+            continue;
+        }
+        alloc = cluster_effective_allocatable(p->c, nr, p->now);
+        bound_use(n, nr->name, p->v->priority, &used, &below);
+        cd->free[i] = alloc - used > 0 ? alloc - used : 0;
+        cd->below[i] = below;
+        p->sum_free[i] += cd->free[i];
+        if (cd->free[i] > p->best_free[i])
+            p->best_free[i] = cd->free[i];
+        /* a node's size is what it has when its plugin serves every GPU: a plugin down or
+         * unhealthy GPUs are reasons of their own, not a small node */
+        if (alloc > p->max_alloc[i] || nr->capacity > p->max_alloc[i] || p->max_node[i] == NULL) {
+            p->max_alloc[i] = alloc > nr->capacity ? alloc : nr->capacity;
+            p->max_node[i] = n->name;
+        }
+        if (nr->allocatable == 0 && nr->capacity > 0) {
+            snprintf(detail, sizeof(detail), "(capacity %" PRId64 ", allocatable 0)", nr->capacity);
+            reason_node(p->rs,
+                        reason_of(p->rs, PENDING_DEVICE_PLUGIN_DOWN, p->ask[i].name, NULL, NULL),
+                        n->name, detail);
+            short_of = true;
+            continue;
+        }
+        if (nr->capacity > nr->allocatable) {
+            snprintf(detail, sizeof(detail), "(%" PRId64 " of %" PRId64 ")",
+                     nr->capacity - nr->allocatable, nr->capacity);
+            reason_node(p->rs, reason_of(p->rs, PENDING_UNHEALTHY_GPUS, p->ask[i].name, NULL, NULL),
+                        n->name, detail);
+        }
+        if (cd->free[i] < p->ask[i].per_pod && !short_of) {
+            snprintf(detail, sizeof(detail), "%" PRId64 "/%" PRId64 " free", cd->free[i], alloc);
+            reason_node(p->rs, reason_of(p->rs, PENDING_INSUFFICIENT, p->ask[i].name, NULL, NULL),
+                        n->name, detail);
+            short_of = true;
+        }
+    }
+    if (!short_of)
+        yyjson_mut_arr_add_strcpy(p->rs->doc, p->fits, n->name);
+}
+
+/* The reasons' messages, once every node is judged. */
+static void reason_text(const struct pod_ctx *p, const struct reason *r, char *buf, size_t len)
+{
+    size_t at = 0, i;
+
+    buf[0] = '\0';
+    for (i = 0; i < p->n_ask && !same(p->ask[i].name, r->a); i++)
+        ;
+    switch (r->code) {
+    case PENDING_NODE_UNSCHEDULABLE:
+        add(buf, len, &at, "%zu %s cordoned (spec.unschedulable): %s", r->n_nodes,
+            r->n_nodes == 1 ? "node is" : "nodes are", r->named);
+        break;
+    case PENDING_NODE_NOT_READY:
+        add(buf, len, &at, "%zu %s not Ready: %s", r->n_nodes,
+            r->n_nodes == 1 ? "node is" : "nodes are", r->named);
+        break;
+    case PENDING_UNTOLERATED_TAINT:
+        add(buf, len, &at, "%zu %s %s taint %s%s%s:%s, which the pod does not tolerate: %s",
+            r->n_nodes, nodes_word(r->n_nodes), has_word(r->n_nodes), r->a, r->b[0] ? "=" : "",
+            r->b, r->c, r->named);
+        break;
+    case PENDING_SELECTOR_MISMATCH:
+        if (r->a != NULL)
+            add(buf, len, &at, "%zu %s not labelled %s=%s (spec.nodeSelector): %s", r->n_nodes,
+                r->n_nodes == 1 ? "node is" : "nodes are", r->a, r->b, r->named);
+        else
+            add(buf, len, &at, "%zu %s not match the required node affinity: %s", r->n_nodes,
+                r->n_nodes == 1 ? "node does" : "nodes do", r->named);
+        break;
+    case PENDING_DEVICE_PLUGIN_DOWN:
+        add(buf, len, &at,
+            "%zu GPU %s no %s: %s; the NVIDIA device plugin is not serving there (not "
+            "running, restarting, or lost its state)",
+            r->n_nodes, r->n_nodes == 1 ? "node advertises" : "nodes advertise", r->a, r->named);
+        break;
+    case PENDING_UNHEALTHY_GPUS:
+        add(buf, len, &at,
+            "%zu %s unhealthy %s (capacity above allocatable): %s; the device plugin does not "
+            "offer a GPU again once it marked it unhealthy, until the plugin restarts",
+            r->n_nodes, has_word(r->n_nodes), r->a, r->named);
+        break;
+    case PENDING_LARGER_THAN_ANY_NODE:
+        add(buf, len, &at,
+            "one pod asks for %" PRId64 " %s, more than any node it may go to has: the largest "
+            "is %s; a pod lands whole on one node, so it never fits",
+            i < p->n_ask ? p->ask[i].per_pod : 0, r->a, r->named);
+        return;
+    case PENDING_INSUFFICIENT:
+        add(buf, len, &at,
+            "the pod asks for %" PRId64 " %s; %zu %s it may go to %s too few free: %s",
+            i < p->n_ask ? p->ask[i].per_pod : 0, r->a, r->n_nodes, nodes_word(r->n_nodes),
+            r->n_nodes == 1 ? "has" : "have", r->named);
+        more_nodes(r, buf, len, &at);
+        if (i < p->n_ask && p->sum_free[i] >= p->ask[i].per_pod &&
+            p->best_free[i] < p->ask[i].per_pod)
+            add(buf, len, &at,
+                "; %" PRId64 " are free in all but at most %" PRId64
+                " on one node: the free GPUs are fragmented",
+                p->sum_free[i], p->best_free[i]);
+        return;
+    default: break;
+    }
+    if (r->code != PENDING_INSUFFICIENT)
+        more_nodes(r, buf, len, &at);
+}
+
+/* The pod's asks that no candidate can ever hold: larger-than-any-node; and, when no
+ * candidate offers a resource at all, an insufficient reason that says so. */
+static void asks_too_large(struct pod_ctx *p)
+{
+    char msg[MSG_MAX];
+
+    for (size_t i = 0; i < p->n_ask; i++) {
+        struct reason *r;
+
+        if (p->max_node[i] != NULL && p->ask[i].per_pod > p->max_alloc[i]) {
+            r = reason_of(p->rs, PENDING_LARGER_THAN_ANY_NODE, p->ask[i].name, NULL, NULL);
+            if (r != NULL) {
+                snprintf(msg, sizeof(msg), "(%" PRId64 ")", p->max_alloc[i]);
+                reason_node(p->rs, r, p->max_node[i], msg);
+            }
+        } else if (p->max_node[i] == NULL && p->no_offer[i] > 0) {
+            r = reason_of(p->rs, PENDING_INSUFFICIENT, p->ask[i].name, "none", NULL);
+            if (r != NULL)
+                r->n_nodes = p->no_offer[i];
+        }
+    }
+}
+
+/* Which of the pod's containers ask for more than one unit of a resource that the candidates
+ * offering it share (time-slicing, MPS): shared-request-gt-one. */
+static void shared_asks(struct pod_ctx *p)
+{
+    static const char *const lists[] = {"containers", "initContainers"};
+    char why[128];
+
+    for (size_t l = 0; l < 2; l++) {
+        yyjson_val *ctr;
+        size_t i, max;
+
+        yyjson_arr_foreach (yyjson_obj_get(p->spec, lists[l]), i, max, ctr) {
+            struct pod_demand dm;
+            struct diag d;
+
+            diag_clear(&d);
+            if (pod_container_gpus(ctr, lists[l], NULL, &dm, &d) < 0)
+                continue;
+            for (size_t k = 0; k < dm.n; k++) {
+                const char *rn = cluster_rname(p->c, dm.r[k].name);
+                struct reason *r = NULL;
+
+                if (dm.r[k].milli <= 1000 || rn == NULL)
+                    continue;
+                for (size_t j = 0; j < p->n_cands; j++) {
+                    const struct node_res *nr = res_of(p->cands[j].n, rn);
+
+                    if (nr == NULL || !node_res_offered(nr) ||
+                        !shares(p->cands[j].n, why, sizeof(why)))
+                        continue;
+                    if (r == NULL &&
+                        (r = reason_of(p->rs, PENDING_SHARED_REQUEST_GT_ONE, rn,
+                                       json_get_str(ctr, "name"), NULL)) != NULL &&
+                        r->msg[0] == '\0')
+                        snprintf(r->msg, sizeof(r->msg),
+                                 "container %s asks for %" PRId64
+                                 " %s, on nodes that share each GPU (%s): every unit is a slice "
+                                 "of one GPU, so several give it no more GPU than one, and with "
+                                 "failRequestsGreaterThanOne (the MPS default) the device plugin "
+                                 "refuses it and the kubelet fails the pod "
+                                 "(UnexpectedAdmissionError)",
+                                 or_empty(json_get_str(ctr, "name")), (dm.r[k].milli + 999) / 1000,
+                                 rn, why);
+                    reason_node(p->rs, r, p->cands[j].n->name, NULL);
+                }
+            }
+        }
+    }
+}
+
+/* ---- preemption ---- */
+
+/* Whether, on some candidate, the free GPUs plus those held below priority prio make room for
+ * one pod of every resource; how many GPUs of the first resource those pods hold on the nodes
+ * where they do, and on how many nodes. */
+static bool room_below(const struct pod_ctx *p, int64_t prio, int64_t *held, size_t *nodes,
+                       yyjson_mut_val *names)
+{
+    *held = 0;
+    *nodes = 0;
+    for (size_t j = 0; j < p->n_cands; j++) {
+        const struct cand *cd = &p->cands[j];
+        bool room = true, short_of = false;
+        int64_t used, below, first = 0;
+
+        for (size_t i = 0; i < p->n_ask && room; i++) {
+            const struct node_res *nr = res_of(cd->n, p->ask[i].rn);
+
+            if (nr == NULL || !node_res_offered(nr)) {
+                room = false;
+                break;
+            }
+            bound_use(cd->n, nr->name, prio, &used, &below);
+            room = cd->free[i] + below >= p->ask[i].per_pod;
+            short_of = short_of || cd->free[i] < p->ask[i].per_pod;
+            if (i == 0)
+                first = below;
+        }
+        if (room && short_of) {
+            *held += first;
+            (*nodes)++;
+            if (names != NULL)
+                yyjson_mut_arr_add_strcpy(p->rs->doc, names, cd->n->name);
+        }
+    }
+    return *nodes > 0;
+}
+
+/* The pods below prio holding the first resource on candidates, as "ml: 12 at priority 1000
+ * (batch-low)" parts. */
+struct holder {
+    char ns[128];
+    int64_t priority;
+    int64_t gpus;
+};
+
+static const char *class_of(const struct cluster *c, int64_t value)
+{
+    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
+    const char *best = NULL;
+
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            const struct vclass *v = e->value;
+
+            if (v->value == value && (best == NULL || strcmp(e->key, best) < 0))
+                best = e->key;
+        }
+    return best;
+}
+
+static void holders_text(const struct pod_ctx *p, int64_t prio, char *buf, size_t len, size_t *at)
+{
+    struct holder h[HOLDERS_MAX];
+    size_t n = 0, more = 0;
+
+    for (size_t j = 0; j < p->n_cands; j++) {
+        const struct binding *b = p->cands[j].n->binding;
+
+        for (size_t k = 0; b != NULL && k < b->n; k++) {
+            const struct vpod *v = b->pods[k];
+            const char *slash = strchr(v->key, '/');
+            size_t nl = slash ? (size_t)(slash - v->key) : 0;
+            int64_t g = 0;
+            size_t i;
+
+            if (v->priority >= prio)
+                continue;
+            for (size_t d = 0; d < v->n_demand; d++)
+                if (strcmp(v->demand[d].name, p->ask[0].name) == 0)
+                    g += v->demand[d].n;
+            if (g == 0)
+                continue;
+            for (i = 0; i < n; i++)
+                if (h[i].priority == v->priority && strlen(h[i].ns) == nl &&
+                    strncmp(h[i].ns, v->key, nl) == 0)
+                    break;
+            if (i == n && n == HOLDERS_MAX) {
+                more += (size_t)g;
+                continue;
+            }
+            if (i == n) {
+                snprintf(h[n].ns, sizeof(h[n].ns), "%.*s", (int)(nl < 127 ? nl : 127), v->key);
+                h[n].priority = v->priority;
+                h[n++].gpus = 0;
+            }
+            h[i].gpus += g;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *cls = class_of(p->c, h[i].priority);
+
+        add(buf, len, at, "%s%" PRId64 " in namespace %s at priority %" PRId64 "%s%s%s",
+            i ? ", " : "", h[i].gpus, h[i].ns, h[i].priority, cls ? " (" : "", cls ? cls : "",
+            cls ? ")" : "");
+    }
+    if (more > 0)
+        add(buf, len, at, ", %zu more", more);
+}
+
+/* preemption-possible: the pod may preempt and lower-priority pods hold what it needs;
+ * no-priority-class: it names no class, and a class of the cluster would let it preempt. */
+static void preemption(struct pod_ctx *p)
+{
+    yyjson_val *clsv = yyjson_obj_get(p->spec, "priorityClassName");
+    bool named = yyjson_is_str(clsv) && yyjson_get_len(clsv) > 0;
+    bool never = json_str_is(yyjson_obj_get(p->spec, "preemptionPolicy"), "Never");
+    size_t at = 0, nodes;
+    int64_t held;
+    const struct table *t = &p->c->kinds[CLUSTER_PRIORITYCLASSES];
+    const struct table_entry *best = NULL;
+    struct reason *r;
+
+    if (p->n_ask == 0 || p->n_cands == 0)
+        return;
+    if (!never && room_below(p, p->v->priority, &held, &nodes, NULL) &&
+        (r = reason_of(p->rs, PENDING_PREEMPTION_POSSIBLE, NULL, NULL, NULL)) != NULL) {
+        char *msg = r->msg;
+
+        room_below(p, p->v->priority, &held, &nodes, r->nodes);
+        r->n_nodes = nodes;
+        add(msg, MSG_MAX, &at,
+            "kube-scheduler may preempt pods of lower priority than its %" PRId64
+            ": they hold %" PRId64 " %s on %zu %s where that makes room (",
+            p->v->priority, held, p->ask[0].name, nodes, nodes_word(nodes));
+        holders_text(p, p->v->priority, msg, MSG_MAX, &at);
+        add(msg, MSG_MAX, &at, ")");
+        if (p->v->pend->nominated != NULL)
+            add(msg, MSG_MAX, &at, "; it is nominated to %s, waiting for its victims to exit",
+                p->v->pend->nominated);
+        return;
+    }
+    if (named)
+        return;
+    /* the least disruptive class that would do: the lowest user class above the pod that
+     * may preempt and makes room */
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            const struct vclass *v = e->value;
+            const struct vclass *b = best ? best->value : NULL;
+
+            if (!v->preempt || v->value <= p->v->priority || v->value > USER_PRIORITY_MAX)
+                continue;
+            if (b != NULL &&
+                (v->value > b->value || (v->value == b->value && strcmp(e->key, best->key) > 0)))
+                continue;
+            if (room_below(p, v->value, &held, &nodes, NULL))
+                best = e;
+        }
+    if (best == NULL || (r = reason_of(p->rs, PENDING_NO_PRIORITY_CLASS, NULL, NULL, NULL)) == NULL)
+        return;
+    room_below(p, ((const struct vclass *)best->value)->value, &held, &nodes, r->nodes);
+    r->n_nodes = nodes;
+    add(r->msg, MSG_MAX, &at,
+        "the pod names no PriorityClass (priority %" PRId64 "), so it preempts nothing; %" PRId64
+        " %s on %zu %s %s held by pods below PriorityClass "
+        "%s (%" PRId64 ") (",
+        p->v->priority, held, p->ask[0].name, nodes, nodes_word(nodes), held == 1 ? "is" : "are",
+        best->key, ((const struct vclass *)best->value)->value);
+    holders_text(p, ((const struct vclass *)best->value)->value, r->msg, MSG_MAX, &at);
+    add(r->msg, MSG_MAX, &at, "): with priorityClassName: %s it would preempt them", best->key);
+}
+
+/* ---- the pods ---- */
+
+static int reason_cmp(const void *a, const void *b)
+{
+    const struct reason *x = a, *y = b;
+
+    if (x->code != y->code)
+        return x->code < y->code ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+static int node_cmp(const void *a, const void *b)
+{
+    const struct node *const *x = a, *const *y = b;
+
+    return strcmp((*x)->name, (*y)->name);
+}
+
+/* The view's nodes sorted by name: a new array (free()), NULL with *n 0 when there are none. */
+static const struct node **sorted_nodes(const struct cluster *c, size_t *n)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODES];
+    const struct node **v = t->n ? malloc(t->n * sizeof(*v)) : NULL;
+
+    *n = 0;
+    for (size_t i = 0; v != NULL && i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next)
+            v[(*n)++] = e->value;
+    if (v != NULL)
+        qsort(v, *n, sizeof(*v), node_cmp);
+    return v;
+}
+
+/* The reasons of one Pending pod into arr (reasons of doc), and the nodes with room into fits. */
+static int explain_pod(const struct cluster *c, const struct vpod *v, const struct node **nodes,
+                       size_t n_nodes, yyjson_mut_doc *doc, yyjson_mut_val *arr,
+                       yyjson_mut_val *fits)
+{
+    struct reasons *rs = calloc(1, sizeof(*rs));
+    struct pod_ctx p = {.c = c, .v = v, .now = mono_s(), .rs = rs, .fits = fits};
+    int rc = -1;
+
+    if (rs == NULL)
+        return -1;
+    rs->doc = doc;
+    p.spec = v->pend->spec != NULL ? yyjson_doc_get_root(v->pend->spec->doc) : NULL;
+    for (size_t i = 0; i < v->n_demand && p.n_ask < POD_RESOURCES_MAX; i++) {
+        p.ask[p.n_ask].name = v->demand[i].name;
+        p.ask[p.n_ask].rn = cluster_rname(c, v->demand[i].name);
+        p.ask[p.n_ask++].per_pod = v->demand[i].n;
+    }
+    if (v->gated) {
+        struct reason *r = reason_of(rs, PENDING_SCHEDULING_GATED, NULL, NULL, NULL);
+
+        if (r != NULL)
+            snprintf(r->msg, sizeof(r->msg),
+                     "the pod waits on its scheduling gate %s: kube-scheduler does not consider "
+                     "it until every gate is removed%s",
+                     or_empty(v->pend->gate),
+                     same(v->pend->gate, "kueue.x-k8s.io/admission")
+                         ? " (Kueue removes this one when it admits the workload)"
+                         : "");
+    } else if (v->pend->scheduler != NULL) {
+        struct reason *r = reason_of(rs, PENDING_OTHER_SCHEDULER, NULL, NULL, NULL);
+
+        if (r != NULL)
+            snprintf(r->msg, sizeof(r->msg),
+                     "the pod is for the scheduler %.300s (spec.schedulerName), which places it, "
+                     "not kube-scheduler: ask that scheduler why it waits",
+                     v->pend->scheduler);
+    } else {
+        if ((p.cands = calloc(n_nodes ? n_nodes : 1, sizeof(*p.cands))) == NULL)
+            goto out;
+        for (size_t i = 0; i < n_nodes; i++) {
+            if (node_filters(&p, nodes[i]))
+                node_fit(&p, nodes[i]);
+        }
+        asks_too_large(&p);
+        shared_asks(&p);
+        preemption(&p);
+    }
+    qsort(rs->r, rs->n, sizeof(rs->r[0]), reason_cmp);
+    for (size_t i = 0; i < rs->n; i++) {
+        struct reason *r = &rs->r[i];
+        yyjson_mut_val *o;
+
+        if (r->code == PENDING_INSUFFICIENT && same(r->b, "none"))
+            snprintf(r->msg, sizeof(r->msg),
+                     "the pod asks for %s, and none of the %zu %s it may go to offers it", r->a,
+                     r->n_nodes, nodes_word(r->n_nodes));
+        else if (r->msg[0] == '\0')
+            reason_text(&p, r, r->msg, sizeof(r->msg));
+        o = json_pack(doc, "{s:s, s:s, s:o}", "code", code_names[r->code], "message", r->msg,
+                      "nodes", r->nodes);
+        if (o == NULL || !yyjson_mut_arr_append(arr, o))
+            goto out;
+    }
+    rc = 0;
+out:
+    free(p.cands);
+    free(rs);
+    return rc;
+}
+
+/* ---- which pods ---- */
+
+enum want_kind { WANT_POD, WANT_RS, WANT_DEPLOY, WANT_STS, WANT_JOB };
+
+struct want {
+    enum want_kind kind;
+    const char *name; /* in arg */
+    const char *arg;
+    bool hit;
+};
+
+static const struct {
+    const char *word;
+    enum want_kind kind;
+} want_words[] = {
+    {"pod", WANT_POD},           {"pods", WANT_POD},           {"po", WANT_POD},
+    {"replicaset", WANT_RS},     {"replicasets", WANT_RS},     {"rs", WANT_RS},
+    {"deployment", WANT_DEPLOY}, {"deployments", WANT_DEPLOY}, {"deploy", WANT_DEPLOY},
+    {"statefulset", WANT_STS},   {"statefulsets", WANT_STS},   {"sts", WANT_STS},
+    {"job", WANT_JOB},           {"jobs", WANT_JOB},
+};
+
+/* The owner kinds of waiter keys, by want_kind (pods have none). */
+static const char *const owner_kind[] = {[WANT_POD] = "Pod",
+                                         [WANT_RS] = "ReplicaSet",
+                                         [WANT_DEPLOY] = "Deployment",
+                                         [WANT_STS] = "StatefulSet",
+                                         [WANT_JOB] = "Job"};
+
+static int want_parse(const char *arg, struct want *w, struct diag *d)
+{
+    const char *slash = strchr(arg, '/');
+    size_t n = slash ? (size_t)(slash - arg) : 0;
+
+    w->arg = arg;
+    w->hit = false;
+    w->kind = WANT_POD;
+    w->name = slash ? slash + 1 : arg;
+    if (slash != NULL) {
+        size_t i;
+
+        for (i = 0; i < sizeof(want_words) / sizeof(want_words[0]); i++) {
+            if (strlen(want_words[i].word) == n && strncasecmp(want_words[i].word, arg, n) == 0)
+                break;
+        }
+        if (i == sizeof(want_words) / sizeof(want_words[0])) {
+            diag_set(d, NULL, 0, 0,
+                     "%.200s: not a kind gpuadmit explains (pod, replicaset, deployment, "
+                     "statefulset, job)",
+                     arg);
+            return -1;
+        }
+        w->kind = want_words[i].kind;
+    }
+    if (w->name[0] == '\0' || strchr(w->name, '/') != NULL) {
+        diag_set(d, NULL, 0, 0, "%.200s: give NAME or KIND/NAME", arg);
+        return -1;
+    }
+    return 0;
+}
+
+/* A key's parts: "NS/NAME" (pods, workloads) and "Kind/NS/NAME" (waiters). */
+static bool key_ns_is(const char *key, const char *ns)
+{
+    size_t n = ns != NULL ? strlen(ns) : 0;
+
+    return ns == NULL || (strncmp(key, ns, n) == 0 && key[n] == '/');
+}
+
+static const char *key_name(const char *key)
+{
+    const char *slash = strrchr(key, '/');
+
+    return slash ? slash + 1 : key;
+}
+
+/* The Deployment that controls ReplicaSet NS/NAME (key), or NULL. */
+static const char *rs_deployment(const struct cluster *c, const char *key)
+{
+    const struct workload *w = table_get(&c->kinds[CLUSTER_REPLICASETS], key);
+
+    return w != NULL ? w->owner_deployment : NULL;
+}
+
+/* The owner of a pod: its waiter key's kind and "NS/NAME", or false for none. */
+static bool owner_of(const struct vpod *v, char *kind, size_t klen, const char **nsname)
+{
+    const char *slash = v->owner ? strchr(v->owner, '/') : NULL;
+
+    if (slash == NULL || strncmp(v->owner, "Pod/", 4) == 0)
+        return false;
+    snprintf(kind, klen, "%.*s", (int)(slash - v->owner), v->owner);
+    *nsname = slash + 1;
+    return true;
+}
+
+static bool want_matches(const struct cluster *c, const struct want *w, const struct vpod *v)
+{
+    char kind[32];
+    const char *nsname, *dep;
+
+    if (w->kind == WANT_POD)
+        return strcmp(key_name(v->key), w->name) == 0;
+    if (!owner_of(v, kind, sizeof(kind), &nsname))
+        return false;
+    if (w->kind == WANT_DEPLOY)
+        return strcmp(kind, "ReplicaSet") == 0 && (dep = rs_deployment(c, nsname)) != NULL &&
+               strcmp(dep, w->name) == 0;
+    return strcmp(kind, owner_kind[w->kind]) == 0 && strcmp(key_name(nsname), w->name) == 0;
+}
+
+/* What the view holds of a name that matched no Pending pod: a message into buf, or false when
+ * it holds nothing of it. */
+static bool not_pending(const struct cluster *c, const char *ns, const struct want *w, char *buf,
+                        size_t len)
+{
+    const struct table *t;
+    enum cluster_kind k;
+
+    if (w->kind == WANT_POD) {
+        t = &c->kinds[CLUSTER_PODS];
+        for (size_t i = 0; i < t->n_buckets; i++)
+            for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+                const struct vpod *v = e->value;
+
+                if (key_ns_is(e->key, ns) && strcmp(key_name(e->key), w->name) == 0) {
+                    snprintf(buf, len, "pod %.300s is bound to node %.300s", e->key, v->node);
+                    return true;
+                }
+            }
+        return false;
+    }
+    k = w->kind == WANT_RS       ? CLUSTER_REPLICASETS
+        : w->kind == WANT_DEPLOY ? CLUSTER_DEPLOYMENTS
+        : w->kind == WANT_STS    ? CLUSTER_STATEFULSETS
+                                 : CLUSTER_JOBS;
+    t = &c->kinds[k];
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            if (key_ns_is(e->key, ns) && strcmp(key_name(e->key), w->name) == 0) {
+                snprintf(buf, len, "%s %.300s: none of its GPU pods is Pending",
+                         owner_kind[w->kind], e->key);
+                return true;
+            }
+        }
+    return false;
+}
+
+static int pod_cmp(const void *a, const void *b)
+{
+    const struct vpod *const *x = a, *const *y = b;
+    int r = strcmp((*x)->owner ? (*x)->owner : "", (*y)->owner ? (*y)->owner : "");
+    const char *sx = strchr((*x)->key, '/'), *sy = strchr((*y)->key, '/');
+    size_t nx = sx ? (size_t)(sx - (*x)->key) : 0, ny = sy ? (size_t)(sy - (*y)->key) : 0;
+    int n = strncmp((*x)->key, (*y)->key, nx < ny ? nx : ny);
+
+    if (n != 0 || nx != ny)
+        return n != 0 ? n : (nx < ny ? -1 : 1);
+    return r != 0 ? r : strcmp((*x)->key, (*y)->key);
+}
+
+/* The JSON of one Pending pod. */
+static yyjson_mut_val *pod_json(const struct cluster *c, const struct vpod *v,
+                                const struct node **nodes, size_t n_nodes, yyjson_mut_doc *doc)
+{
+    const char *slash = strchr(v->key, '/'), *nsname;
+    yyjson_mut_val *reasons = yyjson_mut_arr(doc), *fits = yyjson_mut_arr(doc);
+    yyjson_mut_val *res = yyjson_mut_obj(doc), *owner = NULL, *sched = NULL, *o;
+    char kind[32], ns[256];
+    const struct waiter *w;
+
+    if (reasons == NULL || fits == NULL || res == NULL ||
+        explain_pod(c, v, nodes, n_nodes, doc, reasons, fits) < 0)
+        return NULL;
+    for (size_t i = 0; i < v->n_demand; i++)
+        if (!yyjson_mut_obj_add(res, yyjson_mut_strcpy(doc, v->demand[i].name),
+                                yyjson_mut_sint(doc, v->demand[i].n)))
+            return NULL;
+    if (owner_of(v, kind, sizeof(kind), &nsname)) {
+        w = table_get(&c->waiters, v->owner);
+        owner = json_pack(doc, "{s:s, s:s, s:s*, s:I}", "kind", kind, "name", key_name(nsname),
+                          "deployment",
+                          strcmp(kind, "ReplicaSet") == 0 ? rs_deployment(c, nsname) : NULL, "pods",
+                          w != NULL ? w->pods : (int64_t)0);
+        if (owner == NULL)
+            return NULL;
+    }
+    if (v->pend->cond_reason != NULL || v->pend->cond_message != NULL)
+        if ((sched = json_pack(doc, "{s:s, s:s}", "reason", or_empty(v->pend->cond_reason),
+                               "message", or_empty(v->pend->cond_message))) == NULL)
+            return NULL;
+    snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - v->key) : 0, v->key);
+    o = json_pack(doc, "{s:s, s:s, s:o?, s:o?, s:s*, s:o, s:o, s:o}", "namespace", ns, "name",
+                  slash ? slash + 1 : v->key, "owner", owner, "scheduler", sched, "nominatedNode",
+                  v->pend->nominated, "resources", res, "reasons", reasons, "fits", fits);
+    return o;
+}
+
+yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q, struct diag *d)
+{
+    yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *pods, *notp, *notf, *root;
+    struct want *wants = NULL;
+    const struct vpod **sel = NULL;
+    const struct node **nodes = NULL;
+    size_t n_sel = 0, n_nodes = 0;
+    const struct table *t;
+    int rc = -1;
+
+    if (doc == NULL || (q->n_names > 0 && (wants = calloc(q->n_names, sizeof(*wants))) == NULL)) {
+        diag_set(d, NULL, 0, 0, "out of memory");
+        goto fail;
+    }
+    for (size_t i = 0; i < q->n_names; i++)
+        if (want_parse(q->names[i], &wants[i], d) < 0)
+            goto fail;
+    pods = yyjson_mut_arr(doc);
+    notp = yyjson_mut_arr(doc);
+    notf = yyjson_mut_arr(doc);
+    pthread_rwlock_rdlock(&c->lock);
+    t = &c->kinds[CLUSTER_PODS];
+    nodes = sorted_nodes(c, &n_nodes);
+    sel = t->n ? malloc(t->n * sizeof(*sel)) : NULL;
+    if (pods == NULL || notp == NULL || notf == NULL || (t->n > 0 && sel == NULL) ||
+        (c->kinds[CLUSTER_NODES].n > 0 && nodes == NULL))
+        goto unlock;
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            const struct vpod *v = e->value;
+            bool hit = q->n_names == 0;
+
+            if (v->pend == NULL || !key_ns_is(e->key, q->ns))
+                continue;
+            for (size_t k = 0; k < q->n_names; k++)
+                if (want_matches(c, &wants[k], v))
+                    hit = wants[k].hit = true;
+            if (hit)
+                sel[n_sel++] = v;
+        }
+    qsort(sel, n_sel, sizeof(*sel), pod_cmp);
+    for (size_t i = 0; i < n_sel; i++) {
+        yyjson_mut_val *o = pod_json(c, sel[i], nodes, n_nodes, doc);
+
+        if (o == NULL || !yyjson_mut_arr_append(pods, o))
+            goto unlock;
+    }
+    for (size_t k = 0; k < q->n_names; k++) {
+        char msg[MSG_MAX];
+
+        if (wants[k].hit)
+            continue;
+        if (not_pending(c, q->ns, &wants[k], msg, sizeof(msg))) {
+            if (!yyjson_mut_arr_append(
+                    notp, json_pack(doc, "{s:s, s:s}", "name", wants[k].arg, "message", msg)))
+                goto unlock;
+        } else if (!yyjson_mut_arr_add_strcpy(doc, notf, wants[k].arg)) {
+            goto unlock;
+        }
+    }
+    rc = 0;
+unlock:
+    pthread_rwlock_unlock(&c->lock);
+    if (rc == 0 && (root = json_pack(doc, "{s:o, s:o, s:o}", "pods", pods, "notPending", notp,
+                                     "notFound", notf)) != NULL)
+        yyjson_mut_doc_set_root(doc, root);
+    else if (rc == 0)
+        rc = -1;
+    if (rc < 0)
+        diag_set(d, NULL, 0, 0, "out of memory explaining the Pending pods");
+fail:
+    free(wants);
+    free(sel);
+    free((void *)nodes);
+    if (rc < 0) {
+        yyjson_mut_doc_free(doc);
+        return NULL;
+    }
+    return doc;
+}
