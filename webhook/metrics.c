@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "cluster/pending.h"
 
 static const char *const kind_names[] = {
     "Pod",   "Deployment", "ReplicaSet", "StatefulSet",
@@ -407,6 +408,23 @@ static void render_gauge_per_resource(FILE *f, const char *name, const char *hel
     }
 }
 
+/* The Pending GPU pods by their first reason, every code from the start. */
+static int render_pending(FILE *f, struct cluster *view)
+{
+    uint64_t n[PENDING_CODES + 1];
+
+    if (pending_count(view, n) < 0)
+        return -1;
+    family(f, "gpuadmit_pending_gpu_pods", "gauge",
+           "Pending pods that request GPUs, by their first reason (the codes of gpuadmit "
+           "explain; unexplained: the view finds room for them).");
+    for (int i = 0; i <= PENDING_CODES; i++)
+        fprintf(f, "gpuadmit_pending_gpu_pods{reason=\"%s\"} %llu\n",
+                i < PENDING_CODES ? pending_code_name((enum pending_code)i) : "unexplained",
+                (unsigned long long)n[i]);
+    return 0;
+}
+
 static int render_cluster(FILE *f, struct metrics *m, const struct metrics_sources *src)
 {
     struct cluster_resource_total *t = NULL;
@@ -455,7 +473,7 @@ static int render_cluster(FILE *f, struct metrics *m, const struct metrics_sourc
                               "the view, by resource.",
                               t, n, 2);
     free(t);
-    return 0;
+    return render_pending(f, src->view);
 }
 
 char *metrics_render(struct metrics *m, const struct metrics_sources *src, size_t *len)

@@ -30,6 +30,7 @@
 
 #include "policy/decision.h"
 #include "bounds.h"
+#include "cluster/pending.h"
 #include "log.h"
 #include "policy/eval.h"
 #include "json.h"
@@ -136,6 +137,8 @@ static enum MHD_Result route_healthz(struct server *s, struct MHD_Connection *c,
 static enum MHD_Result route_readyz(struct server *s, struct MHD_Connection *c, struct request *rq);
 static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
                                         struct request *rq);
+static enum MHD_Result route_debug_explain(struct server *s, struct MHD_Connection *c,
+                                           struct request *rq);
 static enum MHD_Result route_metrics(struct server *s, struct MHD_Connection *c,
                                      struct request *rq);
 
@@ -147,6 +150,7 @@ static const struct route routes[] = {
     {"/readyz", "GET", "GET, HEAD", false, route_readyz, -1, true, true},
     {"/metrics", "GET", "GET, HEAD", false, route_metrics, -1, true, true},
     {"/debug/view", "GET", "GET, HEAD", false, route_debug_view, -1, false, false},
+    {"/debug/explain", "GET", "GET, HEAD", false, route_debug_explain, -1, false, false},
 };
 
 /* Counts an answer about to be queued: every error, and every answer of a review route (its
@@ -340,6 +344,39 @@ static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection 
     dump = cluster_dump(s->cfg.view);
     text = dump ? yyjson_mut_write(dump, YYJSON_WRITE_NOFLAG, &len) : NULL;
     yyjson_mut_doc_free(dump);
+    if (text == NULL)
+        return MHD_NO;
+    return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, len, NULL);
+}
+
+/* Why GPU pods are Pending (gpuadmit explain -o json), for ?namespace=NS&name=NAME (both
+ * optional; NAME as gpuadmit explain takes it, e.g. replicaset/trainer); only with
+ * --debug-endpoints. A name that is no kind gpuadmit explains is a 400. */
+static enum MHD_Result route_debug_explain(struct server *s, struct MHD_Connection *c,
+                                           struct request *rq)
+{
+    const char *ns = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
+    const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
+    struct pending_query q = {ns != NULL && ns[0] ? ns : NULL, &name, name != NULL && name[0]};
+    yyjson_mut_doc *doc;
+    struct diag d;
+    char *text;
+    size_t len = 0;
+
+    if (!s->cfg.debug_endpoints || s->cfg.view == NULL)
+        return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/explain",
+                             s->cfg.view == NULL ? "no cluster view is configured"
+                                                 : "debug endpoints are off (--debug-endpoints)",
+                             NULL);
+    diag_clear(&d);
+    if ((doc = pending_explain(s->cfg.view, &q, &d)) == NULL)
+        return respond_error(s, c, rq,
+                             strncmp(d.msg, "out of memory", 13) == 0
+                                 ? MHD_HTTP_INTERNAL_SERVER_ERROR
+                                 : MHD_HTTP_BAD_REQUEST,
+                             "/debug/explain", d.msg, NULL);
+    text = yyjson_mut_write(doc, YYJSON_WRITE_NOFLAG, &len);
+    yyjson_mut_doc_free(doc);
     if (text == NULL)
         return MHD_NO;
     return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, len, NULL);

@@ -5,7 +5,7 @@ binary over real TLS, with client certificates made for the run (python3-cryptog
     GPUADMIT_BIN=build/release/gpuadmit python3 tests/e2e/test_clientca.py
 
 Only a client presenting a certificate from the --client-ca bundle, for client authentication,
-valid now (and named by --client-name when given) may call /mutate, /validate and /debug/view;
+valid now (and named by --client-name when given) may call /mutate, /validate and /debug/*;
 everyone else gets a 403 metav1.Status saying why, on a connection that stays usable. /healthz,
 /readyz and /metrics stay open for probes and scrapers.
 """
@@ -132,7 +132,7 @@ def refused(srv, ctx, part, path="/validate"):
     """A 403 whose message contains part; the same connection then serves /healthz."""
     c = Conn(srv.port, ctx)
     try:
-        if path == "/debug/view":
+        if path.startswith("/debug/"):
             rep = call(c, "GET", path)
         else:
             rep = call(c, "POST", path, fast_body("refused"), JSON_CT)
@@ -170,7 +170,7 @@ def unauthenticated_refused_probes_open():
     with serve("--debug-endpoints", "--cluster-snapshot", SNAPSHOT) as srv:
         for tls in ("1.2", "1.3"):
             ctx = ctx_with(tls=tls)
-            for path in ("/validate", "/mutate", "/debug/view"):
+            for path in ("/validate", "/mutate", "/debug/view", "/debug/explain"):
                 refused(srv, ctx, path + " requires a client certificate from --client-ca: "
                         "no client certificate was presented", path)
             c = Conn(srv.port, ctx)
@@ -196,7 +196,8 @@ def unauthenticated_refused_probes_open():
                                    "no client certificate was presented")
             finally:
                 c.close()
-        eq(metric(srv, 'gpuadmit_http_errors_total{code="403"}'), 10.0, "403s counted")
+        # per TLS version: 4 paths, /nope and the oversized POST
+        eq(metric(srv, 'gpuadmit_http_errors_total{code="403"}'), 12.0, "403s counted")
         eq(metric(srv, 'gpuadmit_http_errors_total{code="413"}', absent=0.0), 0.0, "413s")
         eq(metric(srv, 'gpuadmit_http_errors_total{code="404"}', absent=0.0), 0.0, "404s")
         # not reviews: a caller without a certificate must not move the review error ratio
@@ -209,7 +210,7 @@ def unauthenticated_refused_probes_open():
         eq([e for e in evs if e.get("msg") == "request refused"], [], "per-request log lines")
         summed = sum(e.get("requests", 0) for e in evs
                      if e.get("msg") == "requests refused: no valid client certificate")
-        eq(summed, 10, "requests in the summary lines")
+        eq(summed, 12, "requests in the summary lines")
         # refusals in the last moments before a stop are summed up too
         since = srv.log_size()
         refused(srv, ctx_with(), "no client certificate was presented")

@@ -742,7 +742,7 @@ static const struct node **sorted_nodes(const struct cluster *c, size_t *n)
 /* The reasons of one Pending pod into arr (reasons of doc), and the nodes with room into fits. */
 static int explain_pod(const struct cluster *c, const struct vpod *v, const struct node **nodes,
                        size_t n_nodes, yyjson_mut_doc *doc, yyjson_mut_val *arr,
-                       yyjson_mut_val *fits)
+                       yyjson_mut_val *fits, int *primary)
 {
     struct reasons *rs = calloc(1, sizeof(*rs));
     struct pod_ctx p = {.c = c, .v = v, .now = mono_s(), .rs = rs, .fits = fits};
@@ -788,6 +788,7 @@ static int explain_pod(const struct cluster *c, const struct vpod *v, const stru
         preemption(&p);
     }
     qsort(rs->r, rs->n, sizeof(rs->r[0]), reason_cmp);
+    *primary = rs->n > 0 ? (int)rs->r[0].code : PENDING_CODES;
     for (size_t i = 0; i < rs->n; i++) {
         struct reason *r = &rs->r[i];
         yyjson_mut_val *o;
@@ -981,8 +982,10 @@ static yyjson_mut_val *pod_json(const struct cluster *c, const struct vpod *v,
     char kind[32], ns[256];
     const struct waiter *w;
 
+    int primary;
+
     if (reasons == NULL || fits == NULL || res == NULL ||
-        explain_pod(c, v, nodes, n_nodes, doc, reasons, fits) < 0)
+        explain_pod(c, v, nodes, n_nodes, doc, reasons, fits, &primary) < 0)
         return NULL;
     for (size_t i = 0; i < v->n_demand; i++)
         if (!yyjson_mut_obj_add(res, yyjson_mut_strcpy(doc, v->demand[i].name),
@@ -1088,4 +1091,130 @@ fail:
         return NULL;
     }
     return doc;
+}
+
+/* ---- counting ---- */
+
+/* A hash of a JSON value, in its document's order (the pods of one template keep one order). */
+static uint64_t val_hash(uint64_t h, yyjson_val *v, unsigned depth)
+{
+    yyjson_val *k, *x;
+    size_t i, max;
+    const char *str;
+
+    h = (h ^ yyjson_get_type(v)) * 1099511628211ull;
+    if (depth > VIEW_DEPTH_MAX)
+        return h;
+    switch (yyjson_get_type(v)) {
+    case YYJSON_TYPE_OBJ:
+        yyjson_obj_foreach (v, i, max, k, x)
+            h = val_hash(val_hash(h, k, depth + 1), x, depth + 1);
+        break;
+    case YYJSON_TYPE_ARR:
+        yyjson_arr_foreach (v, i, max, x)
+            h = val_hash(h, x, depth + 1);
+        break;
+    case YYJSON_TYPE_STR:
+        str = yyjson_get_str(v);
+        for (i = 0; i < yyjson_get_len(v); i++)
+            h = (h ^ (unsigned char)str[i]) * 1099511628211ull;
+        break;
+    case YYJSON_TYPE_NUM:
+    case YYJSON_TYPE_BOOL: h = (h ^ (uint64_t)yyjson_get_uint(v)) * 1099511628211ull; break;
+    default: break;
+    }
+    return h;
+}
+
+/* What a pod's explanation depends on besides the view: its spec, priority and scheduling. */
+struct said {
+    uint64_t hash;
+    const struct vpod *v; /* the first pod of that key, whose explanation stands for it */
+    int primary;
+};
+
+static bool says_same(const struct vpod *a, const struct vpod *b)
+{
+    yyjson_val *sa = a->pend->spec ? yyjson_doc_get_root(a->pend->spec->doc) : NULL;
+    yyjson_val *sb = b->pend->spec ? yyjson_doc_get_root(b->pend->spec->doc) : NULL;
+
+    return a->priority == b->priority && a->gated == b->gated &&
+           same(a->pend->scheduler, b->pend->scheduler) && same(a->pend->gate, b->pend->gate) &&
+           a->n_demand == b->n_demand && (sa == sb || (sa && sb && yyjson_equals(sa, sb)));
+}
+
+static uint64_t pod_hash(const struct vpod *v)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)v->priority;
+
+    if (v->pend->spec != NULL)
+        h = val_hash(h, yyjson_doc_get_root(v->pend->spec->doc), 0);
+    return h ^ ((uint64_t)v->gated << 1) ^ (v->pend->scheduler ? 4u : 0u);
+}
+
+int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
+{
+    const struct table *t = &c->kinds[CLUSTER_PODS];
+    const struct node **nodes = NULL;
+    struct said *memo = NULL;
+    size_t n_nodes = 0, cap = 0, used = 0;
+    int rc = -1;
+
+    memset(counts, 0, sizeof(counts[0]) * (PENDING_CODES + 1));
+    pthread_rwlock_rdlock(&c->lock);
+    nodes = sorted_nodes(c, &n_nodes);
+    if (c->kinds[CLUSTER_NODES].n > 0 && nodes == NULL)
+        goto out;
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            const struct vpod *v = e->value;
+            uint64_t h;
+            size_t at;
+
+            if (v->pend == NULL)
+                continue;
+            if (used * 2 >= cap) { /* grow, keeping the load at most half */
+                size_t ncap = cap ? cap * 2 : 64;
+                struct said *nm = calloc(ncap, sizeof(*nm));
+
+                if (nm == NULL)
+                    goto out;
+                for (size_t k = 0; k < cap; k++) {
+                    if (memo[k].v == NULL)
+                        continue;
+                    for (at = memo[k].hash & (ncap - 1); nm[at].v != NULL;
+                         at = (at + 1) & (ncap - 1))
+                        ;
+                    nm[at] = memo[k];
+                }
+                free(memo);
+                memo = nm;
+                cap = ncap;
+            }
+            h = pod_hash(v);
+            for (at = h & (cap - 1); memo[at].v != NULL; at = (at + 1) & (cap - 1))
+                if (memo[at].hash == h && says_same(memo[at].v, v))
+                    break;
+            if (memo[at].v == NULL) {
+                yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
+                yyjson_mut_val *arr = doc ? yyjson_mut_arr(doc) : NULL;
+                yyjson_mut_val *fits = doc ? yyjson_mut_arr(doc) : NULL;
+                int primary = PENDING_CODES;
+                int r =
+                    arr && fits ? explain_pod(c, v, nodes, n_nodes, doc, arr, fits, &primary) : -1;
+
+                yyjson_mut_doc_free(doc);
+                if (r < 0)
+                    goto out;
+                memo[at] = (struct said){h, v, primary};
+                used++;
+            }
+            counts[memo[at].primary]++;
+        }
+    rc = 0;
+out:
+    pthread_rwlock_unlock(&c->lock);
+    free(memo);
+    free((void *)nodes);
+    return rc;
 }

@@ -20,6 +20,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <yyjson.h>
 
 #include "cluster.h"
@@ -76,5 +77,12 @@ struct pending_query {
  * read-locked for the call.
  */
 yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q, struct diag *d);
+
+/* How many Pending GPU pods have each primary reason, into counts[code], and into
+ * counts[PENDING_CODES] those the view has room for (no reason). Pods whose spec, priority and
+ * scheduling are the same are judged once (20,000 Pending pods of one Job template cost one
+ * replay). 0, or -1 when out of memory (counts then partial). The view is read-locked for the
+ * call. */
+int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1]);
 
 #endif
