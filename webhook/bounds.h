@@ -190,6 +190,18 @@
 #define CAPACITY_RESOURCES_MAX    8
 #define CAPACITY_RESERVATIONS_MAX 1024
 
+/* Node autoscalers (cluster/autoscaler.c). Cluster Autoscaler keeps its status ConfigMap under
+ * 1,000,000 bytes by dropping node groups; a ConfigMap holds at most 1 MiB. A group takes about
+ * 1.5 KB of YAML and some 60 nodes, 8 deep at most. A Karpenter NodePool's lists are capped too:
+ * the apiserver caps requirements at 100, but not limits, labels or taints. */
+#define AUTOSCALER_STATUS_MAX_BYTES (1024u * 1024u)
+#define AUTOSCALER_GROUPS_MAX       4096u
+#define AUTOSCALER_YAML_DEPTH_MAX   16u
+#define AUTOSCALER_YAML_NODES_MAX   (100u * AUTOSCALER_GROUPS_MAX)
+#define KARPENTER_RESOURCES_MAX     64u  /* spec.limits, status.resources */
+#define KARPENTER_TAINTS_MAX        64u  /* spec.template.spec.taints */
+#define KARPENTER_LABELS_MAX        256u /* spec.template.metadata.labels */
+
 /* gpuadmit test (suite.c): suite files one run reads, and subdirectory levels it looks into. */
 #define SUITE_FILES_MAX 1000u
 #define SUITE_DIR_DEPTH 4u
