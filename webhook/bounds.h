@@ -161,6 +161,9 @@
 /* A watch that ends cleanly this soon without delivering anything counts as a failure, so that
  * a server closing every watch at once cannot make us spin. */
 #define KUBE_WATCH_MIN_HEALTHY_S 1.0
+/* An optional kind the apiserver does not serve (no CRD) or does not let gpuadmit read is asked
+ * for again this often: a Karpenter installed later is seen within it. */
+#define KUBE_OPTIONAL_RELIST_MS 300000u
 /* Token files are re-read this often (client-go: every minute), and after a 401. */
 #define KUBE_TOKEN_REFRESH_S 60.0
 /* What the apiserver (or something posing as it) can make us hold. */

@@ -56,7 +56,12 @@ KINDS = {
     "deployments": ("/apis/apps/v1/deployments", "Deployment", "apps/v1", True),
     "statefulsets": ("/apis/apps/v1/statefulsets", "StatefulSet", "apps/v1", True),
     "jobs": ("/apis/batch/v1/jobs", "Job", "batch/v1", True),
+    # served only when a test asks (FakeAPIServer(optional=...)): a cluster without Cluster
+    # Autoscaler or Karpenter answers 404
+    "configmaps": ("/api/v1/namespaces/kube-system/configmaps", "ConfigMap", "v1", True),
+    "nodepools": ("/apis/karpenter.sh/v1/nodepools", "NodePool", "karpenter.sh/v1", False),
 }
+OPTIONAL = ("configmaps", "nodepools")
 PATHS = {v[0]: k for k, v in KINDS.items()}
 FIELDS = ("metadata.name", "metadata.namespace", "spec.nodeName", "status.phase")
 
@@ -117,8 +122,9 @@ class Watch:
 
 class FakeAPIServer:
     def __init__(self, cert, key, token="fake-token", host="127.0.0.1", port=0,
-                 bookmark_interval=1.0, client_ca=None, seed=1, gone_mode="http"):
+                 bookmark_interval=1.0, client_ca=None, seed=1, gone_mode="http", optional=()):
         self.cert, self.key, self.token = cert, key, token
+        self.optional = set(optional)  # the optional kinds served; the others are 404
         self.host, self.port = host, port
         self.bookmark_interval = bookmark_interval
         self.client_ca = client_ca
@@ -513,6 +519,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         u = urllib.parse.urlsplit(self.path)
         q = dict(urllib.parse.parse_qsl(u.query, keep_blank_values=True))
         kind = PATHS.get(u.path)
+        if kind in OPTIONAL and kind not in fake.optional:
+            kind = None
         op = "watch" if q.get("watch") in ("1", "true") else "list"
         rec = {"t": time.monotonic(), "op": op, "kind": kind, "query": q, "status": None,
                "auth": self.headers.get("Authorization")}

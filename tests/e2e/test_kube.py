@@ -969,6 +969,56 @@ def wrong_ca_is_refused():
 
 
 @test
+def optional_kinds_absent_forbidden_and_served():
+    """The node autoscalers' kinds are optional: a cluster without Karpenter's CRD (404) or
+    that keeps gpuadmit off the ConfigMap (403) syncs without them; served, they are read."""
+    fake = new_fake()
+    populate(fake, n_gpu_pods=5)
+    kc = fake.kubeconfig(os.path.join(E.work, "absent.kubeconfig"), ca_file=E.api.ca,
+                         token=TOKEN)
+    with Gpuadmit("absent", kc) as srv:
+        srv.converge(fake, "without the optional kinds")
+        eq(srv.readyz(), 200, "/readyz without the optional kinds")
+        for kind in ("configmaps", "nodepools"):
+            evs = [e for e in srv.logs("optional kind not served (404)") if e.get("kind") == kind]
+            eq(len(evs), 1, "one line for %s not served" % kind)
+        eq(srv.view().get("autoscalers"), {}, "autoscalers in the view")
+        check(srv.view()["age_s"] < 60, "an absent kind ages the view")
+    fake = new_fake(optional=("configmaps", "nodepools"))
+    populate(fake, n_gpu_pods=5)
+    fake.fail_next(10 ** 6, 403, kind="nodepools", op="list")
+    with open(os.path.join(ROOT, "tests/data/autoscaler/ca-status-yaml-status_test.yaml")) as f:
+        status_text = f.read()
+    fake.put("configmaps", {"metadata": {"name": "cluster-autoscaler-status",
+                                         "namespace": "kube-system"},
+                            "data": {"status": status_text}})
+    fake.put("configmaps", {"metadata": {"name": "other", "namespace": "kube-system"},
+                            "data": {"status": "not the autoscaler's"}})
+    kc = fake.kubeconfig(os.path.join(E.work, "served.kubeconfig"), ca_file=E.api.ca,
+                         token=TOKEN)
+    with Gpuadmit("served", kc) as srv:
+        srv.converge(fake, "with the CA status, NodePools forbidden")
+        eq(srv.readyz(), 200, "/readyz with NodePools forbidden")
+        ev = [e for e in srv.logs("optional kind forbidden (403)") if e.get("kind") == "nodepools"]
+        eq(len(ev), 1, "one line for the 403")
+        eq(ev[0].get("level"), "warn", "level of the 403 line")
+        lists = fake.requests_since(0, "configmaps", "list")
+        check(lists and lists[0]["query"].get("fieldSelector")
+              == "metadata.name=cluster-autoscaler-status",
+              "the ConfigMap list names the one ConfigMap (RBAC resourceNames): %r" % lists[:1])
+        groups = srv.view()["autoscalers"]["ConfigMap/kube-system/cluster-autoscaler-status"]
+        eq(sorted(groups["groups"]), ["sample-node-group"], "the status's node groups")
+        eq(groups["groups"]["sample-node-group"]["headroom"], 0, "a group in Backoff")
+        # a change of the ConfigMap is watched
+        fake.put("configmaps", {"metadata": {"name": "cluster-autoscaler-status",
+                                             "namespace": "kube-system"},
+                                "data": {"status": "autoscalerStatus: [broken"}})
+        check(wait_for(lambda: "error" in srv.view()["autoscalers"].get(
+            "ConfigMap/kube-system/cluster-autoscaler-status", {}), t(5)),
+            "a status that does not parse is kept with its error")
+
+
+@test
 def kubeconfig_refusals():
     """Unusable kubeconfigs stop the start with a message naming the problem."""
     fake = E.fake or new_fake()

@@ -23,12 +23,20 @@
 
 static const struct {
     const char *path, *object, *plural, *selector;
+    bool optional;
 } kinds[CLUSTER_KINDS] = {
     [CLUSTER_NODES] = {"/api/v1/nodes", "Node", "nodes", ""},
     [CLUSTER_PODS] = {"/api/v1/pods", "Pod", "pods",
                       "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"},
     [CLUSTER_PRIORITYCLASSES] = {"/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass",
                                  "priorityclasses", ""},
+    /* RBAC lets gpuadmit read this one ConfigMap: the list names it (resourceNames holds for a
+     * list and a watch with a metadata.name field selector, k8s.io/apiserver
+     * pkg/endpoints/request/requestinfo.go) */
+    [CLUSTER_AUTOSCALER_STATUS] = {"/api/v1/namespaces/kube-system/configmaps", "ConfigMap",
+                                   "configmaps",
+                                   "fieldSelector=metadata.name%3Dcluster-autoscaler-status", true},
+    [CLUSTER_NODEPOOLS] = {"/apis/karpenter.sh/v1/nodepools", "NodePool", "nodepools", "", true},
     [CLUSTER_REPLICASETS] = {"/apis/apps/v1/replicasets", "ReplicaSet", "replicasets", ""},
     [CLUSTER_DEPLOYMENTS] = {"/apis/apps/v1/deployments", "Deployment", "deployments", ""},
     [CLUSTER_STATEFULSETS] = {"/apis/apps/v1/statefulsets", "StatefulSet", "statefulsets", ""},
@@ -53,6 +61,16 @@ const char *cluster_kind_plural(enum cluster_kind k)
 const char *cluster_kind_selector(enum cluster_kind k)
 {
     return kinds[k].selector;
+}
+
+static bool kind_namespaced(enum cluster_kind k)
+{
+    return k != CLUSTER_NODES && k != CLUSTER_PRIORITYCLASSES && k != CLUSTER_NODEPOOLS;
+}
+
+bool cluster_kind_optional(enum cluster_kind k)
+{
+    return kinds[k].optional;
 }
 
 int cluster_kind_of(const char *kind)
@@ -324,6 +342,78 @@ static int64_t int_at(yyjson_val *obj, const char *key)
 
 /* a, then "/b" and "/c" for those not NULL, into buf (len > 0 bytes), cut as snprintf cuts:
  * keys are made for every object of a list, where snprintf's cost showed. */
+static void vautoscaler_free(void *ctx, void *p)
+{
+    struct vautoscaler *v = p;
+
+    (void)ctx;
+    if (v != NULL)
+        ca_status_free(&v->st);
+    free(v);
+}
+
+static void vnodepool_free(void *ctx, void *p)
+{
+    struct vnodepool *v = p;
+
+    (void)ctx;
+    if (v != NULL)
+        karpenter_pool_free(&v->p);
+    free(v);
+}
+
+/* The Cluster Autoscaler's status, or NULL (with *skip) for another ConfigMap. A status that
+ * does not parse is kept with its error: the autoscaler's headroom is then unknown, and said
+ * so. */
+static struct vautoscaler *vautoscaler_from_json(yyjson_val *obj, bool *skip)
+{
+    yyjson_val *meta = yyjson_obj_get(obj, "metadata");
+    yyjson_val *status = yyjson_obj_get(yyjson_obj_get(obj, "data"), "status");
+    struct vautoscaler *v;
+    struct diag d;
+    char where[DIAG_MSG_MAX + 64];
+
+    *skip = strcmp(str_at(meta, "namespace"), "kube-system") != 0 ||
+            strcmp(str_at(meta, "name"), "cluster-autoscaler-status") != 0;
+    if (*skip || (v = calloc(1, sizeof(*v))) == NULL)
+        return NULL;
+    snprintf(v->updated, sizeof(v->updated), "%s",
+             str_at(yyjson_obj_get(meta, "annotations"),
+                    "cluster-autoscaler.kubernetes.io/last-updated"));
+    diag_clear(&d);
+    if (!yyjson_is_str(status))
+        diag_set(&d, NULL, 0, 0, "no data.status string");
+    else if (ca_status_parse(yyjson_get_str(status), yyjson_get_len(status), &v->st, &d) == 0)
+        v->ok = true;
+    if (!v->ok) {
+        ca_status_free(&v->st);
+        memset(&v->st, 0, sizeof(v->st));
+        snprintf(v->error, sizeof(v->error), "data.status:%s",
+                 diag_format(&d, where, sizeof(where)));
+    }
+    return v;
+}
+
+/* A NodePool of karpenter.sh, or NULL (with *skip) for a NodePool of another API group. */
+static struct vnodepool *vnodepool_from_json(yyjson_val *obj, bool *skip)
+{
+    struct vnodepool *v;
+    struct diag d;
+
+    *skip = strncmp(str_at(obj, "apiVersion"), "karpenter.sh/", 13) != 0;
+    if (*skip || (v = calloc(1, sizeof(*v))) == NULL)
+        return NULL;
+    diag_clear(&d);
+    if (karpenter_pool_parse(obj, &v->p, &d) == 0) {
+        v->ok = true;
+    } else {
+        karpenter_pool_free(&v->p);
+        memset(&v->p, 0, sizeof(v->p));
+        snprintf(v->error, sizeof(v->error), "%s", d.msg);
+    }
+    return v;
+}
+
 static void key_join(char *buf, size_t len, const char *a, const char *b, const char *c)
 {
     const char *part[3] = {a, b, c};
@@ -1434,6 +1524,8 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     /* pods are freed by remove_pod, which unbinds them first */
     rc |= table_init(&c->kinds[CLUSTER_PODS], noop_free, c);
     rc |= table_init(&c->kinds[CLUSTER_PRIORITYCLASSES], plain_free, c);
+    rc |= table_init(&c->kinds[CLUSTER_AUTOSCALER_STATUS], vautoscaler_free, c);
+    rc |= table_init(&c->kinds[CLUSTER_NODEPOOLS], vnodepool_free, c);
     for (int k = CLUSTER_REPLICASETS; k < CLUSTER_KINDS; k++)
         rc |= table_init(&c->kinds[k], workload_free, c);
     rc |= table_init(&c->bindings, binding_free, c);
@@ -1523,7 +1615,7 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
     void *rec = NULL;
     struct table *t = &c->kinds[k];
 
-    if (object_key(obj, k != CLUSTER_NODES && k != CLUSTER_PRIORITYCLASSES, key, sizeof(key)) < 0) {
+    if (object_key(obj, kind_namespaced(k), key, sizeof(key)) < 0) {
         diag_set(d, NULL, 0, 0, "%s: an object without metadata.name", kinds[k].plural);
         return -1;
     }
@@ -1569,6 +1661,15 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
         return 0;
     }
     case CLUSTER_PRIORITYCLASSES: rec = vclass_from_json(obj); break;
+    case CLUSTER_AUTOSCALER_STATUS:
+    case CLUSTER_NODEPOOLS:
+        rec = k == CLUSTER_NODEPOOLS ? (void *)vnodepool_from_json(obj, &skip)
+                                     : (void *)vautoscaler_from_json(obj, &skip);
+        if (skip) {
+            table_del(t, key);
+            return 0;
+        }
+        break;
     default:
         rec = workload_from_json(k, obj, &skip);
         if (skip) {
@@ -1591,7 +1692,7 @@ static void remove_object(struct cluster *c, enum cluster_kind k, yyjson_val *ob
 {
     char key[512];
 
-    if (object_key(obj, k != CLUSTER_NODES && k != CLUSTER_PRIORITYCLASSES, key, sizeof(key)) < 0)
+    if (object_key(obj, kind_namespaced(k), key, sizeof(key)) < 0)
         return;
     if (k == CLUSTER_PODS)
         remove_pod(c, key);
@@ -1605,6 +1706,7 @@ void cluster_list_begin(struct cluster *c, enum cluster_kind k)
 {
     pthread_rwlock_wrlock(&c->lock);
     c->list_gen[k]++;
+    c->absent[k] = false;
     pthread_rwlock_unlock(&c->lock);
 }
 
@@ -1681,6 +1783,18 @@ int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjs
     return rc;
 }
 
+void cluster_kind_absent(struct cluster *c, enum cluster_kind k)
+{
+    if (!kinds[k].optional)
+        return;
+    cluster_list_begin(c, k);
+    cluster_list_end(c, k);
+    pthread_rwlock_wrlock(&c->lock);
+    c->listed[k] = true;
+    c->absent[k] = true;
+    pthread_rwlock_unlock(&c->lock);
+}
+
 void cluster_heartbeat(struct cluster *c, enum cluster_kind k)
 {
     pthread_rwlock_wrlock(&c->lock);
@@ -1706,7 +1820,7 @@ double cluster_age_s(struct cluster *c)
     pthread_rwlock_rdlock(&c->lock);
     oldest = now;
     for (int k = 0; k < CLUSTER_KINDS; k++) {
-        if (c->heartbeat[k] < oldest)
+        if (!c->absent[k] && c->heartbeat[k] < oldest)
             oldest = c->heartbeat[k];
     }
     if (c->snapshot)
@@ -1804,6 +1918,47 @@ static int dump_nodes(struct cluster *c, yyjson_mut_doc *doc, yyjson_mut_val *ou
 }
 
 /* One record of kind k (not a node) into the dump's object of its kind. */
+/* The Cluster Autoscaler's node groups ("ConfigMap/kube-system/cluster-autoscaler-status") or a
+ * NodePool ("NodePool/NAME"), as read. */
+static int dump_autoscaler(yyjson_mut_doc *doc, yyjson_mut_val *out, int k,
+                           const struct table_entry *e)
+{
+    char key[600];
+    yyjson_mut_val *v, *groups;
+
+    snprintf(key, sizeof(key), "%s/%s", kinds[k].object, e->key);
+    if (k == CLUSTER_NODEPOOLS) {
+        const struct vnodepool *p = e->value;
+        bool bounded;
+        int64_t left = karpenter_pool_headroom(&p->p, "nvidia.com/gpu", &bounded);
+
+        v = p->ok ? json_pack(doc, "{s:o?}", "gpuHeadroom",
+                              bounded ? yyjson_mut_sint(doc, left) : NULL)
+                  : json_pack(doc, "{s:s}", "error", p->error);
+        return dump_put(doc, out, key, v);
+    }
+    {
+        const struct vautoscaler *a = e->value;
+
+        if (!a->ok)
+            return dump_put(doc, out, key, json_pack(doc, "{s:s}", "error", a->error));
+        if ((groups = yyjson_mut_obj(doc)) == NULL)
+            return -1;
+        for (size_t i = 0; i < a->st.n_groups; i++) {
+            const struct ca_group *g = &a->st.groups[i];
+
+            if (dump_put(doc, groups, g->name,
+                         json_pack(doc, "{s:b, s:s, s:I, s:I, s:I}", "healthy", g->healthy,
+                                   "scaleUp", g->scale_up, "target", g->target, "maxSize",
+                                   g->max_size, "headroom", ca_group_headroom(g))) < 0)
+                return -1;
+        }
+        return dump_put(doc, out, key,
+                        json_pack(doc, "{s:s, s:s, s:o}", "status", a->st.autoscaler_status,
+                                  "updated", a->updated, "groups", groups));
+    }
+}
+
 static int dump_record(yyjson_mut_doc *doc, yyjson_mut_val *pods, yyjson_mut_val *classes,
                        yyjson_mut_val *workloads, int k, const struct table_entry *e)
 {
@@ -1850,7 +2005,7 @@ static int dump_record(yyjson_mut_doc *doc, yyjson_mut_val *pods, yyjson_mut_val
 yyjson_mut_doc *cluster_dump(struct cluster *c)
 {
     yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
-    yyjson_mut_val *nodes, *pods, *classes, *workloads, *out = NULL;
+    yyjson_mut_val *nodes, *pods, *classes, *workloads, *autoscalers, *out = NULL;
     double now = mono_s();
     int rc = -1;
 
@@ -1860,24 +2015,27 @@ yyjson_mut_doc *cluster_dump(struct cluster *c)
     pods = yyjson_mut_obj(doc);
     classes = yyjson_mut_obj(doc);
     workloads = yyjson_mut_obj(doc);
+    autoscalers = yyjson_mut_obj(doc);
     pthread_rwlock_rdlock(&c->lock);
     if (nodes != NULL && pods != NULL && classes != NULL && workloads != NULL &&
-        dump_nodes(c, doc, nodes, now) == 0) {
+        autoscalers != NULL && dump_nodes(c, doc, nodes, now) == 0) {
         rc = 0;
         for (int k = CLUSTER_PODS; rc == 0 && k < CLUSTER_KINDS; k++) {
             const struct table *t = &c->kinds[k];
 
             for (size_t i = 0; rc == 0 && i < t->n_buckets; i++)
                 for (struct table_entry *e = t->buckets[i]; rc == 0 && e; e = e->next)
-                    rc = dump_record(doc, pods, classes, workloads, k, e);
+                    rc = k == CLUSTER_AUTOSCALER_STATUS || k == CLUSTER_NODEPOOLS
+                             ? dump_autoscaler(doc, autoscalers, k, e)
+                             : dump_record(doc, pods, classes, workloads, k, e);
         }
     }
     pthread_rwlock_unlock(&c->lock);
     /* synced and age_s take the lock themselves */
     if (rc == 0)
-        out = json_pack(doc, "{s:b, s:f, s:o, s:o, s:o, s:o}", "synced", cluster_synced(c), "age_s",
-                        cluster_age_s(c), "nodes", nodes, "pods", pods, "priorityClasses", classes,
-                        "workloads", workloads);
+        out = json_pack(doc, "{s:b, s:f, s:o, s:o, s:o, s:o, s:o}", "synced", cluster_synced(c),
+                        "age_s", cluster_age_s(c), "nodes", nodes, "pods", pods, "priorityClasses",
+                        classes, "workloads", workloads, "autoscalers", autoscalers);
     if (out == NULL) {
         yyjson_mut_doc_free(doc);
         return NULL;
@@ -2042,6 +2200,9 @@ unsigned cluster_snapshot_missing(struct cluster *c)
 
     pthread_rwlock_rdlock(&c->lock);
     missing = c->snapshot_path != NULL ? ((1u << CLUSTER_KINDS) - 1) & ~c->snapshot_held : 0;
+    for (int k = 0; k < CLUSTER_KINDS; k++)
+        if (kinds[k].optional)
+            missing &= ~(1u << k); /* most clusters have no node autoscaler gpuadmit reads */
     pthread_rwlock_unlock(&c->lock);
     return missing;
 }

@@ -28,7 +28,9 @@ enum cluster_kind {
     CLUSTER_NODES,
     CLUSTER_PODS,
     CLUSTER_PRIORITYCLASSES,
-    CLUSTER_REPLICASETS,
+    CLUSTER_AUTOSCALER_STATUS, /* the ConfigMap kube-system/cluster-autoscaler-status */
+    CLUSTER_NODEPOOLS,         /* Karpenter's karpenter.sh/v1 NodePools */
+    CLUSTER_REPLICASETS,       /* the workload kinds, from here on */
     CLUSTER_DEPLOYMENTS,
     CLUSTER_STATEFULSETS,
     CLUSTER_JOBS,
@@ -54,6 +56,9 @@ const char *cluster_kind_plural(enum cluster_kind k);
 int cluster_kind_of(const char *kind);
 /* Extra query for the kind's list and watch (pods: only non-terminal ones), or "". */
 const char *cluster_kind_selector(enum cluster_kind k);
+/* A kind a cluster may not serve or let gpuadmit read (the node autoscalers'): its absence is
+ * no error, and the view is synced without it (cluster_kind_absent). */
+bool cluster_kind_optional(enum cluster_kind k);
 
 /* A (re)list of one kind, page by page: everything of kind k not passed to _items between
  * _begin and _end is dropped at _end. items is a JSON array of objects (a page's "items"). */
@@ -67,6 +72,11 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k);
  * event needs (metadata.name): the view is unchanged then. */
 int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjson_val *obj,
                   struct diag *d);
+
+/* The apiserver does not serve optional kind k (404: no such CRD) or does not let gpuadmit read
+ * it (403): it is listed as empty, and counts as listed and never stale until a list of it
+ * succeeds again. */
+void cluster_kind_absent(struct cluster *c, enum cluster_kind k);
 
 /* The source of kind k is known good now (listed, or a watch delivered an event or bookmark or
  * ended cleanly). */

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <yyjson.h>
 
+#include "autoscaler.h"
 #include "cluster.h"
 #include "bounds.h"
 #include "table.h"
@@ -122,6 +123,21 @@ struct binding {
     size_t n_res;
 };
 
+/* The Cluster Autoscaler's status ConfigMap: its data.status as read, or why it was not. */
+struct vautoscaler {
+    struct ca_status st; /* empty when !ok */
+    bool ok;
+    char error[DIAG_MSG_MAX]; /* when !ok: "data.status:L:C: ..." */
+    char updated[64];         /* the cluster-autoscaler.kubernetes.io/last-updated annotation */
+};
+
+/* A Karpenter NodePool, or why it could not be read. */
+struct vnodepool {
+    struct karpenter_pool p; /* empty when !ok */
+    bool ok;
+    char error[DIAG_MSG_MAX];
+};
+
 struct vclass {
     int64_t value;
     bool preempt; /* preemptionPolicy PreemptLowerPriority */
@@ -208,7 +224,8 @@ struct cluster {
      * remembers of the nodes (pointers, res_sum slots) is valid while it is unchanged. */
     unsigned long node_gen;
     pthread_rwlock_t lock;
-    struct table kinds[CLUSTER_KINDS]; /* nodes, pods, classes, then the workload kinds */
+    struct table kinds[CLUSTER_KINDS]; /* nodes, pods, classes, autoscalers, then the workload
+                                          kinds */
     struct table bindings;             /* node name -> struct binding */
     struct res_sum *sums;              /* 64-byte aligned; grows under the write lock */
     uint32_t n_sums, cap_sums, free_sum;
@@ -225,6 +242,8 @@ struct cluster {
     size_t n_waiting, cap_waiting;
     unsigned list_gen[CLUSTER_KINDS];
     bool listed[CLUSTER_KINDS];
+    bool absent[CLUSTER_KINDS]; /* an optional kind not served or not readable (cluster_kind_absent)
+                                 */
     double heartbeat[CLUSTER_KINDS]; /* monotonic seconds */
     bool snapshot;
     unsigned snapshot_held; /* the kinds a snapshot held objects of, bits (1u << kind) */

@@ -685,6 +685,26 @@ bool kube_list_retry(struct worker *w, const struct reply *r, struct listing *L)
     return retry_after_failure(w, r, "list");
 }
 
+/* An optional kind (the node autoscalers') the apiserver does not serve (404: no such CRD, or
+ * no kube-system namespace) or does not let gpuadmit read (403): the view holds none of it and
+ * counts it listed, so that it neither holds /readyz nor ages the view. Said once per change. */
+static bool optional_absent(struct worker *w, const struct reply *r)
+{
+    if (!cluster_kind_optional(w->kind) || r->res != CURLE_OK ||
+        (r->status != 404 && r->status != 403))
+        return false;
+    if (w->absent != r->status)
+        log_event(r->status == 403 ? LOG_WARN : LOG_INFO,
+                  r->status == 403 ? "optional kind forbidden (403): read as none; grant get, "
+                                     "list and watch on it for the autoscaler's headroom"
+                                   : "optional kind not served (404): read as none",
+                  "{s:s, s:i}", "kind", w->plural, "retry_in_ms", (int)KUBE_OPTIONAL_RELIST_MS);
+    w->absent = r->status;
+    w->failures = 0;
+    cluster_kind_absent(w->k->view, w->kind);
+    return true;
+}
+
 /* Lists the kind into the view page by page. 0 when done (w->rv is the list's), -1 when
  * stopping. */
 static int list_all(struct worker *w)
@@ -705,6 +725,12 @@ static int list_all(struct worker *w)
         request(w, url, REQ_LIST, &r);
         if (r.stopped)
             goto out;
+        if (optional_absent(w, &r)) {
+            kube_listing_restart(&L);
+            if (!sleep_ms(w->k, KUBE_OPTIONAL_RELIST_MS))
+                goto out;
+            continue;
+        }
         if (r.res != CURLE_OK || r.status != 200) {
             if (!kube_list_retry(w, &r, &L))
                 goto out;
@@ -721,6 +747,7 @@ static int list_all(struct worker *w)
         free(L.cont);
         L.cont = next;
         if (L.cont == NULL) {
+            w->absent = 0;
             cluster_list_end(w->k->view, w->kind);
             cluster_heartbeat(w->k->view, w->kind);
             log_event(LOG_INFO, "list", "{s:s, s:s, s:I, s:i}", "kind", w->plural,
@@ -797,6 +824,10 @@ enum wres kube_watch_outcome(struct worker *w, const struct reply *r, double sta
                   "resourceVersion", w->rv, "via", "HTTP status");
         return W_RELIST;
     }
+    /* an optional kind's CRD deleted, or its access revoked: the list says so */
+    if (cluster_kind_optional(w->kind) && r->res == CURLE_OK &&
+        (r->status == 404 || r->status == 403))
+        return W_RELIST;
     if (r->res == CURLE_OK && r->status == 200)
         return watch_ended(w, start);
     return retry_after_failure(w, r, "watch") ? W_REWATCH : W_STOP;

@@ -62,6 +62,8 @@ struct worker {
     unsigned failures; /* failed requests in a row, for the backoff */
     unsigned relists;  /* relists forced by the stream since a watch last ended cleanly */
     unsigned page;     /* list limit; halves when a page is too big to hold */
+    long absent;       /* an optional kind: the status (404, 403) it was last refused with, 0
+                          while it is served */
     char rv[KUBE_RV_MAX + 1];
     /* the bearer token read from t->token_path (wiped) */
     char *token;
