@@ -55,7 +55,9 @@ MODES = {"audit": "audit", "enforce": "enforce", "cert-manager": "audit",
          "cert-manager-enforce": "enforce", "enforce-client-auth": "enforce"}
 RBAC = {("", "nodes"), ("", "pods"), ("scheduling.k8s.io", "priorityclasses"),
         ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
-        ("batch", "jobs")}
+        ("batch", "jobs"), ("", "configmaps"), ("karpenter.sh", "nodepools")}
+# the only rule limited to names: Cluster Autoscaler's status, never every ConfigMap
+RBAC_NAMES = {("", "configmaps"): ["cluster-autoscaler-status"]}
 
 CORE = "api__v1_openapi.json"
 SCHEMAS = {
@@ -600,12 +602,13 @@ def t_rbac(docs):
     got = set()
     for rule in role["rules"]:
         eq(sorted(rule["verbs"]), ["get", "list", "watch"], "verbs for %s" % rule["resources"])
-        check(not rule.get("resourceNames") and not rule.get("nonResourceURLs"),
-              "unexpected rule fields")
+        check(not rule.get("nonResourceURLs"), "unexpected rule fields")
         for g in rule["apiGroups"]:
             for r in rule["resources"]:
                 check((g, r) not in got, "%s/%s listed twice" % (g, r))
                 got.add((g, r))
+                eq(rule.get("resourceNames"), RBAC_NAMES.get((g, r)),
+                   "resourceNames of %s/%s" % (g, r))
     eq(got, RBAC, "ClusterRole resources")
     binding = one(docs, "ClusterRoleBinding")
     eq(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
