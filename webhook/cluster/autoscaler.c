@@ -883,3 +883,69 @@ int64_t karpenter_pool_headroom(const struct karpenter_pool *p, const char *reso
     /* both are >= 0 (the parse refuses negative quantities): no overflow */
     return lim->milli > u ? (lim->milli - u) / 1000 : 0;
 }
+
+/* ---- nodes of a group ---- */
+
+static bool starts(const char *s, const char *a, const char *b, const char *c)
+{
+    size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+
+    return strncmp(s, a, na) == 0 && strncmp(s + na, b, nb) == 0 && strncmp(s + na + nb, c, nc) == 0;
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+    size_t n = strlen(s), m = strlen(tail);
+
+    return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+static const char *label(yyjson_val *labels, const char *key)
+{
+    const char *v = json_get_str(labels, key);
+
+    return v != NULL && v[0] != '\0' ? v : NULL;
+}
+
+bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels)
+{
+    const char *id = g->name, *v, *seg;
+    char mid[320];
+
+    if (label(labels, "karpenter.sh/nodepool") != NULL)
+        return false;
+    if ((v = label(labels, "eks.amazonaws.com/nodegroup")) != NULL &&
+        (strcmp(id, v) == 0 || starts(id, "eks-", v, "-")))
+        return true;
+    if ((v = label(labels, "alpha.eksctl.io/nodegroup-name")) != NULL &&
+        (strcmp(id, v) == 0 || (snprintf(mid, sizeof(mid), "-nodegroup-%s-", v) < (int)sizeof(mid) &&
+                                strncmp(id, "eksctl-", 7) == 0 && strstr(id, mid) != NULL)))
+        return true;
+    if ((v = label(labels, "kops.k8s.io/instancegroup")) != NULL &&
+        (strcmp(id, v) == 0 || starts(id, v, ".", "")))
+        return true;
+    if ((v = label(labels, "cloud.google.com/gke-nodepool")) != NULL) {
+        seg = strrchr(id, '/') ? strrchr(id, '/') + 1 : id;
+        if (strcmp(id, v) == 0 ||
+            (strncmp(seg, "gke-", 4) == 0 && ends_with(seg, "-grp") &&
+             snprintf(mid, sizeof(mid), "-%s-", v) < (int)sizeof(mid) && strstr(seg, mid) != NULL))
+            return true;
+    }
+    if (((v = label(labels, "kubernetes.azure.com/agentpool")) != NULL ||
+         (v = label(labels, "agentpool")) != NULL) &&
+        (strcmp(id, v) == 0 || (starts(id, "aks-", v, "-") && ends_with(id, "-vmss"))))
+        return true;
+    if ((v = label(labels, "cluster.x-k8s.io/deployment-name")) != NULL) {
+        seg = strrchr(id, '/') ? strrchr(id, '/') + 1 : id;
+        if (strcmp(seg, v) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool karpenter_pool_has_node(const struct karpenter_pool *p, yyjson_val *labels)
+{
+    const char *v = label(labels, "karpenter.sh/nodepool");
+
+    return v != NULL && strcmp(v, p->name) == 0;
+}

@@ -64,6 +64,21 @@ void ca_status_free(struct ca_status *s);
  * or its scale-up is Backoff or Unhealthy. */
 int64_t ca_group_headroom(const struct ca_group *g);
 
+/* Whether a node (its labels) belongs to CA's node group g. CA maps nodes to groups through
+ * spec.providerID and the cloud's API, which gpuadmit cannot call; the node labels the
+ * providers and installers set name the group instead (AUTOSCALER.md §1.5), and Id() holds that
+ * name in a form of its provider's:
+ *   eks.amazonaws.com/nodegroup=NG          Id() NG, or the managed group's ASG eks-NG-UUID
+ *   alpha.eksctl.io/nodegroup-name=NG       eksctl's ASG eksctl-CLUSTER-nodegroup-NG-...
+ *   kops.k8s.io/instancegroup=IG            kops' ASG IG.CLUSTER
+ *   cloud.google.com/gke-nodepool=POOL      the MIG URL .../instanceGroups/gke-CLUSTER-POOL-HASH-grp
+ *   kubernetes.azure.com/agentpool=POOL     the VMSS aks-POOL-NUMBER-vmss (also agentpool=POOL)
+ *   cluster.x-k8s.io/deployment-name=MD    Id() KIND/NAMESPACE/MD
+ * The ASG, MIG and VMSS name forms are the providers' conventions, not an API: a group whose
+ * Id() is the label's value always matches. A node Karpenter made (karpenter.sh/nodepool) is
+ * never a CA group's. */
+bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels);
+
 /* Karpenter NodePool */
 
 struct karpenter_amount {
@@ -112,5 +127,8 @@ const struct karpenter_amount *karpenter_pool_limit(const struct karpenter_pool 
  * and the result 0, when the pool has no limit on resource. */
 int64_t karpenter_pool_headroom(const struct karpenter_pool *p, const char *resource,
                                 bool *bounded);
+
+/* Whether a node (its labels) is one of p's: karpenter.sh/nodepool=NAME. */
+bool karpenter_pool_has_node(const struct karpenter_pool *p, yyjson_val *labels);
 
 #endif
