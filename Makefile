@@ -411,8 +411,10 @@ fuzz-check: fuzz-build
 #   make cluster-down   stops every process it started, by recorded PID
 #   make cluster-test   the scenarios of tests/cluster/test_cluster.py (below)
 #   make cluster-capture  rewrites the test data captured from a fresh make cluster
-#                       (scripts/cluster-capture.py: tests/data/snapshots/seed-000.json and
-#                       idle.json, tests/data/review-stall-replicaset.json), then stops it
+#                       (scripts/cluster-capture.py: tests/data/snapshots/seed-000.json,
+#                       idle.json and seed-000-pending.json,
+#                       tests/data/review-stall-replicaset.json), then stops it;
+#                       CAPTURE="FILE..." rewrites only these
 .PHONY: k8s-binaries cluster cluster-down cluster-capture
 k8s-binaries:
 	@scripts/k8s-binaries.sh >/dev/null
@@ -427,7 +429,7 @@ cluster-down:
 cluster-capture: deps all
 	@scripts/cluster.sh down
 	@rm -rf build/cluster
-	@$(PYTHON) scripts/cluster-capture.py; rc=$$?; scripts/cluster.sh down; exit $$rc
+	@$(PYTHON) scripts/cluster-capture.py $(CAPTURE); rc=$$?; scripts/cluster.sh down; exit $$rc
 
 # make cluster-test: tests/cluster/test_cluster.py against the real binary on a cold control
 # plane (build/cluster/ is wiped first, the binaries come from the cache); stops it at the end

@@ -10,14 +10,32 @@ so that it is what a real kube-apiserver sends, not what someone wrote by hand.
   tests/data/review-stall-replicaset.json
                                       the AdmissionReview kube-apiserver sends to a validating
                                       webhook for the seed's 8-replica benchmark ReplicaSet
+  tests/data/snapshots/seed-000-pending.json
+                                      seed-000.json's cluster plus the seed's benchmark as its
+                                      user wrote it, ml/benchmark-rs: 8 one-GPU pods, no
+                                      priorityClassName (priority 0), the GPU taint's toleration
+                                      and the GPU nodes' nodeSelector of its own, never seen by
+                                      gpuadmit; kube-scheduler has bound 4 (one a node) and
+                                      marked the other 4 PodScheduled=False, Unschedulable
 
 Snapshots are `kubectl get nodes,pods,priorityclasses,replicasets,deployments,statefulsets,jobs
 -A -o json`, the input of `gpuadmit serve --cluster-snapshot`, as kubectl prints it. The
 review is recorded by a webhook of this script's own (a ValidatingWebhookConfiguration pointing at
 a listener here, on CLUSTER_PORT_BASE + 945), for a real create of the ReplicaSet, which is
-deleted afterwards. Brings the cluster up (make cluster) if it is not (make cluster-capture
-stops it afterwards). Prints the Kubernetes version it captured from and nothing else. Python 3
-standard library only.
+deleted afterwards. For seed-000-pending.json gpuadmit's webhook configurations are removed
+(scripts/cluster.sh uninstall) until kube-apiserver no longer calls gpuadmit (its request
+counter stays still across server-side dry runs of the benchmark and of one of its pods), and
+installed again after the listing; the counter must not move while the benchmark is created
+and its pods are made and scheduled. Brings the cluster up (make cluster) if it is not (make
+cluster-capture stops it afterwards).
+
+  scripts/cluster-capture.py              all four files
+  scripts/cluster-capture.py FILE...      only these (paths as above, or their base names);
+                                          the cluster is built up to them all the same
+                                          (make cluster-capture CAPTURE="FILE...")
+
+Prints each file it wrote, the PodScheduled messages of the benchmark's Pending pods, and the
+Kubernetes version it captured from. Python 3 standard library only.
 """
 import base64
 import http.server
@@ -28,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLUSTER = os.path.join(ROOT, "scripts", "cluster.sh")
@@ -39,6 +58,8 @@ KINDS = "nodes,pods,priorityclasses,replicasets,deployments,statefulsets,jobs"
 OUT_IDLE = os.path.join("tests", "data", "snapshots", "idle.json")
 OUT_SEED = os.path.join("tests", "data", "snapshots", "seed-000.json")
 OUT_REVIEW = os.path.join("tests", "data", "review-stall-replicaset.json")
+OUT_PENDING = os.path.join("tests", "data", "snapshots", "seed-000-pending.json")
+OUTPUTS = (OUT_IDLE, OUT_SEED, OUT_REVIEW, OUT_PENDING)
 KUBECTL = None
 
 
@@ -76,6 +97,27 @@ def replicaset(name, replicas):
                                        "containers": [{"name": "c", "image": "trainer:1",
                                                        "resources": {"limits": {
                                                            "nvidia.com/gpu": "1"}}}]}}}})
+
+
+def benchmark(dry_pod=False):
+    """The seed 000 benchmark as its user writes it, without gpuadmit: 1-GPU pods, no
+    priorityClassName, the toleration of the GPU nodes' taint (nvidia.com/gpu=true:NoSchedule)
+    and their label as nodeSelector (tests/cluster/nodes/seed-000.yaml). dry_pod: one of its
+    pods alone, for the dry runs that show whether gpuadmit is still called."""
+    template = {"metadata": {"labels": {"app": "benchmark-rs"}},
+                "spec": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
+                                          "effect": "NoSchedule"}],
+                         "nodeSelector": {"nvidia.com/gpu.present": "true"},
+                         "containers": [{"name": "c", "image": "trainer:1",
+                                         "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    if dry_pod:
+        return json.dumps(dict(template, apiVersion="v1", kind="Pod", metadata={
+            "name": "benchmark-rs-probe", "namespace": "ml", "labels": {"app": "benchmark-rs"}}))
+    return json.dumps({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "benchmark-rs", "namespace": "ml"},
+        "spec": {"replicas": 8, "selector": {"matchLabels": {"app": "benchmark-rs"}},
+                 "template": template}})
 
 
 def pods(selector):
@@ -163,9 +205,79 @@ def capture_review():
         srv.shutdown()
 
 
+def gpuadmit_requests():
+    """gpuadmit's gpuadmit_admission_requests_total, all endpoints and kinds together."""
+    ctx = ssl.create_default_context(cafile=os.path.join(STATE, "webhook", "ca.crt"))
+    with urllib.request.urlopen("https://127.0.0.1:%d/metrics" % (BASE + 944), context=ctx,
+                                timeout=5) as r:
+        text = r.read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("gpuadmit_admission_requests_total"))
+
+
+def unschedulable(p):
+    for c in p.get("status", {}).get("conditions", []):
+        if c["type"] == "PodScheduled" and c["status"] == "False" and \
+                c.get("reason") == "Unschedulable":
+            return c.get("message") or None
+    return None
+
+
+def capture_pending():
+    """seed-000.json's cluster plus the benchmark ReplicaSet ml/benchmark-rs as written, which
+    gpuadmit neither patches nor judges, once kube-scheduler has decided on all 8 pods."""
+    # the review's ReplicaSet stall is gone, and its 4 bound pods with it: 4 GPUs free again
+    wait("no stall pod left", lambda: not pods("app=stall"))
+    # Removed rather than skipped by the opt-out label gpuadmit.io/exempt=true: that label is
+    # the webhooks' objectSelector, on the object (there is no exempt namespace label), so it
+    # would have to be on the ReplicaSet and its pods, and the snapshot would no longer hold the
+    # benchmark as it is written.
+    if subprocess.run([CLUSTER, "uninstall"], env=ENV).returncode != 0:
+        die("scripts/cluster.sh uninstall failed")
+    try:
+        # the apiserver drops the configurations through its informers: dry runs until a
+        # create of the ReplicaSet and of one of its pods no longer reaches gpuadmit
+        def still():
+            n = gpuadmit_requests()
+            # (ok=False: with the mutating configuration gone first, the validating one refuses
+            # the pod without a priorityClassName)
+            kubectl("create", "--dry-run=server", "-f", "-", stdin=benchmark(), ok=False)
+            kubectl("create", "--dry-run=server", "-f", "-", stdin=benchmark(dry_pod=True),
+                    ok=False)
+            return gpuadmit_requests() == n
+        wait("kube-apiserver no longer calling gpuadmit", still, limit=30)
+        before = gpuadmit_requests()
+        p = kubectl("create", "-f", "-", stdin=benchmark())
+        if "Warning" in p.stderr:
+            die("kubectl create of benchmark-rs: %r" % p.stderr)
+
+        def decided():
+            ps = pods("app=benchmark-rs")
+            bound = [q for q in ps if q["spec"].get("nodeName")]
+            waiting = [q for q in ps if not q["spec"].get("nodeName") and unschedulable(q)]
+            return (len(ps) == 8 and len(bound) == 4 and len(waiting) == 4) and waiting
+        waiting = wait("benchmark-rs: 4 pods bound, 4 Unschedulable", decided)
+        if gpuadmit_requests() != before:
+            die("gpuadmit was called for benchmark-rs (%g requests, %g before)"
+                % (gpuadmit_requests(), before))
+        snapshot(OUT_PENDING)
+        for m in sorted({unschedulable(q) for q in waiting}):
+            print("PodScheduled=False Unschedulable: %s" % m)
+    finally:
+        if subprocess.run([CLUSTER, "install", "enforce"], env=ENV).returncode != 0:
+            die("scripts/cluster.sh install enforce failed")
+
+
 def main():
     global KUBECTL
     os.chdir(ROOT)
+    want = set()
+    for a in sys.argv[1:]:
+        got = [o for o in OUTPUTS if a in (o, os.path.basename(o))]
+        if not got:
+            die("%s: not one of %s" % (a, ", ".join(OUTPUTS)))
+        want.update(got)
+    want = want or set(OUTPUTS)
     r = subprocess.run([os.path.join(ROOT, "scripts", "k8s-binaries.sh")], stdout=subprocess.PIPE,
                        text=True)
     if r.returncode != 0:
@@ -183,12 +295,17 @@ def main():
     # the README's batch-low, and the high class the cluster test preempts with
     kubectl("create", "priorityclass", "batch-low", "--value=1000")
     kubectl("create", "priorityclass", "gpu-critical", "--value=1000000")
-    snapshot(OUT_IDLE)
+    if OUT_IDLE in want:
+        snapshot(OUT_IDLE)
     kubectl("create", "-f", "-", stdin=replicaset("busy", 12))
     wait("12 busy pods bound", lambda: sum(1 for p in pods("app=busy")
                                            if p["spec"].get("nodeName")) == 12)
-    snapshot(OUT_SEED)
-    capture_review()
+    if OUT_SEED in want:
+        snapshot(OUT_SEED)
+    if OUT_REVIEW in want:
+        capture_review()
+    if OUT_PENDING in want:
+        capture_pending()
     print("from Kubernetes %s" % json.loads(kubectl("version", "-o", "json").stdout)[
         "serverVersion"]["gitVersion"])
 
