@@ -88,6 +88,59 @@ def test_drain_json():
     eq(doc["notFound"], [], "notFound")
 
 
+# kube-scheduler's per-node reasons (pkg/scheduler/framework/plugins: noderesources/fit.go,
+# nodeaffinity, tainttoleration, nodeunschedulable) and the code explain gives the same nodes
+SCHEDULER_REASONS = (("Insufficient ", "insufficient"),
+                     ("node(s) didn't match Pod's node affinity/selector", "selector-mismatch"),
+                     ("untolerated taint", "untolerated-taint"),
+                     ("node(s) were unschedulable", "node-unschedulable"))
+
+
+def scheduler_counts(message):
+    """{code: nodes} from a FitError message, "0/5 nodes are available: 1 node(s) didn't match
+    ..., 4 Insufficient nvidia.com/gpu. preemption: ..." (framework/types.go)."""
+    head = message.split(": ", 1)[1].split(". preemption:")[0].rstrip(".")
+    out = {}
+    for part in head.split(", "):
+        n, text = part.split(" ", 1)
+        for words, code in SCHEDULER_REASONS:
+            if words in text:
+                out[code] = out.get(code, 0) + int(n)
+    return out
+
+
+def test_seed_000_pending():
+    """The seed's benchmark on a real control plane: 8 one-GPU pods without a class after the
+    12 busy pods at batch-low; kube-scheduler bound 4 and left 4 Pending."""
+    with open(SEED_PENDING) as f:
+        snap = json.load(f)
+    pending = [p for p in snap["items"] if p["kind"] == "Pod" and
+               p["metadata"]["name"].startswith("benchmark-rs-") and not p["spec"].get("nodeName")]
+    eq(len(pending), 4, "Pending pods in the capture")
+    cond = [c for c in pending[0]["status"]["conditions"] if c["type"] == "PodScheduled"][0]
+    rc, out, err = explain("--cluster-snapshot", SEED_PENDING)
+    eq(rc, 1, "exit code (stderr %r)" % err)
+    check(out.startswith("4 of 8 GPU pods of ReplicaSet ml/benchmark-rs are Pending: "), out)
+    check("  kube-scheduler (Unschedulable): %s\n" % cond["message"] in out,
+          "the scheduler's own message, verbatim:\n" + out)
+    check("  insufficient: the pod asks for 1 nvidia.com/gpu; 4 nodes it may go to have too few "
+          "free: gpu-0 0/4 free, gpu-1 0/4 free, gpu-2 0/4 free, gpu-3 0/4 free\n" in out, out)
+    check("  no-priority-class: the pod names no PriorityClass (priority 0), so it preempts "
+          "nothing; 12 nvidia.com/gpu on 4 nodes are held by pods below PriorityClass "
+          "gpu-standard (100000) (12 in namespace ml at priority 1000 (batch-low)): with "
+          "priorityClassName: gpu-standard it would preempt them\n" in out, out)
+    rc, doc = explain_json("--cluster-snapshot", SEED_PENDING, "-n", "ml", "rs/benchmark-rs")
+    eq(sorted(p["name"] for p in doc["pods"]),
+       sorted(p["metadata"]["name"] for p in pending), "the Pending pods, by name")
+    for p in doc["pods"]:
+        eq(p["scheduler"], {"reason": "Unschedulable", "message": cond["message"]}, "condition")
+        # the replay agrees with kube-scheduler node for node
+        got = {r["code"]: len(r["nodes"]) for r in p["reasons"]
+               if r["code"] in dict((c, 1) for _, c in SCHEDULER_REASONS)}
+        eq(got, scheduler_counts(cond["message"]), "nodes per reason, against the scheduler's")
+        eq(p["fits"], [], "no node with room")
+
+
 def test_names_and_namespace():
     rc, doc = explain_json("--cluster-snapshot", DRAIN, "-n", "ml", "deployment/trainer")
     eq(rc, 1, "a Deployment's Pending pods")
@@ -209,7 +262,7 @@ def setup(work):
     E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
 
 
-TESTS = [test_drain_text, test_drain_json, test_names_and_namespace, test_nothing_pending,
+TESTS = [test_seed_000_pending, test_drain_text, test_drain_json, test_names_and_namespace, test_nothing_pending,
          test_usage_errors, test_broken_snapshot, test_server_gauge_and_debug_explain]
 
 if __name__ == "__main__":

@@ -447,6 +447,39 @@ static void test_no_priority_class(void)
     cluster_free(c);
 }
 
+/* A pod's own siblings are no victims of a class its template would name: they would carry it
+ * too. */
+static void test_no_priority_class_spares_siblings(void)
+{
+    struct cluster *c = empty_view();
+    char buf[1024];
+
+    node(c, "gpu-a", 4, 4, "", "", "True");
+    node(c, "gpu-b", 4, 4, "", "", "True");
+    for (int i = 0; i < 5; i++) {
+        snprintf(buf, sizeof(buf),
+                 "{'kind':'Pod','metadata':{'name':'r-%d','namespace':'ml','ownerReferences':[{"
+                 "'kind':'ReplicaSet','name':'r','controller':true}]},'spec':{%s"
+                 "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+                 "'status':{'phase':'%s'}}",
+                 i, i < 4 ? "'nodeName':'gpu-a'," : "", i < 4 ? "Running" : "Pending");
+        apply(c, CLUSTER_PODS, "ADDED", buf);
+    }
+    for (int i = 0; i < 4; i++) {
+        char name[16];
+
+        snprintf(name, sizeof(name), "b-%d", i);
+        pod_at(c, "ADDED", name, "gpu-b", 5, "nvidia.com/gpu", 1);
+    }
+    cls(c, "three", 3, "PreemptLowerPriority");
+    cls(c, "hi", 100, "PreemptLowerPriority");
+    CHECK_STR(codes(c, "r-4"), "insufficient,no-priority-class");
+    CHECK_CONTAINS(message(c, "r-4", "no-priority-class"),
+                   "4 nvidia.com/gpu on 1 node are held by pods below PriorityClass hi (100) (4 in "
+                   "namespace ns at priority 5)");
+    cluster_free(c);
+}
+
 static void test_scheduling_gated(void)
 {
     struct cluster *c = two_nodes(4, 4, 5);
@@ -542,6 +575,7 @@ int main(void)
     RUN(test_shared_request_gt_one);
     RUN(test_preemption_possible);
     RUN(test_no_priority_class);
+    RUN(test_no_priority_class_spares_siblings);
     RUN(test_scheduling_gated);
     RUN(test_other_scheduler);
     RUN(test_names);

@@ -890,7 +890,8 @@ static bool starts(const char *s, const char *a, const char *b, const char *c)
 {
     size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
 
-    return strncmp(s, a, na) == 0 && strncmp(s + na, b, nb) == 0 && strncmp(s + na + nb, c, nc) == 0;
+    return strncmp(s, a, na) == 0 && strncmp(s + na, b, nb) == 0 &&
+           strncmp(s + na + nb, c, nc) == 0;
 }
 
 static bool ends_with(const char *s, const char *tail)
@@ -918,8 +919,9 @@ bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels)
         (strcmp(id, v) == 0 || starts(id, "eks-", v, "-")))
         return true;
     if ((v = label(labels, "alpha.eksctl.io/nodegroup-name")) != NULL &&
-        (strcmp(id, v) == 0 || (snprintf(mid, sizeof(mid), "-nodegroup-%s-", v) < (int)sizeof(mid) &&
-                                strncmp(id, "eksctl-", 7) == 0 && strstr(id, mid) != NULL)))
+        (strcmp(id, v) == 0 ||
+         (snprintf(mid, sizeof(mid), "-nodegroup-%s-", v) < (int)sizeof(mid) &&
+          strncmp(id, "eksctl-", 7) == 0 && strstr(id, mid) != NULL)))
         return true;
     if ((v = label(labels, "kops.k8s.io/instancegroup")) != NULL &&
         (strcmp(id, v) == 0 || starts(id, v, ".", "")))

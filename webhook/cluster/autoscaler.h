@@ -71,12 +71,12 @@ int64_t ca_group_headroom(const struct ca_group *g);
  *   eks.amazonaws.com/nodegroup=NG          Id() NG, or the managed group's ASG eks-NG-UUID
  *   alpha.eksctl.io/nodegroup-name=NG       eksctl's ASG eksctl-CLUSTER-nodegroup-NG-...
  *   kops.k8s.io/instancegroup=IG            kops' ASG IG.CLUSTER
- *   cloud.google.com/gke-nodepool=POOL      the MIG URL .../instanceGroups/gke-CLUSTER-POOL-HASH-grp
- *   kubernetes.azure.com/agentpool=POOL     the VMSS aks-POOL-NUMBER-vmss (also agentpool=POOL)
- *   cluster.x-k8s.io/deployment-name=MD    Id() KIND/NAMESPACE/MD
- * The ASG, MIG and VMSS name forms are the providers' conventions, not an API: a group whose
- * Id() is the label's value always matches. A node Karpenter made (karpenter.sh/nodepool) is
- * never a CA group's. */
+ *   cloud.google.com/gke-nodepool=POOL      the MIG URL
+ * .../instanceGroups/gke-CLUSTER-POOL-HASH-grp kubernetes.azure.com/agentpool=POOL     the VMSS
+ * aks-POOL-NUMBER-vmss (also agentpool=POOL) cluster.x-k8s.io/deployment-name=MD    Id()
+ * KIND/NAMESPACE/MD The ASG, MIG and VMSS name forms are the providers' conventions, not an API: a
+ * group whose Id() is the label's value always matches. A node Karpenter made
+ * (karpenter.sh/nodepool) is never a CA group's. */
 bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels);
 
 /* Karpenter NodePool */

@@ -244,6 +244,7 @@ struct ask {
 struct cand {
     const struct node *n;
     int64_t free[POD_RESOURCES_MAX], below[POD_RESOURCES_MAX];
+    bool room; /* preempting below the priority room_below() last judged makes room here */
 };
 
 struct pod_ctx {
@@ -535,18 +536,38 @@ static void shared_asks(struct pod_ctx *p)
 
 /* ---- preemption ---- */
 
+/* What the pods bound to n below priority prio hold of resource name, those of owner (the pod's
+ * own controller, NULL: none) left out: a class named in the owner's template would be theirs
+ * too, so they are no victims of it. */
+static int64_t held_below(const struct node *n, const char *name, int64_t prio, const char *owner)
+{
+    const struct binding *b = n->binding;
+    int64_t sum = 0;
+
+    for (size_t k = 0; b != NULL && k < b->n; k++) {
+        const struct vpod *v = b->pods[k];
+
+        if (v->priority >= prio || (owner != NULL && same(v->owner, owner)))
+            continue;
+        for (size_t d = 0; d < v->n_demand; d++)
+            if (strcmp(v->demand[d].name, name) == 0)
+                sum += v->demand[d].n;
+    }
+    return sum;
+}
+
 /* Whether, on some candidate, the free GPUs plus those held below priority prio make room for
- * one pod of every resource; how many GPUs of the first resource those pods hold on the nodes
- * where they do, and on how many nodes. */
-static bool room_below(const struct pod_ctx *p, int64_t prio, int64_t *held, size_t *nodes,
+ * one pod of every resource it is short of; how many GPUs of the first resource those pods hold
+ * on the nodes where they do (cand.room), and on how many nodes. */
+static bool room_below(struct pod_ctx *p, int64_t prio, int64_t *held, size_t *nodes,
                        yyjson_mut_val *names)
 {
     *held = 0;
     *nodes = 0;
     for (size_t j = 0; j < p->n_cands; j++) {
-        const struct cand *cd = &p->cands[j];
+        struct cand *cd = &p->cands[j];
         bool room = true, short_of = false;
-        int64_t used, below, first = 0;
+        int64_t below, first = 0;
 
         for (size_t i = 0; i < p->n_ask && room; i++) {
             const struct node_res *nr = res_of(cd->n, p->ask[i].rn);
@@ -555,13 +576,14 @@ static bool room_below(const struct pod_ctx *p, int64_t prio, int64_t *held, siz
                 room = false;
                 break;
             }
-            bound_use(cd->n, nr->name, prio, &used, &below);
+            below = held_below(cd->n, p->ask[i].name, prio, p->v->owner);
             room = cd->free[i] + below >= p->ask[i].per_pod;
             short_of = short_of || cd->free[i] < p->ask[i].per_pod;
             if (i == 0)
                 first = below;
         }
-        if (room && short_of) {
+        cd->room = room && short_of;
+        if (cd->room) {
             *held += first;
             (*nodes)++;
             if (names != NULL)
@@ -571,8 +593,8 @@ static bool room_below(const struct pod_ctx *p, int64_t prio, int64_t *held, siz
     return *nodes > 0;
 }
 
-/* The pods below prio holding the first resource on candidates, as "ml: 12 at priority 1000
- * (batch-low)" parts. */
+/* The pods below prio holding the first resource on the candidates where preempting them makes
+ * room, as "12 in namespace ml at priority 1000 (batch-low)" parts. */
 struct holder {
     char ns[128];
     int64_t priority;
@@ -600,7 +622,7 @@ static void holders_text(const struct pod_ctx *p, int64_t prio, char *buf, size_
     size_t n = 0, more = 0;
 
     for (size_t j = 0; j < p->n_cands; j++) {
-        const struct binding *b = p->cands[j].n->binding;
+        const struct binding *b = p->cands[j].room ? p->cands[j].n->binding : NULL;
 
         for (size_t k = 0; b != NULL && k < b->n; k++) {
             const struct vpod *v = b->pods[k];
@@ -609,7 +631,7 @@ static void holders_text(const struct pod_ctx *p, int64_t prio, char *buf, size_
             int64_t g = 0;
             size_t i;
 
-            if (v->priority >= prio)
+            if (v->priority >= prio || (p->v->owner != NULL && same(v->owner, p->v->owner)))
                 continue;
             for (size_t d = 0; d < v->n_demand; d++)
                 if (strcmp(v->demand[d].name, p->ask[0].name) == 0)
