@@ -508,6 +508,166 @@ static void test_other_scheduler(void)
     cluster_free(c);
 }
 
+/* Cluster Autoscaler's status ConfigMap (the YAML format of CA 1.30 and later,
+ * clusterstate/api/types.go, in the shape of its clusterstate/utils/status_test.yaml) with one
+ * node group. */
+static void ca_status(struct cluster *c, const char *group, int target, int max,
+                      const char *scale_up, const char *backoff)
+{
+    char yaml[2048];
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *o;
+    yyjson_doc *doc;
+    struct diag d;
+
+    snprintf(yaml, sizeof(yaml),
+             "time: \"2026-12-02 03:00:00.0 +0000 UTC\"\nautoscalerStatus: \"Running\"\n"
+             "nodeGroups:\n  - name: \"%s\"\n    health:\n      status: \"Healthy\"\n"
+             "      nodeCounts:\n        registered:\n          total: %d\n          ready: %d\n"
+             "          notStarted: 0\n          unready:\n            total: 0\n"
+             "            resourceUnready: 0\n        longUnregistered: 0\n"
+             "        unregistered: 0\n      cloudProviderTarget: %d\n      minSize: 1\n"
+             "      maxSize: %d\n    scaleUp:\n      status: \"%s\"\n%s",
+             group, target, target, target, max, scale_up, backoff);
+    o = json_pack(m, "{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1", "kind",
+                  "ConfigMap", "metadata", "name", "cluster-autoscaler-status", "namespace",
+                  "kube-system", "annotations", "cluster-autoscaler.kubernetes.io/last-updated",
+                  "2026-12-02 03:00:00.0 +0000 UTC", "data", "status", yaml);
+    doc = json_freeze(o);
+    diag_clear(&d);
+    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
+    yyjson_doc_free(doc);
+    yyjson_mut_doc_free(m);
+}
+
+/* Two full 4-GPU nodes of the EKS managed node group gpu (ASG eks-gpu-UUID), tainted. */
+static struct cluster *eks_group(void)
+{
+    struct cluster *c = empty_view();
+    char name[16];
+
+    for (int n = 0; n < 2; n++) {
+        snprintf(name, sizeof(name), "gpu-%d", n);
+        node(c, name, 4, 4, ",'eks.amazonaws.com/nodegroup':'gpu'",
+             "'taints':[{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'}]", "True");
+        for (int i = 0; i < 4; i++) {
+            char pod[16];
+
+            snprintf(pod, sizeof(pod), "u%d-%d", n, i);
+            pod_at(c, "ADDED", pod, name, 0, "nvidia.com/gpu", 1);
+        }
+    }
+    return c;
+}
+
+#define TOLERATES_GPU ",'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists'}]"
+
+static void test_node_group_at_max(void)
+{
+    struct cluster *c = eks_group();
+
+    ca_status(c, "eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", 2, 2, "NoActivity", "");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient,node-group-at-max");
+    CHECK_CONTAINS(message(c, "p", "node-group-at-max"),
+                   "node group eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11, which could hold the "
+                   "pod, is at its max size (2 of maxSize 2): Cluster Autoscaler adds no node to "
+                   "it (max node group size reached)");
+    /* near misses: a pod that does not tolerate the group's taint could never use it; a pod
+     * of 8 GPUs is too large for its nodes */
+    waiting(c, "q", 1, "");
+    CHECK_STR(codes(c, "q"), "untolerated-taint");
+    waiting(c, "big", 8, TOLERATES_GPU);
+    CHECK(strstr(codes(c, "big"), "node-group-at-max") == NULL);
+    cluster_free(c);
+    /* near miss: room to grow */
+    c = eks_group();
+    ca_status(c, "eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", 2, 3, "NoActivity", "");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+    /* near miss: another group's name (eks-gpux-..., not eks-gpu-...) */
+    c = eks_group();
+    ca_status(c, "eks-gpux-3ec8e5b6", 2, 2, "NoActivity", "");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
+static void test_autoscaler_backoff(void)
+{
+    struct cluster *c = eks_group();
+
+    ca_status(c, "gpu", 2, 6, "Backoff",
+              "      backoffInfo:\n        errorCode: \"InsufficientInstanceCapacity\"\n"
+              "        errorMessage: \"We currently do not have sufficient p4d.24xlarge "
+              "capacity\"\n");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient,autoscaler-backoff");
+    CHECK_CONTAINS(message(c, "p", "autoscaler-backoff"),
+                   "node group gpu, which could hold the pod, is in backoff after a failed "
+                   "scale-up (InsufficientInstanceCapacity: We currently do not have sufficient "
+                   "p4d.24xlarge capacity): Cluster Autoscaler adds no node to it");
+    cluster_free(c);
+    /* near miss: the same group scaling */
+    c = eks_group();
+    ca_status(c, "gpu", 2, 6, "InProgress", "");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
+/* A Karpenter NodePool as the apiserver returns it (karpenter.sh/v1), with limit and used GPUs
+ * and the GPU counts of its instance types. */
+static void nodepool(struct cluster *c, const char *limit, const char *used, const char *counts)
+{
+    char buf[2048];
+
+    snprintf(buf, sizeof(buf),
+             "{'apiVersion':'karpenter.sh/v1','kind':'NodePool','metadata':{'name':'gpu'},"
+             "'spec':{'limits':{'nvidia.com/gpu':'%s'},'template':{'metadata':{'labels':{"
+             "'team':'ml'}},'spec':{'nodeClassRef':{'group':'karpenter.k8s.aws','kind':"
+             "'EC2NodeClass','name':'default'},'requirements':[{'key':"
+             "'karpenter.k8s.aws/instance-gpu-count','operator':'In','values':[%s]}],"
+             "'taints':[{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'}]}}},"
+             "'status':{'resources':{'nvidia.com/gpu':'%s'}}}",
+             limit, counts, used);
+    apply(c, CLUSTER_NODEPOOLS, "ADDED", buf);
+}
+
+static void test_nodepool_limit(void)
+{
+    struct cluster *c = two_nodes(4, 4, 0);
+
+    nodepool(c, "16", "16", "'1'");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient,nodepool-limit");
+    CHECK_CONTAINS(message(c, "p", "nodepool-limit"),
+                   "NodePool gpu, whose nodes could hold the pod, has 0 nvidia.com/gpu left of its "
+                   "limit of 16 (spec.limits less status.resources), and a node of it needs 1");
+    /* near misses: the pod does not tolerate the pool's taint; its selector contradicts the
+     * pool's labels */
+    waiting(c, "q", 1, "");
+    CHECK_STR(codes(c, "q"), "insufficient");
+    waiting(c, "r", 1, TOLERATES_GPU ",'nodeSelector':{'team':'web'}");
+    CHECK_STR(codes(c, "r"), "selector-mismatch");
+    cluster_free(c);
+    /* whole instances: 4 GPUs left, and the pool's smallest node has 8 */
+    c = two_nodes(4, 4, 0);
+    nodepool(c, "16", "12", "'8'");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_CONTAINS(message(c, "p", "nodepool-limit"), "has 4 nvidia.com/gpu left of its limit of "
+                                                      "16 (spec.limits less status.resources), "
+                                                      "and a node of it needs 8");
+    cluster_free(c);
+    /* near miss: 4 left, nodes of 1 to 4 */
+    c = two_nodes(4, 4, 0);
+    nodepool(c, "16", "12", "'1','4'");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
 static void test_names(void)
 {
     struct cluster *c = two_nodes(4, 3, 5);
@@ -578,6 +738,9 @@ int main(void)
     RUN(test_no_priority_class_spares_siblings);
     RUN(test_scheduling_gated);
     RUN(test_other_scheduler);
+    RUN(test_node_group_at_max);
+    RUN(test_autoscaler_backoff);
+    RUN(test_nodepool_limit);
     RUN(test_names);
     RUN(test_codes_named);
     TEST_MAIN_END("test_pending");

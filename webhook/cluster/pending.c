@@ -728,6 +728,152 @@ static void preemption(struct pod_ctx *p)
     add(r->msg, MSG_MAX, &at, "): with priorityClassName: %s it would preempt them", best->key);
 }
 
+/* ---- node autoscalers ---- */
+
+/* Whether a new node like n (fresh: no cordon, Ready) would admit the pod by its taints, labels
+ * and size: what Cluster Autoscaler asks of a node group's template node
+ * (processors/nodeinfosprovider: a Ready node of the group stands for the new ones). */
+static bool fresh_node_admits(const struct pod_ctx *p, const struct node *n)
+{
+    yyjson_val *tols = yyjson_obj_get(p->spec, "tolerations");
+    const char *key, *value;
+
+    for (size_t i = 0; i < n->n_taints; i++) {
+        const struct node_taint *t = &n->taints[i];
+
+        if ((strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0) &&
+            !placement_lifecycle_taint(t->key) &&
+            !placement_tolerated(tols, t->key, t->value, t->effect))
+            return false;
+    }
+    if (placement_selector_miss(p->spec, n->labels, &key, &value) ||
+        !placement_affinity_ok(p->spec, n->name, n->labels))
+        return false;
+    for (size_t i = 0; i < p->n_ask; i++) {
+        const struct node_res *nr = res_of(n, p->ask[i].rn);
+
+        if (nr == NULL || (nr->capacity < p->ask[i].per_pod && nr->allocatable < p->ask[i].per_pod))
+            return false;
+    }
+    return true;
+}
+
+/* Cluster Autoscaler's node groups the pod could grow: those with a node that would admit it.
+ * At its max size, or in backoff or unhealthy, such a group adds nothing now (CA's skip
+ * reasons, core/scaleup/orchestrator/skippedreasons.go: "max node group size reached", "in
+ * backoff after failed scale-up", "not ready for scale-up"). */
+static void ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nodes)
+{
+    const struct table *t = &p->c->kinds[CLUSTER_AUTOSCALER_STATUS];
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vautoscaler *a = e->value;
+
+            if (!a->ok || strcmp(a->st.autoscaler_status, "Initializing") == 0)
+                continue;
+            for (size_t g = 0; g < a->st.n_groups; g++) {
+                const struct ca_group *grp = &a->st.groups[g];
+                bool fits = false, backoff = strcmp(grp->scale_up, "Backoff") == 0;
+                bool sick = !grp->healthy || strcmp(grp->scale_up, "Unhealthy") == 0;
+                struct reason *r = NULL;
+
+                for (size_t i = 0; i < n_nodes && !fits; i++)
+                    fits =
+                        ca_group_has_node(grp, nodes[i]->labels) && fresh_node_admits(p, nodes[i]);
+                if (!fits || (!backoff && !sick && grp->target < grp->max_size))
+                    continue;
+                if (backoff || sick) {
+                    char why[640] = "";
+
+                    if (grp->backoff_code[0] || grp->backoff_msg[0])
+                        snprintf(why, sizeof(why), " (%s%s%s)", grp->backoff_code,
+                                 grp->backoff_code[0] && grp->backoff_msg[0] ? ": " : "",
+                                 grp->backoff_msg);
+                    r = reason_of(p->rs, PENDING_AUTOSCALER_BACKOFF, grp->name, NULL, NULL);
+                    if (r != NULL && backoff)
+                        snprintf(r->msg, sizeof(r->msg),
+                                 "node group %s, which could hold the pod, is in backoff after a "
+                                 "failed scale-up%s: Cluster Autoscaler adds no node to it until "
+                                 "the backoff ends",
+                                 grp->name, why);
+                    else if (r != NULL)
+                        snprintf(r->msg, sizeof(r->msg),
+                                 "node group %s, which could hold the pod, is unhealthy%s: Cluster "
+                                 "Autoscaler does not scale it up (not ready for scale-up)",
+                                 grp->name, why);
+                } else {
+                    r = reason_of(p->rs, PENDING_NODE_GROUP_AT_MAX, grp->name, NULL, NULL);
+                    if (r != NULL && r->msg[0] == '\0')
+                        snprintf(r->msg, sizeof(r->msg),
+                                 "node group %s, which could hold the pod, is at its max size "
+                                 "(%" PRId64 " of maxSize %" PRId64
+                                 "): Cluster Autoscaler adds no node to it (max node group size "
+                                 "reached)",
+                                 grp->name, grp->target, grp->max_size);
+                }
+                for (size_t i = 0; r != NULL && i < n_nodes; i++)
+                    if (ca_group_has_node(grp, nodes[i]->labels))
+                        reason_node(p->rs, r, nodes[i]->name, NULL);
+            }
+        }
+}
+
+/* Karpenter's NodePools whose template would admit the pod but whose limits leave less than
+ * one of its nodes: Karpenter drops every instance type above what is left
+ * (pkg/controllers/provisioning/scheduling/scheduler.go: "all available instance types exceed
+ * limits for nodepool"), and launches whole nodes only. */
+static void nodepools(struct pod_ctx *p)
+{
+    const struct table *t = &p->c->kinds[CLUSTER_NODEPOOLS];
+    yyjson_val *tols = yyjson_obj_get(p->spec, "tolerations");
+    yyjson_val *sel = yyjson_obj_get(p->spec, "nodeSelector"), *k, *v;
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vnodepool *np = e->value;
+            bool admits = np->ok;
+            size_t i, max;
+
+            for (size_t x = 0; admits && x < np->p.n_taints; x++) {
+                const struct karpenter_taint *tt = &np->p.taints[x];
+
+                if ((strcmp(tt->effect, "NoSchedule") == 0 ||
+                     strcmp(tt->effect, "NoExecute") == 0) &&
+                    !placement_tolerated(tols, tt->key, tt->value ? tt->value : "", tt->effect))
+                    admits = false;
+            }
+            /* a selector the pool's labels contradict (one it does not name may come from its
+             * requirements, which Karpenter turns into labels) */
+            yyjson_obj_foreach (sel, i, max, k, v) {
+                for (size_t x = 0; admits && x < np->p.n_labels; x++)
+                    if (yyjson_equals_str(k, np->p.labels[x].key) &&
+                        !yyjson_equals_str(v, np->p.labels[x].value))
+                        admits = false;
+            }
+            for (size_t a = 0; admits && a < p->n_ask; a++) {
+                bool bounded;
+                int64_t left = karpenter_pool_headroom(&np->p, p->ask[a].name, &bounded);
+                int64_t need = p->ask[a].per_pod > np->p.gpu_count_min ? p->ask[a].per_pod
+                                                                       : np->p.gpu_count_min;
+                const struct karpenter_amount *lim = karpenter_pool_limit(&np->p, p->ask[a].name);
+                struct reason *r;
+
+                if (!bounded || left >= need ||
+                    (r = reason_of(p->rs, PENDING_NODEPOOL_LIMIT, np->p.name, p->ask[a].name,
+                                   NULL)) == NULL)
+                    continue;
+                snprintf(r->msg, sizeof(r->msg),
+                         "NodePool %s, whose nodes could hold the pod, has %" PRId64
+                         " %s left of its limit of %" PRId64
+                         " (spec.limits less status.resources), and a node of it needs %" PRId64
+                         ": Karpenter launches none (all available instance types exceed limits "
+                         "for nodepool)",
+                         np->p.name, left, p->ask[a].name, lim ? lim->milli / 1000 : 0, need);
+            }
+        }
+}
+
 /* ---- the pods ---- */
 
 static int reason_cmp(const void *a, const void *b)
@@ -808,6 +954,10 @@ static int explain_pod(const struct cluster *c, const struct vpod *v, const stru
         asks_too_large(&p);
         shared_asks(&p);
         preemption(&p);
+        if (yyjson_mut_arr_size(fits) == 0) { /* no autoscaler is needed where the pod fits */
+            ca_groups(&p, nodes, n_nodes);
+            nodepools(&p);
+        }
     }
     qsort(rs->r, rs->n, sizeof(rs->r[0]), reason_cmp);
     *primary = rs->n > 0 ? (int)rs->r[0].code : PENDING_CODES;
