@@ -551,7 +551,7 @@ static struct cluster *eks_group(void)
         node(c, name, 4, 4, ",'eks.amazonaws.com/nodegroup':'gpu'",
              "'taints':[{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'}]", "True");
         for (int i = 0; i < 4; i++) {
-            char pod[16];
+            char pod[32];
 
             snprintf(pod, sizeof(pod), "u%d-%d", n, i);
             pod_at(c, "ADDED", pod, name, 0, "nvidia.com/gpu", 1);
