@@ -793,14 +793,15 @@ static void ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nod
                     r = reason_of(p->rs, PENDING_AUTOSCALER_BACKOFF, grp->name, NULL, NULL);
                     if (r != NULL && backoff)
                         snprintf(r->msg, sizeof(r->msg),
-                                 "node group %s, which could hold the pod, is in backoff after a "
-                                 "failed scale-up%s: Cluster Autoscaler adds no node to it until "
-                                 "the backoff ends",
+                                 "node group %.255s, which could hold the pod, is in backoff after "
+                                 "a failed scale-up%.600s: Cluster Autoscaler adds no node to it "
+                                 "until the backoff ends",
                                  grp->name, why);
                     else if (r != NULL)
                         snprintf(r->msg, sizeof(r->msg),
-                                 "node group %s, which could hold the pod, is unhealthy%s: Cluster "
-                                 "Autoscaler does not scale it up (not ready for scale-up)",
+                                 "node group %.255s, which could hold the pod, is unhealthy%.600s: "
+                                 "Cluster Autoscaler does not scale it up (not ready for "
+                                 "scale-up)",
                                  grp->name, why);
                 } else {
                     r = reason_of(p->rs, PENDING_NODE_GROUP_AT_MAX, grp->name, NULL, NULL);
