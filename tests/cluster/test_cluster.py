@@ -242,6 +242,44 @@ def test_a_scheduler_without_gpuadmit():
     delete_and_wait("ml", "replicaset", "stall", "app=stall")
 
 
+def test_a_explain_seed_benchmark():
+    """gpuadmit explain --kubeconfig on the seed's literal benchmark (8 one-GPU pods, no class):
+    the replay agrees with what kube-scheduler wrote, node count per reason, and says that a
+    class would let the pods preempt the busy ones."""
+    kubectl("apply", "-f", "-", stdin=replicaset("benchmark-rs", 8))
+    items = wait("8 benchmark pods, 4 bound and 4 unschedulable",
+                 lambda: (lambda ps: ps if len(ps) == 8 and len(bound(ps)) == 4 and
+                          sum(1 for p in ps if unschedulable(p)) == 4 else None)(
+                     pods("ml", "app=benchmark-rs")))
+    waiting = sorted(p["metadata"]["name"] for p in items if unschedulable(p))
+    msg = unschedulable([p for p in items if unschedulable(p)][0])
+    binary = os.environ.get("GPUADMIT_BIN", os.path.join(ROOT, "build", "release", "gpuadmit"))
+    p = sh(binary, "explain", "--kubeconfig", KUBECONFIG, "-n", "ml", "rs/benchmark-rs", "-o",
+           "json", ok=False)
+    check(p.returncode == 1, "explain exit %d: %s" % (p.returncode, p.stderr))
+    doc = json.loads(p.stdout)
+    check(sorted(x["name"] for x in doc["pods"]) == waiting,
+          "explained %r, Pending %r" % ([x["name"] for x in doc["pods"]], waiting))
+    # kube-scheduler's "N reason" entries (framework/types.go FitError), by explain's codes
+    want = {}
+    for part in msg.split(": ", 1)[1].split(". preemption:")[0].rstrip(".").split(", "):
+        n, text = part.split(" ", 1)
+        code = ("insufficient" if text.startswith("Insufficient ") else
+                "selector-mismatch" if "node affinity/selector" in text else
+                "untolerated-taint" if "untolerated taint" in text else text)
+        want[code] = want.get(code, 0) + int(n)
+    for x in doc["pods"]:
+        check(x["scheduler"] == {"reason": "Unschedulable", "message": unschedulable(
+            [q for q in items if q["metadata"]["name"] == x["name"]][0])},
+            "condition of %s: %r" % (x["name"], x["scheduler"]))
+        got = {r["code"]: len(r["nodes"]) for r in x["reasons"] if r["code"] in want}
+        check(got == want, "nodes per reason %r, kube-scheduler's %r" % (got, want))
+        codes = [r["code"] for r in x["reasons"]]
+        check(codes[0] == "insufficient" and "no-priority-class" in codes,
+              "codes %r" % codes)
+    delete_and_wait("ml", "replicaset", "benchmark-rs", "app=benchmark-rs")
+
+
 def test_a_install_enforce():
     """kubectl apply -k of the enforce overlay, gpuadmit serving with its ServiceAccount token."""
     cluster("install", "enforce")
@@ -1389,6 +1427,7 @@ def test_k_helm_install_upgrade_uninstall():
 
 TESTS = [
     test_a_scheduler_without_gpuadmit,
+    test_a_explain_seed_benchmark,
     test_a_install_enforce,
     test_a_warning_default_policy,
     test_a_deny_and_dry_run,
