@@ -637,6 +637,38 @@ static void test_owed_priority_follows_the_classes(void)
     cluster_free(c);
 }
 
+/* An optional kind the apiserver does not serve counts as listed and never ages the view; a
+ * required kind that is silent does. */
+static void test_absent_optional_kinds(void)
+{
+    struct cluster_config cfg = {60};
+    struct cluster *c = cluster_new(&cfg);
+
+    for (int k = 0; k < CLUSTER_KINDS; k++) {
+        if (cluster_kind_optional((enum cluster_kind)k))
+            continue;
+        cluster_list_begin(c, (enum cluster_kind)k);
+        cluster_list_end(c, (enum cluster_kind)k);
+    }
+    CHECK(!cluster_synced(c));
+    CHECK(cluster_kind_optional(CLUSTER_NODEPOOLS) &&
+          cluster_kind_optional(CLUSTER_AUTOSCALER_STATUS));
+    CHECK(!cluster_kind_optional(CLUSTER_PODS));
+    cluster_kind_absent(c, CLUSTER_NODEPOOLS);
+    cluster_kind_absent(c, CLUSTER_AUTOSCALER_STATUS);
+    cluster_kind_absent(c, CLUSTER_PODS); /* a required kind is never absent */
+    CHECK(cluster_synced(c));
+    CHECK(!c->absent[CLUSTER_PODS]);
+    c->heartbeat[CLUSTER_NODEPOOLS] = c->heartbeat[CLUSTER_AUTOSCALER_STATUS] = -1e6;
+    CHECK(cluster_age_s(c) < 60);
+    /* served again: it ages as any kind does */
+    cluster_list_begin(c, CLUSTER_NODEPOOLS);
+    cluster_list_end(c, CLUSTER_NODEPOOLS);
+    c->heartbeat[CLUSTER_NODEPOOLS] = -1e6;
+    CHECK(cluster_age_s(c) > 1e5);
+    cluster_free(c);
+}
+
 int main(void)
 {
     RUN(test_list_and_watch);
@@ -652,5 +684,6 @@ int main(void)
     RUN(test_finished_jobs_owe_nothing);
     RUN(test_gated_pods_wait_for_their_gate);
     RUN(test_owed_priority_follows_the_classes);
+    RUN(test_absent_optional_kinds);
     TEST_MAIN_END("test_cluster");
 }

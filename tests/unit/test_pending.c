@@ -439,6 +439,7 @@ static void test_no_priority_class(void)
     cluster_free(c);
     c = two_nodes(4, 4, 5);
     cls(c, "hi", 100, "Never");
+    cls(c, "system-node-critical", 2000001000, "PreemptLowerPriority");
     waiting(c, "p", 1, "");
     CHECK_STR(codes(c, "p"), "insufficient");
     /* a pod that names a class is not told to name one */
@@ -711,6 +712,46 @@ static void test_names(void)
     cluster_free(c);
 }
 
+/* The gauge's counts: each Pending pod once, under its first reason; pods of one spec judged
+ * together still count one each. */
+static void test_count(void)
+{
+    struct cluster *c = two_nodes(4, 4, 5);
+    uint64_t n[PENDING_CODES + 1];
+    char buf[1024];
+
+    for (int i = 0; i < 3; i++) {
+        snprintf(buf, sizeof(buf),
+                 "{'kind':'Pod','metadata':{'name':'r-%d','namespace':'ml','ownerReferences':[{"
+                 "'kind':'ReplicaSet','name':'r','controller':true}]},'spec':{'containers':[{"
+                 "'name':'c','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+                 "'status':{'phase':'Pending'}}",
+                 i);
+        apply(c, CLUSTER_PODS, "ADDED", buf);
+    }
+    waiting(c, "big", 8, "");
+    waiting(c, "gated", 1, ",'schedulingGates':[{'name':'x'}]");
+    /* room, for the one pod that tolerates it */
+    node(c, "gpu-c", 4, 4, ",'pool':'c'",
+         "'taints':[{'key':'pool','value':'c','effect':'NoSchedule'}]", "True");
+    waiting(c, "fits", 1,
+            ",'nodeSelector':{'pool':'c'},'tolerations':[{'key':'pool','operator':'Exists'}]");
+    CHECK(pending_count(c, n) == 0);
+    CHECK(n[PENDING_INSUFFICIENT] == 3);
+    CHECK(n[PENDING_LARGER_THAN_ANY_NODE] == 1);
+    CHECK(n[PENDING_SCHEDULING_GATED] == 1);
+    CHECK(n[PENDING_CODES] == 1);             /* the view has room for "fits" */
+    CHECK(n[PENDING_SELECTOR_MISMATCH] == 0); /* its other nodes' reason is not why it waits */
+    {
+        uint64_t sum = 0;
+
+        for (int i = 0; i <= PENDING_CODES; i++)
+            sum += n[i];
+        CHECK(sum == 6);
+    }
+    cluster_free(c);
+}
+
 static void test_codes_named(void)
 {
     CHECK_STR(pending_code_name(PENDING_INSUFFICIENT), "insufficient");
@@ -742,6 +783,7 @@ int main(void)
     RUN(test_autoscaler_backoff);
     RUN(test_nodepool_limit);
     RUN(test_names);
+    RUN(test_count);
     RUN(test_codes_named);
     TEST_MAIN_END("test_pending");
 }

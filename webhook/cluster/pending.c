@@ -961,7 +961,8 @@ static int explain_pod(const struct cluster *c, const struct vpod *v, const stru
         }
     }
     qsort(rs->r, rs->n, sizeof(rs->r[0]), reason_cmp);
-    *primary = rs->n > 0 ? (int)rs->r[0].code : PENDING_CODES;
+    /* a pod the view has room for waits for none of its nodes' reasons */
+    *primary = rs->n > 0 && yyjson_mut_arr_size(fits) == 0 ? (int)rs->r[0].code : PENDING_CODES;
     for (size_t i = 0; i < rs->n; i++) {
         struct reason *r = &rs->r[i];
         yyjson_mut_val *o;
