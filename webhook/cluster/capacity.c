@@ -1323,9 +1323,10 @@ static const char *class_named(const struct cluster *c, int64_t value)
 }
 
 /* Adds the GPUs of the first resource that pods of node n below the template's priority hold
- * to hs (n_hs of PREEMPT_HOLDERS_MAX; past them into *others). */
+ * to hs (n_hs of PREEMPT_HOLDERS_MAX; past them into *others); *ones false when one holds more
+ * than one. */
 static void holders_add(const struct node *n, const struct capacity_result *out, struct holder *hs,
-                        size_t *n_hs, int64_t *others)
+                        size_t *n_hs, int64_t *others, bool *ones)
 {
     const struct binding *b = n->binding;
 
@@ -1342,6 +1343,7 @@ static void holders_add(const struct node *n, const struct capacity_result *out,
                 g += v->demand[d].n;
         if (g == 0)
             continue;
+        *ones = *ones && g == 1;
         for (i = 0; i < *n_hs; i++)
             if (hs[i].priority == v->priority && hs[i].ns_len == nl &&
                 memcmp(hs[i].ns, v->key, nl) == 0)
@@ -1423,7 +1425,9 @@ static void holders_text(const struct cluster *c, struct holder *hs, size_t n_hs
  * with the most left are used first, so their sum is the least it takes. It takes more when a
  * victim holds more than is lacking (a 2-GPU pod evicted for 1), and where PDBs, pods of several
  * resources or the order of arrival steer it to other nodes; it is at most what lower-priority
- * pods hold on the candidate nodes (preempt_held). Who loses pods is the lowest priorities
+ * pods hold on the candidate nodes (preempt_held). It is exact (preempt_exact) only for pods
+ * of one GPU of one resource where every victim holds one: then each pod that preempts evicts
+ * one pod, whichever node it takes. Who loses pods is the lowest priorities
  * first, as SelectVictimsOnNode and the node order both prefer them; which namespaces of one
  * priority lose them is not known here.
  */
@@ -1435,6 +1439,7 @@ static void preemption(const struct cluster *c, const struct elig_set *set,
     struct holder hs[PREEMPT_HOLDERS_MAX];
     size_t n_hs = 0, n_left = 0;
     int64_t *left = NULL, alone = 0, must, take, others = 0, lost;
+    bool ones = true;
 
     if (set->n == 0 || (left = malloc(set->n * sizeof(*left))) == NULL)
         return; /* out of memory: not said, rather than said wrong */
@@ -1470,7 +1475,7 @@ static void preemption(const struct cluster *c, const struct elig_set *set,
         left[n_left] = left[n_left] < pp0 ? left[n_left] : pp0;
         n_left++;
         out->preempt_held += lower0;
-        holders_add(n, out, hs, &n_hs, &others);
+        holders_add(n, out, hs, &n_hs, &others, &ones);
     }
     lost = out->waiting_gpus > 0 ? (out->waiting_gpus + pp0 - 1) / pp0 : 0;
     alone = alone > lost ? alone - lost : 0;
@@ -1484,6 +1489,8 @@ static void preemption(const struct cluster *c, const struct elig_set *set,
         if (take > 0) { /* else: they fit what the headroom keeps free, and evict nobody */
             out->preempt_only = true;
             out->preempt_gpus = take;
+            /* each pod lacks one GPU wherever it goes, and one victim holds just that */
+            out->preempt_exact = ones && pp0 == 1 && out->n_res == 1;
             holders_text(c, hs, n_hs, others, take, out);
         }
     }

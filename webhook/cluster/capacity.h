@@ -72,10 +72,13 @@ struct capacity_result {
      * path, never in the usual decision): the GPUs of the first resource it takes from them, at
      * least (capacity.c, preemption(): an estimate, at most preempt_held), what those pods hold
      * on the eligible nodes where preempting makes room, and who holds what it takes, lowest
-     * priority first: "4 in namespace ml at priority 1000 (batch-low)". */
+     * priority first: "4 in namespace ml at priority 1000 (batch-low)". Formatted only for a
+     * message (a decision that fits only by preempting is the only one that has it). */
     bool preempt_only;
     int64_t preempt_gpus;
     int64_t preempt_held;
+    bool preempt_exact; /* preempt_gpus is what it takes, not the least: pods of one GPU of one
+                           resource, whose victims each hold one */
     char preempt_who[CAPACITY_WHO_MAX]; /* last: capacity_judge zeroes the fields before it */
 };
 
