@@ -222,6 +222,20 @@ static void test_fits_only_by_preempting(void)
     CHECK(!r.preempt_only && r.fit_now == 4);
     r = judge(c, TEMPLATE("batch-low"), 8, 0);
     CHECK(!r.preempt_only && r.lower == 0 && r.fit_now == 4);
+    /* a Pending pod at gpu-critical takes a free GPU first: 4 then evict one */
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'first','namespace':'ml'},'spec':{'priority':1000000,"
+          "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'}],"
+          "'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t',"
+          "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':'Pending'}}");
+    r = judge(c, TEMPLATE("gpu-critical"), 4, 0);
+    CHECK(r.fit_alone == 3 && r.fit_now == 15 && r.preempt_only && r.preempt_gpus == 1);
+    apply(c, CLUSTER_PODS, "DELETED",
+          "{'kind':'Pod','metadata':{'name':'first','namespace':'ml'},'spec':{'priority':1000000,"
+          "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+          "'status':{'phase':'Pending'}}");
+    r = judge(c, TEMPLATE("gpu-critical"), 4, 0);
+    CHECK(r.fit_alone == 4 && !r.preempt_only);
     /* a reservation takes one free GPU: 8 then take 5 (the node-by-node way) */
     {
         yyjson_val *spec = js(TEMPLATE("batch-low"));
@@ -264,7 +278,7 @@ static void test_preemption_holders(void)
     /* 2: neither fits free; the one on b uses b's 3 free, so at least 4 + 1 */
     r = judge(c, need4, 2, 0);
     CHECK(r.fit_alone == 0 && r.fit_now == 2);
-    CHECK(r.preempt_only && r.preempt_gpus == 5 && r.preempt_held == 5);
+    CHECK(r.preempt_only && r.preempt_gpus == 5 && r.preempt_held == 5 && !r.preempt_exact);
     CHECK_STR(r.preempt_who, "2 in namespace ml at priority 5 (lo), 1 in namespace batch at "
                              "priority 5 (lo), 2 in namespace batch at priority 50");
     /* 1: at least the 1 b lacks; which namespace at 5 loses it is the scheduler's choice */
@@ -277,6 +291,26 @@ static void test_preemption_holders(void)
     CHECK(r.fit_now == 3 && !r.preempt_only);
     r = judge(c, same, 4, 0);
     CHECK(r.fit_now == 3 && !r.preempt_only);
+    cluster_free(c);
+
+    /* one node of 4: 2 held at the template's own 100, 1 at 5, 1 free; pods of one GPU, 2 of
+     * them: one evicts the pod at 5, exactly, and the pod at 100 is nobody's to take */
+    c = empty_view();
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'hi'},'value':100}");
+    apply(c, CLUSTER_NODES, "ADDED", NODE("e", "4", "4", ""));
+    apply(c, CLUSTER_PODS, "ADDED", AT("ml", "eq", "e", "100", "2"));
+    apply(c, CLUSTER_PODS, "ADDED", AT("batch", "lo", "e", "5", "1"));
+    r = judge(c,
+              "{'priorityClassName':'hi','containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'1'}}}]}",
+              2, 0);
+    CHECK(r.fit_alone == 1 && r.fit_now == 2 && r.preempt_only && r.preempt_gpus == 1);
+    CHECK(r.preempt_exact && r.preempt_held == 1);
+    CHECK_STR(r.preempt_who, "1 in namespace batch at priority 5");
+    /* pods of 4: the free one and the pod at 5 make no room for one; nothing is taken */
+    r = judge(c, need4, 1, 0);
+    CHECK(r.fit_now == 0 && !r.preempt_only);
 #undef AT
     cluster_free(c);
 }
