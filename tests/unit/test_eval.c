@@ -1982,6 +1982,17 @@ static const struct ecase cases[] = {
              "gpu-critical") "}}}",
      .allowed = 1,
      .warning = "jobs ml/j runs at most 16 of its 20 pods at once"},
+    {.name = "capacity: a Job clamped to the cluster's width is told whose pods its width evicts",
+     .policy = "capacity-warn.yaml",
+     .view = "stall.json",
+     .resource = "batch/jobs",
+     .object =
+         "{'metadata':{'name':'j'},'spec':{'parallelism':20,'template':{'spec':" TEMPLATE_SPEC(
+             "gpu-critical") "}}}",
+     .allowed = 1,
+     .warning = "gpuadmit [capacity]: jobs ml/j fits only by preempting: its 16 pods at once take "
+                "12 nvidia.com/gpu from lower-priority pods, which will be evicted: 12 in "
+                "namespace batch at priority 1000 (batch-low)"},
     {.name = "capacity: a pool scaled to zero is a warning (an autoscaler may add nodes)",
      .policy = "capacity-warn.yaml",
      .view = "stall.json",

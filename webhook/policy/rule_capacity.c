@@ -311,11 +311,11 @@ static void preempt_note(struct cap_pass *cp, const struct rule *ru, enum rule_e
     long long inc = (long long)ct->increase;
 
     snprintf(brief, sizeof(brief),
-             "%s fits only by preempting: its %lld %spod%s take%s %s%lld %s from lower-priority "
-             "pods, which will be evicted: %s",
-             ct->what, inc, ct->before > 0 ? "more " : "", inc == 1 ? "" : "s", inc == 1 ? "s" : "",
-             res->preempt_exact ? "" : "at least ", (long long)res->preempt_gpus, res->res[0].name,
-             res->preempt_who);
+             "%s fits only by preempting: its %lld %spod%s%s take%s %s%lld %s from "
+             "lower-priority pods, which will be evicted: %s",
+             ct->what, inc, ct->before > 0 ? "more " : "", inc == 1 ? "" : "s",
+             ct->job ? " at once" : "", inc == 1 ? "s" : "", res->preempt_exact ? "" : "at least ",
+             (long long)res->preempt_gpus, res->res[0].name, res->preempt_who);
     snprintf(text, sizeof(text), "%s; %s", brief, expl);
     capacity_report(cp, ru, as, CAP_NOTE, text, brief, NULL);
 }
@@ -529,7 +529,9 @@ static void capacity_rule(struct cap_pass *cp, const struct policy_doc *doc, con
     struct capacity_result res;
     int judged;
 
-    memset(&res, 0, sizeof(res));
+    /* all but the preemption's text, as capacity_judge() does */
+    memset(&res, 0, offsetof(struct capacity_result, preempt_who));
+    res.preempt_who[0] = '\0';
     cp->worst = -1;
     cp->why[0] = '\0';
     /* a pod is one pod; a Job's clamped width changes rq, not what it asked for */
