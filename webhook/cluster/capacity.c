@@ -1425,11 +1425,11 @@ static void holders_text(const struct cluster *c, struct holder *hs, size_t n_hs
  * with the most left are used first, so their sum is the least it takes. It takes more when a
  * victim holds more than is lacking (a 2-GPU pod evicted for 1), and where PDBs, pods of several
  * resources or the order of arrival steer it to other nodes; it is at most what lower-priority
- * pods hold on the candidate nodes (preempt_held). It is exact (preempt_exact) only for pods
- * of one GPU of one resource where every victim holds one: then each pod that preempts evicts
- * one pod, whichever node it takes. Who loses pods is the lowest priorities
- * first, as SelectVictimsOnNode and the node order both prefer them; which namespaces of one
- * priority lose them is not known here.
+ * pods hold on the candidate nodes (preempt_held). It is exact (preempt_exact), as far as the
+ * view tells, only for pods of one GPU of one resource where every victim holds one: then each
+ * pod that preempts evicts one pod, whichever node it takes. Who loses pods is the lowest
+ * priorities first, as SelectVictimsOnNode and the node order both prefer them; which namespaces of
+ * one priority lose them is not known here.
  */
 static void preemption(const struct cluster *c, const struct elig_set *set,
                        const struct capacity_request *rq, struct capacity_result *out,

@@ -69,11 +69,11 @@ struct capacity_result {
     char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
     /* Whether the increase fits only by preempting: all of it fits now, not without the GPUs of
      * lower-priority pods, and kube-scheduler would evict some for it. Judged only then (a slow
-     * path, never in the usual decision): the GPUs of the first resource it takes from them, at
-     * least (capacity.c, preemption(): an estimate, at most preempt_held), what those pods hold
-     * on the eligible nodes where preempting makes room, and who holds what it takes, lowest
-     * priority first: "4 in namespace ml at priority 1000 (batch-low)". Formatted only for a
-     * message (a decision that fits only by preempting is the only one that has it). */
+     * path, never in the usual decision), with preempt_gpus, the least it takes of the first
+     * resource from those pods (capacity.c, preemption(): an estimate, exact when preempt_exact);
+     * preempt_held, what they hold on the eligible nodes where preempting makes room (the most
+     * it can take); and preempt_who, who holds what it takes, the lowest priority first, as
+     * "4 in namespace ml at priority 1000 (batch-low)" (the words of gpuadmit explain). */
     bool preempt_only;
     int64_t preempt_gpus;
     int64_t preempt_held;
