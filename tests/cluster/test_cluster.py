@@ -497,8 +497,8 @@ def test_b_default_priority_class():
 
 
 def test_b_preemption():
-    """available: Deny. A high-priority workload that fits only by preempting is admitted, and
-    kube-scheduler preempts the low-priority pods holding the GPUs: the victims go, the new
+    """available: Deny. A high-priority workload that fits only by preempting is admitted with a
+    warning that names what it takes, and kube-scheduler preempts the low-priority pods holding the GPUs: the victims go, the new
     pods are bound.
 
     kube-scheduler v1.37 (pkg/scheduler/framework/preemption/executor.go) marks each victim
@@ -509,7 +509,10 @@ def test_b_preemption():
     webhook_live()
     busy_before = {p["metadata"]["name"] for p in pods("ml", "app=busy")}
     p = kubectl("apply", "-f", "-", stdin=replicaset("urgent", 8, priority="gpu-critical"))
-    check("Warning" not in p.stderr, "kubectl apply: %r" % p.stderr)
+    # admitted, and told whose pods go: the 4 the scheduler evicts below
+    check("fits only by preempting: its 8 pods take 4 nvidia.com/gpu from lower-priority pods, "
+          "which will be evicted: 4 in namespace ml at priority 1000 (batch-low)" in p.stderr,
+          "kubectl apply: %r" % p.stderr)
     marked = {}
 
     def all_bound():

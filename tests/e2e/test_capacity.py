@@ -182,9 +182,15 @@ def stall_default_policy_warns_that_4_fit_now():
               "warning %r" % w)
         check("8 more pods × 1 nvidia.com/gpu = 8 requested" in r["auditAnnotations"]["capacity"],
               "annotation %r" % r.get("auditAnnotations"))
+        # a preempting class: they fit, by evicting 4 of the lower-priority pods, and it says so
         r = validate(srv.port, review(replicaset(8, "gpu-critical"), "apps/replicasets"))
-        check(r["allowed"] is True and not warnings_of(r),
+        w = warnings_of(r)
+        check(r["allowed"] is True and len(w) == 1 and "replicasets ml/stall fits only by "
+              "preempting: its 8 pods take 4 nvidia.com/gpu from lower-priority pods, which will "
+              "be evicted: 4 in namespace batch at priority 1000 (batch-low)" in w[0],
               "8 preempting replicas (12 lower-priority GPUs count): %r" % r)
+        r = validate(srv.port, review(replicaset(4, "gpu-critical"), "apps/replicasets"))
+        check(r["allowed"] is True and not warnings_of(r), "4 fit the free GPUs: %r" % r)
         r = validate(srv.port, review(replicaset(20, "gpu-critical"), "apps/replicasets"))
         check(r["allowed"] is False, "20 replicas on 16 GPUs admitted: %r" % r)
         msg = r["status"]["message"]
@@ -197,7 +203,10 @@ def stall_default_policy_warns_that_4_fit_now():
         check(r["allowed"] is True and any("only 4 of 8 more pods fit now" in x
                                            for x in warnings_of(r)), "scale 2 -> 10: %r" % r)
         r = validate(srv.port, scale("trainer-critical", 2, 10))
-        check(r["allowed"] is True and not warnings_of(r), "preempting scale 2 -> 10: %r" % r)
+        w = warnings_of(r)
+        check(r["allowed"] is True and len(w) == 1 and "deployments ml/trainer-critical (scale) "
+              "fits only by preempting: its 8 more pods take 4 nvidia.com/gpu" in w[0],
+              "preempting scale 2 -> 10: %r" % r)
         r = validate(srv.port, scale("trainer", 2, 20))
         check(r["allowed"] is False and "can never fit: 20 pods at once" in r["status"]["message"],
               "scale 2 -> 20: %r" % r)
@@ -219,6 +228,29 @@ def make_run_answers_the_captured_benchmark_with_the_capacity_warning():
         w = warnings_of(r)
         check(len(w) == 1 and "replicasets ml/stall: only 4 of 8 more pods fit now, the rest "
               "will wait Pending" in w[0], "warnings %r" % w)
+
+
+@test
+def seed000_replicaset_without_a_class_is_told_whom_it_preempts():
+    """Seed 000's ReplicaSet as a user writes it, 8 one-GPU pods and no class, under the default
+    policy: judged as its pods get gpu-standard (100000), it fits only by evicting 4 of the 12
+    pods of ml at batch-low (1000), and the warning says so, over TLS as kubectl gets it."""
+    rs = bare_replicaset(8, "")
+    del rs["spec"]["template"]["spec"]["priorityClassName"]
+    rs["metadata"]["name"] = "benchmark-rs"
+    with Server(rules_dir("warn"), "--cluster-snapshot", SEED000, name="preempt") as srv:
+        body = review(rs, "apps/replicasets")
+        body["request"]["object"] = mutated(srv.port, body)
+        check(body["request"]["object"]["spec"]["template"]["spec"]["priorityClassName"] ==
+              "gpu-standard", "not patched to gpu-standard: %r" % body["request"]["object"])
+        r = validate(srv.port, body)
+        w = warnings_of(r)
+        check(r["allowed"] is True and len(w) == 1 and w[0] == "gpuadmit [capacity]: "
+              "replicasets ml/benchmark-rs fits only by preempting: its 8 pods take 4 "
+              "nvidia.com/gpu from lower-priority pods, which will be evicted: 4 in namespace ml "
+              "at priority 1000 (batch-low)", "warnings %r" % w)
+        check("fits only by preempting" in r["auditAnnotations"]["capacity"],
+              "annotation %r" % r.get("auditAnnotations"))
 
 
 @test

@@ -181,6 +181,140 @@ static void test_preemption_only_where_it_makes_room(void)
     cluster_free(c);
 }
 
+/* An increase that fits only by preempting says what it takes and from whom; one that fits
+ * the free GPUs, whose class says preemptionPolicy: Never, or whose holders are of its own
+ * priority does not. stall.json: 4 nodes of 4 GPUs, 3 each held by pods of namespace batch at
+ * batch-low (1000), so 4 free. */
+static void test_fits_only_by_preempting(void)
+{
+    struct cluster *c = stall();
+    struct capacity_result r;
+
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'urgent-never'},'value':1000000,"
+          "'preemptionPolicy':'Never'}");
+    /* 8: 4 land on the free GPUs, the other 4 each evict one pod */
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
+    CHECK(r.fit_now == 16 && r.fit_alone == 4);
+    CHECK(r.preempt_only && r.preempt_gpus == 4 && r.preempt_held == 12);
+    CHECK_STR(r.preempt_who, "4 in namespace batch at priority 1000 (batch-low)");
+    /* 16: every GPU, the 12 of the lower pods too */
+    r = judge(c, TEMPLATE("gpu-critical"), 16, 0);
+    CHECK(r.preempt_only && r.preempt_gpus == 12);
+    CHECK_STR(r.preempt_who, "12 in namespace batch at priority 1000 (batch-low)");
+    /* 4 fit the free GPUs: nobody is evicted */
+    r = judge(c, TEMPLATE("gpu-critical"), 4, 0);
+    CHECK(r.fit_alone == 4 && !r.preempt_only && r.preempt_gpus == 0 && r.preempt_who[0] == 0);
+    /* 17 do not fit at all: not "only by preempting" */
+    r = judge(c, TEMPLATE("gpu-critical"), 17, 0);
+    CHECK(!r.preempt_only);
+    /* the headroom is the policy's: 4 fit now only by preempting as it counts, but the
+     * scheduler puts them on the free GPUs the headroom keeps, and evicts nobody */
+    r = judge(c, TEMPLATE("gpu-critical"), 4, 1);
+    CHECK(r.fit_alone == 0 && r.fit_now == 12 && !r.preempt_only);
+    /* with it, 8 still take 4 (the scheduler knows no headroom) */
+    r = judge(c, TEMPLATE("gpu-critical"), 8, 1);
+    CHECK(r.preempt_only && r.preempt_gpus == 4);
+    /* preemptionPolicy: Never, and a class of the holders' own priority: only the free 4 */
+    r = judge(c, TEMPLATE("urgent-never"), 4, 0);
+    CHECK(!r.preempt_only && r.fit_now == 4);
+    r = judge(c, TEMPLATE("urgent-never"), 8, 0);
+    CHECK(!r.preempt_only && r.fit_now == 4);
+    r = judge(c, TEMPLATE("batch-low"), 8, 0);
+    CHECK(!r.preempt_only && r.lower == 0 && r.fit_now == 4);
+    /* a Pending pod at gpu-critical takes a free GPU first: 4 then evict one */
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'first','namespace':'ml'},'spec':{'priority':1000000,"
+          "'tolerations':[{'key':'nvidia.com/gpu','operator':'Exists','effect':'NoSchedule'}],"
+          "'nodeSelector':{'nvidia.com/gpu.present':'true'},'containers':[{'name':'t',"
+          "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':'Pending'}}");
+    r = judge(c, TEMPLATE("gpu-critical"), 4, 0);
+    CHECK(r.fit_alone == 3 && r.fit_now == 15 && r.preempt_only && r.preempt_gpus == 1);
+    apply(c, CLUSTER_PODS, "DELETED",
+          "{'kind':'Pod','metadata':{'name':'first','namespace':'ml'},'spec':{'priority':1000000,"
+          "'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'1'}}}]},"
+          "'status':{'phase':'Pending'}}");
+    r = judge(c, TEMPLATE("gpu-critical"), 4, 0);
+    CHECK(r.fit_alone == 4 && !r.preempt_only);
+    /* a reservation takes one free GPU: 8 then take 5 (the node-by-node way) */
+    {
+        yyjson_val *spec = js(TEMPLATE("batch-low"));
+        struct capacity_request rq = {spec, &gpus, 1, 1, 0, 0, 0};
+
+        capacity_reserve(c, &rq, 1, 60);
+        r = judge(c, TEMPLATE("gpu-critical"), 8, 0);
+        CHECK(r.fit_now == 15 && r.fit_alone == 3 && r.preempt_only && r.preempt_gpus == 5);
+        js_free(spec);
+    }
+    cluster_free(c);
+}
+
+/* What is taken and from whom on two nodes of 4 GPUs, for pods of 4 at priority 100: a holds
+ * 2 at 5 (ml) and 2 at 50 (batch), b 1 at 5 (batch) with 3 free; 100 on b holds nothing it
+ * may take. */
+static void test_preemption_holders(void)
+{
+    struct cluster *c = empty_view();
+    struct capacity_result r;
+    static const char need4[] = "{'priorityClassName':'hi','containers':[{'name':'t','resources':"
+                                "{'limits':{'nvidia.com/gpu':'4'}}}]}";
+    static const char same[] = "{'priorityClassName':'lo','containers':[{'name':'t','resources':"
+                               "{'limits':{'nvidia.com/gpu':'1'}}}]}";
+#define AT(ns, name, node, prio, n)                                                                \
+    "{'kind':'Pod','metadata':{'name':'" name "','namespace':'" ns "'},'spec':{'nodeName':'" node  \
+    "','priority':" prio ",'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'" n  \
+    "'}}}]},'status':{'phase':'Running'}}"
+
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'hi'},'value':100}");
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'lo'},'value':5}");
+    apply(c, CLUSTER_NODES, "ADDED", NODE("a", "4", "4", ""));
+    apply(c, CLUSTER_NODES, "ADDED", NODE("b", "8", "8", ""));
+    apply(c, CLUSTER_PODS, "ADDED", AT("ml", "a1", "a", "5", "2"));
+    apply(c, CLUSTER_PODS, "ADDED", AT("batch", "a2", "a", "50", "2"));
+    apply(c, CLUSTER_PODS, "ADDED", AT("batch", "b1", "b", "5", "1"));
+    apply(c, CLUSTER_PODS, "ADDED", AT("ml", "b2", "b", "100", "4"));
+    /* 2: neither fits free; the one on b uses b's 3 free, so at least 4 + 1 */
+    r = judge(c, need4, 2, 0);
+    CHECK(r.fit_alone == 0 && r.fit_now == 2);
+    CHECK(r.preempt_only && r.preempt_gpus == 5 && r.preempt_held == 5 && !r.preempt_exact);
+    CHECK_STR(r.preempt_who, "2 in namespace ml at priority 5 (lo), 1 in namespace batch at "
+                             "priority 5 (lo), 2 in namespace batch at priority 50");
+    /* 1: at least the 1 b lacks; which namespace at 5 loses it is the scheduler's choice */
+    r = judge(c, need4, 1, 0);
+    CHECK(r.preempt_only && r.preempt_gpus == 1);
+    CHECK_STR(r.preempt_who, "up to 1 in namespace ml at priority 5 (lo), up to 1 in namespace "
+                             "batch at priority 5 (lo)");
+    /* at the holders' own priority nothing is taken: 3 fit b's free GPUs, the fourth none */
+    r = judge(c, same, 3, 0);
+    CHECK(r.fit_now == 3 && !r.preempt_only);
+    r = judge(c, same, 4, 0);
+    CHECK(r.fit_now == 3 && !r.preempt_only);
+    cluster_free(c);
+
+    /* one node of 4: 2 held at the template's own 100, 1 at 5, 1 free; pods of one GPU, 2 of
+     * them: one evicts the pod at 5, exactly, and the pod at 100 is nobody's to take */
+    c = empty_view();
+    apply(c, CLUSTER_PRIORITYCLASSES, "ADDED",
+          "{'kind':'PriorityClass','metadata':{'name':'hi'},'value':100}");
+    apply(c, CLUSTER_NODES, "ADDED", NODE("e", "4", "4", ""));
+    apply(c, CLUSTER_PODS, "ADDED", AT("ml", "eq", "e", "100", "2"));
+    apply(c, CLUSTER_PODS, "ADDED", AT("batch", "lo", "e", "5", "1"));
+    r = judge(c,
+              "{'priorityClassName':'hi','containers':[{'name':'t','resources':{'limits':"
+              "{'nvidia.com/gpu':'1'}}}]}",
+              2, 0);
+    CHECK(r.fit_alone == 1 && r.fit_now == 2 && r.preempt_only && r.preempt_gpus == 1);
+    CHECK(r.preempt_exact && r.preempt_held == 1);
+    CHECK_STR(r.preempt_who, "1 in namespace batch at priority 5");
+    /* pods of 4: the free one and the pod at 5 make no room for one; nothing is taken */
+    r = judge(c, need4, 1, 0);
+    CHECK(r.fit_now == 0 && !r.preempt_only);
+#undef AT
+    cluster_free(c);
+}
+
 /* Reservations sit on the nodes the workload can use, and shrink as its pods arrive. */
 static void test_reservations(void)
 {
@@ -852,6 +986,8 @@ int main(void)
     RUN(test_capacity_stall);
     RUN(test_preemption_hint);
     RUN(test_preemption_only_where_it_makes_room);
+    RUN(test_fits_only_by_preempting);
+    RUN(test_preemption_holders);
     RUN(test_capacity_nodes);
     RUN(test_node_name);
     RUN(test_reservations);

@@ -4,6 +4,7 @@
 #include "capacity.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -436,20 +437,21 @@ static void fit_free(const struct capacity_request *rq, const struct amounts *a,
     *ever_fit = per_pod == 1 ? free_ever : free_ever / per_pod;
 }
 
-/* Whether the lower-priority pods of a node (a->lower) make room for more pods than its free
- * GPUs do (now_fit with them): only then does the explanation say the template may preempt
+/* Pods that fit a node now without preempting, given now_fit with it: the same unless
+ * lower-priority pods hold some of it (a->lower). The lower-priority pods make room only where
+ * this is less than now_fit: only then does the explanation say the template may preempt
  * (kube-scheduler's preemption frees a node only for a pod that then fits there). */
-static bool lower_makes_room(const struct capacity_request *rq, const struct amounts *a,
-                             int64_t held, int64_t per_pod, int64_t now_fit)
+static inline int64_t fit_alone(const struct capacity_request *rq, const struct amounts *a,
+                                int64_t held, int64_t per_pod, int64_t now_fit)
 {
     struct amounts b = *a;
     int64_t fn, fe;
 
     if (a->lower <= 0)
-        return false;
+        return now_fit;
     b.lower = 0;
     fit_free(rq, &b, held, per_pod, &fn, &fe);
-    return now_fit > fn;
+    return fn;
 }
 
 /* Fits of one eligible node, now and ever: the fewest over the template's resources, whose
@@ -537,6 +539,7 @@ static void fit_all(const struct cluster *c, const struct elig_set *set,
         }
         if (lower > 0 && fn > f0)
             out->lower += lower;
+        out->fit_alone += lower > 0 && f0 < fn ? f0 : fn;
         out->fit_now += fn;
         out->fit_ever += fe;
     }
@@ -551,7 +554,7 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
 {
     const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
     const bool preempts = out->preempts;
-    int64_t fit_now = 0, fit_ever = 0, total = 0, lower = 0, fn, fe;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, lower = 0, alone = 0, fn, fe, f0;
     struct amounts a;
 
     for (size_t k = 0; k < set->n; k++) {
@@ -559,12 +562,15 @@ static void fit_all_one(const struct cluster *c, const struct elig_set *set,
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
-        lower += lower_makes_room(rq, &a, 0, per_pod, fn) ? a.lower : 0;
+        f0 = fit_alone(rq, &a, 0, per_pod, fn);
+        lower += fn > f0 ? a.lower : 0;
+        alone += f0;
         fit_now += fn;
         fit_ever += fe;
     }
     out->total_gpus[0] += total;
     out->lower += lower;
+    out->fit_alone += alone;
     out->fit_now += fit_now;
     out->fit_ever += fit_ever;
 }
@@ -607,7 +613,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
 {
     const int64_t per_pod = out->res[0].per_pod, priority = out->priority;
     const bool preempts = out->preempts;
-    int64_t fit_now = 0, fit_ever = 0, total = 0, lower = 0, fn, fe, both = 0;
+    int64_t fit_now = 0, fit_ever = 0, total = 0, lower = 0, alone = 0, fn, fe, f0, both = 0;
     size_t cur[WAIT_GROUPS_MAX + 1] = {0}, at = 0;
     /* the usual case, one group, with its cursor in registers */
     const struct elig_set *one = wt->n == 1 ? wt->g[0].gset : NULL;
@@ -623,7 +629,9 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
             amounts_of_records(c, set->nodes[set->by_slot[k].i], rn[0], out, now, &a);
         fit_free(rq, &a, 0, per_pod, &fn, &fe);
         total += a.alloc;
-        lower += lower_makes_room(rq, &a, 0, per_pod, fn) ? a.lower : 0;
+        f0 = fit_alone(rq, &a, 0, per_pod, fn);
+        lower += fn > f0 ? a.lower : 0;
+        alone += f0;
         fit_now += fn;
         fit_ever += fe;
         if (one != NULL) {
@@ -648,6 +656,7 @@ static void fit_all_one_waiting(const struct cluster *c, const struct elig_set *
         wt->g[0].both = both;
     out->total_gpus[0] += total;
     out->lower += lower;
+    out->fit_alone += alone;
     out->fit_now += fit_now;
     out->fit_ever += fit_ever;
 }
@@ -1261,6 +1270,231 @@ static void waiting_done(struct cluster *c, struct capacity_result *out, struct 
     copy_text(out->waiting_who, sizeof(out->waiting_who), named->key);
     lost = (out->waiting_gpus + out->res[0].per_pod - 1) / out->res[0].per_pod;
     out->fit_now = out->fit_now > lost ? out->fit_now - lost : 0;
+    out->fit_alone = out->fit_alone > lost ? out->fit_alone - lost : 0;
+}
+
+/* ---- fitting only by preempting (the slow path: judged only when the verdict is that) ---- */
+
+#define PREEMPT_HOLDERS_MAX   8 /* namespace and priority pairs counted; the rest are "others" */
+#define PREEMPT_HOLDERS_SHOWN 3
+
+/* The bound pods of one namespace at one priority below the template's, on the nodes where
+ * preempting makes room, and the GPUs of the first resource they hold. */
+struct holder {
+    const char *ns; /* into a pod's key, ns_len bytes (borrowed: valid under the read lock) */
+    size_t ns_len;
+    int64_t priority, gpus;
+};
+
+/* The lowest priority first (the scheduler evicts those first), then the largest holder. */
+static int holder_cmp(const void *a, const void *b)
+{
+    const struct holder *x = a, *y = b;
+    size_t n = x->ns_len < y->ns_len ? x->ns_len : y->ns_len;
+    int d;
+
+    if (x->priority != y->priority)
+        return x->priority < y->priority ? -1 : 1;
+    if (x->gpus != y->gpus)
+        return x->gpus > y->gpus ? -1 : 1;
+    d = memcmp(x->ns, y->ns, n);
+    return d ? d : (x->ns_len > y->ns_len) - (x->ns_len < y->ns_len);
+}
+
+static int left_cmp(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return (x < y) - (x > y); /* the most left first */
+}
+
+/* The name of a PriorityClass of value in the view (the first by name), or NULL. */
+static const char *class_named(const struct cluster *c, int64_t value)
+{
+    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
+    const char *best = NULL;
+
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next)
+            if (((const struct vclass *)e->value)->value == value &&
+                (best == NULL || strcmp(e->key, best) < 0))
+                best = e->key;
+    return best;
+}
+
+/* Adds the GPUs of the first resource that pods of node n below the template's priority hold
+ * to hs (n_hs of PREEMPT_HOLDERS_MAX; past them into *others); *ones false when one holds more
+ * than one. */
+static void holders_add(const struct node *n, const struct capacity_result *out, struct holder *hs,
+                        size_t *n_hs, int64_t *others, bool *ones)
+{
+    const struct binding *b = n->binding;
+
+    for (size_t k = 0; b != NULL && k < b->n; k++) {
+        const struct vpod *v = b->pods[k];
+        const char *slash = strchr(v->key, '/');
+        size_t nl = slash ? (size_t)(slash - v->key) : strlen(v->key), i;
+        int64_t g = 0;
+
+        if (v->priority >= out->priority)
+            continue;
+        for (size_t d = 0; d < v->n_demand; d++)
+            if (strcmp(v->demand[d].name, out->res[0].name) == 0)
+                g += v->demand[d].n;
+        if (g == 0)
+            continue;
+        *ones = *ones && g == 1;
+        for (i = 0; i < *n_hs; i++)
+            if (hs[i].priority == v->priority && hs[i].ns_len == nl &&
+                memcmp(hs[i].ns, v->key, nl) == 0)
+                break;
+        if (i == PREEMPT_HOLDERS_MAX) {
+            *others += g;
+            continue;
+        }
+        if (i == *n_hs)
+            hs[(*n_hs)++] = (struct holder){v->key, nl, v->priority, 0};
+        hs[i].gpus += g;
+    }
+}
+
+/* Who the taken GPUs come from, into out->preempt_who: the holders from the lowest priority
+ * up, each its share of take. Where take runs out inside a priority that several namespaces
+ * hold, which of them lose their pods is the scheduler's choice of nodes: each is "up to". */
+static void holders_text(const struct cluster *c, struct holder *hs, size_t n_hs, int64_t others,
+                         int64_t take, struct capacity_result *out)
+{
+    char *buf = out->preempt_who;
+    size_t len = sizeof(out->preempt_who), at = 0, shown = 0;
+    int64_t left = take;
+
+    qsort(hs, n_hs, sizeof(*hs), holder_cmp);
+    for (size_t i = 0; i < n_hs && left > 0; i++) {
+        int64_t level = 0, share;
+        size_t same = 0;
+        const char *cls;
+
+        for (size_t k = 0; k < n_hs; k++)
+            if (hs[k].priority == hs[i].priority) {
+                level += hs[k].gpus;
+                same++;
+            }
+        share = hs[i].gpus < left ? hs[i].gpus : left;
+        if (shown == PREEMPT_HOLDERS_SHOWN) {
+            text_add(buf, len, &at, ", and others");
+            return;
+        }
+        cls = class_named(c, hs[i].priority);
+        text_add(buf, len, &at, shown++ ? ", " : "");
+        text_add(buf, len, &at, left < level && same > 1 ? "up to " : "");
+        text_add_int(buf, len, &at, share);
+        text_add(buf, len, &at, " in namespace ");
+        for (size_t k = 0; k < hs[i].ns_len && at + 1 < len; k++) /* not NUL-terminated */
+            buf[at++] = hs[i].ns[k];
+        buf[at] = '\0';
+        text_add(buf, len, &at, " at priority ");
+        text_add_int(buf, len, &at, hs[i].priority);
+        if (cls != NULL) {
+            text_add(buf, len, &at, " (");
+            text_add(buf, len, &at, cls);
+            text_add(buf, len, &at, ")");
+        }
+        /* a whole priority taken leaves less for the next; a part of one leaves none */
+        if (i + 1 == n_hs || hs[i + 1].priority != hs[i].priority)
+            left -= level < left ? level : left;
+    }
+    if (left > 0 && others > 0)
+        text_add(buf, len, &at, ", and others");
+}
+
+/*
+ * Whether the increase fits only by preempting, what it takes and from whom (capacity.h), once
+ * fit_now and fit_alone say it fits, but not without the lower-priority pods' GPUs. Called under
+ * the read lock. What kube-scheduler does (kubernetes/kubernetes pkg/scheduler/framework/
+ * preemption/preemption.go and plugins/defaultpreemption/default_preemption.go): it preempts for
+ * a pod only when no node has room for it in free resources (PostFilter, after every Filter
+ * failed), one pod at a time; on each node it removes every pod of strictly lower priority, and
+ * is a candidate only if the pod then fits, and puts back as many of them as still leave room,
+ * the most important first (SelectVictimsOnNode); of the candidates it picks the node with the
+ * fewest PodDisruptionBudget violations, then the lowest highest victim priority, the lowest sum
+ * of priorities, the fewest victims (pickOneNodeForPreemption). Victims are whole pods.
+ *
+ * What is estimated, and why it is a bound: the scheduler knows no headroom, so the pods that
+ * must preempt are those the free GPUs (reservations and waiting pods taken off) leave without
+ * room; each of them lacks per_pod less the free GPUs left on the node it takes, and the nodes
+ * with the most left are used first, so their sum is the least it takes. It takes more when a
+ * victim holds more than is lacking (a 2-GPU pod evicted for 1), and where PDBs, pods of several
+ * resources or the order of arrival steer it to other nodes; it is at most what lower-priority
+ * pods hold on the candidate nodes (preempt_held). It is exact (preempt_exact), as far as the
+ * view tells, only for pods of one GPU of one resource where every victim holds one: then each
+ * pod that preempts evicts one pod, whichever node it takes. Who loses pods is the lowest
+ * priorities first, as SelectVictimsOnNode and the node order both prefer them; which namespaces of
+ * one priority lose them is not known here.
+ */
+static void preemption(const struct cluster *c, const struct elig_set *set,
+                       const struct capacity_request *rq, struct capacity_result *out,
+                       const char *const *rn, double now, const struct held *h)
+{
+    const int64_t pp0 = out->res[0].per_pod;
+    struct holder hs[PREEMPT_HOLDERS_MAX];
+    size_t n_hs = 0, n_left = 0;
+    int64_t *left = NULL, alone = 0, must, take, others = 0, lost;
+    bool ones = true;
+
+    if (set->n == 0 || (left = malloc(set->n * sizeof(*left))) == NULL)
+        return; /* out of memory: not said, rather than said wrong */
+    for (size_t i = 0; i < set->n; i++) {
+        const struct node *n = set->nodes[i];
+        int64_t fn = INT64_MAX, f0 = INT64_MAX, fs = INT64_MAX, free0 = 0, lower0 = 0;
+
+        for (size_t r = 0; r < out->n_res; r++) {
+            struct amounts a, b;
+            int64_t hd, x, y, fr;
+
+            amounts_at(c, set, i, r, rn, out, now, &a);
+            hd = held_on(h, n->name, out->res[r].name, a.used);
+            fit_free(rq, &a, hd, out->res[r].per_pod, &x, &y);
+            fn = x < fn ? x : fn;
+            b = a;
+            b.lower = 0;
+            fit_free(rq, &b, hd, out->res[r].per_pod, &x, &y);
+            f0 = x < f0 ? x : f0;
+            fr = a.alloc - a.used - hd; /* the scheduler's free: no headroom */
+            fr = fr > 0 ? fr : 0;
+            fs = fr / out->res[r].per_pod < fs ? fr / out->res[r].per_pod : fs;
+            if (r == 0) {
+                free0 = fr;
+                lower0 = a.lower;
+            }
+        }
+        alone += fs;
+        if (fn <= f0) /* preempting makes no room here: no candidate */
+            continue;
+        /* what stays free of the first resource once the pods that fit free took theirs */
+        left[n_left] = free0 - fs * pp0;
+        left[n_left] = left[n_left] < pp0 ? left[n_left] : pp0;
+        n_left++;
+        out->preempt_held += lower0;
+        holders_add(n, out, hs, &n_hs, &others, &ones);
+    }
+    lost = out->waiting_gpus > 0 ? (out->waiting_gpus + pp0 - 1) / pp0 : 0;
+    alone = alone > lost ? alone - lost : 0;
+    must = rq->increase - alone;
+    if (must > 0 && n_left > 0) {
+        qsort(left, n_left, sizeof(*left), left_cmp);
+        take = must * pp0;
+        for (size_t k = 0; k < n_left && (int64_t)k < must; k++)
+            take -= left[k];
+        take = take < out->preempt_held ? take : out->preempt_held;
+        if (take > 0) { /* else: they fit what the headroom keeps free, and evict nobody */
+            out->preempt_only = true;
+            out->preempt_gpus = take;
+            /* each pod lacks one GPU wherever it goes, and one victim holds just that */
+            out->preempt_exact = ones && pp0 == 1 && out->n_res == 1;
+            holders_text(c, hs, n_hs, others, take, out);
+        }
+    }
+    free(left);
 }
 
 /* Drops the reservations the view has caught up with: a workload's reservation stands for
@@ -1292,7 +1526,9 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     struct held held;
     struct waiting wt;
 
-    memset(out, 0, sizeof(*out));
+    /* all but the preemption's text, which only preemption() writes */
+    memset(out, 0, offsetof(struct capacity_result, preempt_who));
+    out->preempt_who[0] = '\0';
     if (read_demand(rq, out) < 0)
         return -1;
     if (!out->judged)
@@ -1331,6 +1567,8 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
     fit_transient(c, set, out, rn, now);
     if (wt.n > 0)
         waiting_done(c, out, &wt);
+    if (out->lower > 0 && rq->increase > out->fit_alone && rq->increase <= out->fit_now)
+        preemption(c, set, rq, out, rn, now, &held);
     list_nodes(c, set, out, rn, now, &held);
     pthread_rwlock_unlock(&c->lock);
     elig_release(c->cap, set);

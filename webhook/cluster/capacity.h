@@ -25,6 +25,7 @@
 #include "policy/policy.h"
 
 #define CAPACITY_TEXT_MAX 1024
+#define CAPACITY_WHO_MAX  256
 
 struct capacity_request {
     yyjson_val *pod_spec;            /* the pod template's spec (borrowed) */
@@ -44,13 +45,14 @@ struct capacity_result {
     } res[CAPACITY_RESOURCES_MAX];
     size_t n_res;
     int64_t priority;
-    bool preempts;    /* its class lets it preempt (not preemptionPolicy: Never) */
-    int64_t lower;    /* GPUs the bound pods of strictly lower priority hold on the eligible nodes
-                         where preempting them makes room for more of its pods than the free
-                         GPUs do, of every resource the template asks for (0 unless it
-                         preempts) */
-    int64_t fit_now;  /* more pods that fit now */
-    int64_t fit_ever; /* pods that fit the eligible nodes' allocatable */
+    bool preempts;     /* its class lets it preempt (not preemptionPolicy: Never) */
+    int64_t lower;     /* GPUs the bound pods of strictly lower priority hold on the eligible nodes
+                          where preempting them makes room for more of its pods than the free
+                          GPUs do, of every resource the template asks for (0 unless it
+                          preempts) */
+    int64_t fit_now;   /* more pods that fit now */
+    int64_t fit_alone; /* of them, those that fit without preempting (fit_now when it cannot) */
+    int64_t fit_ever;  /* pods that fit the eligible nodes' allocatable */
     int64_t total_gpus[CAPACITY_RESOURCES_MAX]; /* allocatable of the eligible nodes */
     int eligible;
     int transient;         /* nodes eligible but for a cordon or NotReady: in fit_ever only */
@@ -65,6 +67,19 @@ struct capacity_result {
     char shared_why[128];            /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
     char nodes[CAPACITY_TEXT_MAX];   /* eligible nodes and their free/total GPUs */
     char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
+    /* Whether the increase fits only by preempting: all of it fits now, not without the GPUs of
+     * lower-priority pods, and kube-scheduler would evict some for it. Judged only then (a slow
+     * path, never in the usual decision), with preempt_gpus, the least it takes of the first
+     * resource from those pods (capacity.c, preemption(): an estimate, exact when preempt_exact);
+     * preempt_held, what they hold on the eligible nodes where preempting makes room (the most
+     * it can take); and preempt_who, who holds what it takes, the lowest priority first, as
+     * "4 in namespace ml at priority 1000 (batch-low)" (the words of gpuadmit explain). */
+    bool preempt_only;
+    int64_t preempt_gpus;
+    int64_t preempt_held;
+    bool preempt_exact; /* preempt_gpus is what it takes, not the least: pods of one GPU of one
+                           resource, whose victims each hold one */
+    char preempt_who[CAPACITY_WHO_MAX]; /* last: capacity_judge zeroes the fields before it */
 };
 
 /* What decisions remember of one view between calls: the eligible nodes of recent templates

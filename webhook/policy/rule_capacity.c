@@ -300,6 +300,26 @@ static void with_hints(const char *brief, const struct cap_hints *hs, char *buf,
         l += (size_t)snprintf(buf + l, len - l, "; %s", hs->h[i]);
 }
 
+/* An increase that fits now only because kube-scheduler will evict lower-priority pods for it:
+ * their owners are told nothing by the scheduler, so the rule says how much it takes and whose
+ * (capacity.h, preempt_*): only ever a warning, as preempting is what the class is for. */
+static void preempt_note(struct cap_pass *cp, const struct rule *ru, enum rule_enforcement as,
+                         const struct workload_demand *ct, const struct capacity_result *res,
+                         const char *expl)
+{
+    char brief[MSG_MAX], text[2 * MSG_MAX + 8];
+    long long inc = (long long)ct->increase;
+
+    snprintf(brief, sizeof(brief),
+             "%s fits only by preempting: its %lld %spod%s%s take%s %s%lld %s from "
+             "lower-priority pods, which will be evicted: %s",
+             ct->what, inc, ct->before > 0 ? "more " : "", inc == 1 ? "" : "s",
+             ct->job ? " at once" : "", inc == 1 ? "s" : "", res->preempt_exact ? "" : "at least ",
+             (long long)res->preempt_gpus, res->res[0].name, res->preempt_who);
+    snprintf(text, sizeof(text), "%s; %s", brief, expl);
+    capacity_report(cp, ru, as, CAP_NOTE, text, brief, NULL);
+}
+
 /* One capacity rule's findings on one judged object, from rq (ct's request, which a Job's
  * clamped width changes) into res (zeroed by the caller). 1 when res holds the judgement
  * (res->judged false: not a GPU workload), 0 when nothing was judged against the view (none,
@@ -382,6 +402,14 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
         ct->total = res->fit_ever;
         rq->increase = ct->increase; /* the arithmetic of what is judged now */
         rq->total = ct->total;
+        if (res->lower > 0 && ct->increase > res->fit_alone && ct->increase <= res->fit_now) {
+            /* the clamped width may fit only by preempting: judged again for it */
+            struct capacity_result *again = malloc(sizeof(*again));
+
+            if (again != NULL && capacity_judge(rn->view, rq, again) == 0)
+                *res = *again;
+            free(again);
+        }
         capacity_explain(rq, res, expl, sizeof(expl));
     } else if (ct->grew && ct->total > res->fit_ever) {
         char fix[160];
@@ -427,8 +455,12 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
         capacity_report(cp, ru, as, ct->cron ? CAP_NOTE : CAP_NOT_NOW, text, brief, &hs);
         if (!ct->cron)
             hold(cp, ru, rq, res->fit_now);
-    } else if (!ct->hpa && !ct->cron) {
-        hold(cp, ru, rq, ct->increase);
+    } else {
+        /* a CronJob's Jobs preempt when they come, and are judged then */
+        if (res->preempt_only && !ct->cron)
+            preempt_note(cp, ru, as, ct, res, expl);
+        if (!ct->hpa && !ct->cron)
+            hold(cp, ru, rq, ct->increase);
     }
     return 1;
 }
@@ -497,7 +529,9 @@ static void capacity_rule(struct cap_pass *cp, const struct policy_doc *doc, con
     struct capacity_result res;
     int judged;
 
-    memset(&res, 0, sizeof(res));
+    /* all but the preemption's text, as capacity_judge() does */
+    memset(&res, 0, offsetof(struct capacity_result, preempt_who));
+    res.preempt_who[0] = '\0';
     cp->worst = -1;
     cp->why[0] = '\0';
     /* a pod is one pod; a Job's clamped width changes rq, not what it asked for */
