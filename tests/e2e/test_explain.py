@@ -159,6 +159,15 @@ def test_names_and_namespace():
     check("cronjob/x: not a kind gpuadmit explains" in err, err)
 
 
+def test_pods_of_no_controller_told_together():
+    rc, out, err = explain("--cluster-snapshot", os.path.join(SNAP, "pending.json"))
+    eq(rc, 1, "exit code (stderr %r)" % err)
+    check(out.startswith("4 pods of no controller in namespace batch are Pending: queued-0, "
+                         "queued-1, queued-2, queued-3\n"), out)
+    check("  the view finds room on gpu-3: " in out, out)
+    eq(out.count("kube-scheduler ("), 1, "one block for four pods of one story")
+
+
 def test_nothing_pending():
     rc, out, err = explain("--cluster-snapshot", STALL)
     eq((rc, out), (0, "no GPU pod is Pending\n"), "stall.json (stderr %r)" % err)
@@ -262,7 +271,8 @@ def setup(work):
     E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
 
 
-TESTS = [test_seed_000_pending, test_drain_text, test_drain_json, test_names_and_namespace, test_nothing_pending,
+TESTS = [test_seed_000_pending, test_drain_text, test_drain_json, test_names_and_namespace,
+         test_pods_of_no_controller_told_together, test_nothing_pending,
          test_usage_errors, test_broken_snapshot, test_server_gauge_and_debug_explain]
 
 if __name__ == "__main__":

@@ -142,8 +142,6 @@ static bool same_story(yyjson_val *a, yyjson_val *b)
 {
     static const char *const keys[] = {"owner", "scheduler", "reasons", "fits", "resources"};
 
-    if (yyjson_is_null(yyjson_obj_get(a, "owner")))
-        return false; /* a pod of no owner is told alone */
     if (!yyjson_equals(yyjson_obj_get(a, "namespace"), yyjson_obj_get(b, "namespace")))
         return false;
     for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -177,8 +175,13 @@ static void print_block(yyjson_val *pods, size_t from, size_t to)
         for (size_t j = from; j < to; j++)
             printf("%s%s", j == from ? " " : ", ", str(yyjson_arr_get(pods, j), "name"));
         printf("\n");
-    } else {
+    } else if (n == 1) {
         printf("Pod %s/%s is Pending:\n", str(p, "namespace"), str(p, "name"));
+    } else {
+        printf("%zu pods of no controller in namespace %s are Pending:", n, str(p, "namespace"));
+        for (size_t j = from; j < to; j++)
+            printf("%s%s", j == from ? " " : ", ", str(yyjson_arr_get(pods, j), "name"));
+        printf("\n");
     }
     printf("  asks for");
     yyjson_obj_foreach (yyjson_obj_get(p, "resources"), i, max, k, v)
