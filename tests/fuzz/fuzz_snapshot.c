@@ -2,7 +2,8 @@
  * fuzz_snapshot: the snapshot loader (cluster_load_snapshot) on arbitrary bytes, through a
  * memory file. The view it leaves must be consistent (fuzz_view_check), dump to JSON, and carry
  * capacity decisions: a GPU Deployment and a scale request go to /validate under the capacity
- * policy and the responses are checked. A relist of every kind with nothing in it must then
+ * policy and the responses are checked; the Pending pods are explained and counted (the gauge's
+ * counts add up to the pods explained). A relist of every kind with nothing in it must then
  * leave an empty view.
  */
 #include <stdint.h>
@@ -12,6 +13,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cluster/pending.h"
+#include "json.h"
 #include "policy/eval.h"
 #include "fuzz_support.h"
 
@@ -70,6 +73,35 @@ static void decide(struct cluster *c)
     }
 }
 
+/* Why the view's GPU pods are Pending: every pod, and by name, and the gauge's counts, which
+ * must add up to the pods explained. */
+static void explain(struct cluster *c)
+{
+    static const char *const names[] = {"rs/a", "deployment/a", "p", "job/x"};
+    struct pending_query all = {NULL, NULL, 0}, some = {"ml", names, 4};
+    uint64_t n[PENDING_CODES + 1], sum = 0;
+    struct diag d;
+    yyjson_mut_doc *doc;
+    char *text;
+
+    diag_clear(&d);
+    doc = pending_explain(c, &all, &d);
+    FUZZ_ASSERT(doc != NULL, "explain failed");
+    text = json_mut_write(yyjson_mut_doc_get_root(doc), NULL);
+    FUZZ_ASSERT(text != NULL, "the explanation does not encode");
+    free(text);
+    FUZZ_ASSERT(pending_count(c, n) == 0, "count failed");
+    for (int i = 0; i <= PENDING_CODES; i++)
+        sum += n[i];
+    FUZZ_ASSERT(sum ==
+                    yyjson_mut_arr_size(yyjson_mut_obj_get(yyjson_mut_doc_get_root(doc), "pods")),
+                "the gauge counts other pods than explain explains");
+    yyjson_mut_doc_free(doc);
+    doc = pending_explain(c, &some, &d);
+    FUZZ_ASSERT(doc != NULL, "explain by name failed");
+    yyjson_mut_doc_free(doc);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct cluster_config cfg = {60};
@@ -96,6 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         yyjson_mut_doc_free(dump);
         decide(c);
         fuzz_view_check(c);
+        explain(c);
     }
     for (int k = 0; k < CLUSTER_KINDS; k++) {
         cluster_list_begin(c, (enum cluster_kind)k);

@@ -353,7 +353,9 @@ static void test_unhealthy_gpus(void)
     }
     waiting(c, "p", 1, "");
     CHECK_STR(codes(c, "p"), "insufficient,unhealthy-gpus");
-    CHECK_CONTAINS(message(c, "p", "unhealthy-gpus"), "gpu-a (2 of 8)");
+    CHECK_CONTAINS(message(c, "p", "unhealthy-gpus"),
+                   "1 node has unhealthy nvidia.com/gpu (capacity above allocatable): gpu-a (2 of "
+                   "8)");
     cluster_free(c);
     /* near miss: capacity equals allocatable */
     c = empty_view();

@@ -25,22 +25,25 @@ static const struct {
     const char *path, *object, *plural, *selector;
     bool optional;
 } kinds[CLUSTER_KINDS] = {
-    [CLUSTER_NODES] = {"/api/v1/nodes", "Node", "nodes", ""},
+    [CLUSTER_NODES] = {"/api/v1/nodes", "Node", "nodes", "", false},
     [CLUSTER_PODS] = {"/api/v1/pods", "Pod", "pods",
-                      "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed"},
+                      "fieldSelector=status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed",
+                      false},
     [CLUSTER_PRIORITYCLASSES] = {"/apis/scheduling.k8s.io/v1/priorityclasses", "PriorityClass",
-                                 "priorityclasses", ""},
-    /* RBAC lets gpuadmit read this one ConfigMap: the list names it (resourceNames holds for a
-     * list and a watch with a metadata.name field selector, k8s.io/apiserver
-     * pkg/endpoints/request/requestinfo.go) */
+                                 "priorityclasses", "", false},
+    /* RBAC lets gpuadmit read this one ConfigMap: the list names it (a list or watch with a
+     * metadata.name field selector carries that name in its RequestInfo, which RBAC's
+     * resourceNames match: k8s.io/apiserver pkg/endpoints/request/requestinfo.go, and
+     * handlers/get.go ListResource) */
     [CLUSTER_AUTOSCALER_STATUS] = {"/api/v1/namespaces/kube-system/configmaps", "ConfigMap",
                                    "configmaps",
                                    "fieldSelector=metadata.name%3Dcluster-autoscaler-status", true},
     [CLUSTER_NODEPOOLS] = {"/apis/karpenter.sh/v1/nodepools", "NodePool", "nodepools", "", true},
-    [CLUSTER_REPLICASETS] = {"/apis/apps/v1/replicasets", "ReplicaSet", "replicasets", ""},
-    [CLUSTER_DEPLOYMENTS] = {"/apis/apps/v1/deployments", "Deployment", "deployments", ""},
-    [CLUSTER_STATEFULSETS] = {"/apis/apps/v1/statefulsets", "StatefulSet", "statefulsets", ""},
-    [CLUSTER_JOBS] = {"/apis/batch/v1/jobs", "Job", "jobs", ""},
+    [CLUSTER_REPLICASETS] = {"/apis/apps/v1/replicasets", "ReplicaSet", "replicasets", "", false},
+    [CLUSTER_DEPLOYMENTS] = {"/apis/apps/v1/deployments", "Deployment", "deployments", "", false},
+    [CLUSTER_STATEFULSETS] = {"/apis/apps/v1/statefulsets", "StatefulSet", "statefulsets", "",
+                              false},
+    [CLUSTER_JOBS] = {"/apis/batch/v1/jobs", "Job", "jobs", "", false},
 };
 
 const char *cluster_kind_path(enum cluster_kind k)

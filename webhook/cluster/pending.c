@@ -432,9 +432,9 @@ static void reason_text(const struct pod_ctx *p, const struct reason *r, char *b
         break;
     case PENDING_UNHEALTHY_GPUS:
         add(buf, len, &at,
-            "%zu %s unhealthy %s (capacity above allocatable): %s; the device plugin does not "
-            "offer a GPU again once it marked it unhealthy, until the plugin restarts",
-            r->n_nodes, has_word(r->n_nodes), r->a, r->named);
+            "%zu %s %s unhealthy %s (capacity above allocatable): %s; the device plugin does "
+            "not offer a GPU again once it marked it unhealthy, until the plugin restarts",
+            r->n_nodes, nodes_word(r->n_nodes), has_word(r->n_nodes), r->a, r->named);
         break;
     case PENDING_LARGER_THAN_ANY_NODE:
         add(buf, len, &at,
@@ -1226,7 +1226,8 @@ yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q
             if (hit)
                 sel[n_sel++] = v;
         }
-    qsort(sel, n_sel, sizeof(*sel), pod_cmp);
+    if (n_sel > 1)
+        qsort(sel, n_sel, sizeof(*sel), pod_cmp);
     for (size_t i = 0; i < n_sel; i++) {
         yyjson_mut_val *o = pod_json(c, sel[i], nodes, n_nodes, doc);
 
