@@ -199,6 +199,12 @@ static void test_fragmented(void)
     waiting(c, "q", 2, "");
     CHECK_STR(codes(c, "q"), "");
     CHECK(fits(c, "q") == 2);
+    /* and with a third node full, that one is short, but nothing is fragmented */
+    node(c, "gpu-c", 4, 4, "", "", "True");
+    pod_at(c, "ADDED", "c-0", "gpu-c", 5, "nvidia.com/gpu", 4);
+    CHECK_STR(codes(c, "q"), "insufficient");
+    CHECK_CONTAINS(message(c, "q", "insufficient"), "gpu-c 0/4 free");
+    CHECK(strstr(message(c, "q", "insufficient"), "fragmented") == NULL);
     cluster_free(c);
 }
 
