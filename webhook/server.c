@@ -327,47 +327,54 @@ static enum MHD_Result route_metrics(struct server *s, struct MHD_Connection *c,
                    NULL);
 }
 
-/* The cluster view, for tests and debugging; only with --debug-endpoints (it lists nodes and
- * pods to whoever can reach the port). */
-static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
-                                        struct request *rq)
+/* The /debug/ routes answer only with --debug-endpoints and a view (they list nodes and pods
+ * to whoever can reach the port): NULL when they may, else the 404 to answer. */
+static const char *debug_refusal(const struct server *s)
 {
-    yyjson_mut_doc *dump;
-    char *text;
-    size_t len = 0;
+    if (s->cfg.view == NULL)
+        return "no cluster view is configured";
+    return s->cfg.debug_endpoints ? NULL : "debug endpoints are off (--debug-endpoints)";
+}
 
-    if (!s->cfg.debug_endpoints || s->cfg.view == NULL)
-        return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/view",
-                             s->cfg.view == NULL ? "no cluster view is configured"
-                                                 : "debug endpoints are off (--debug-endpoints)",
-                             NULL);
-    dump = cluster_dump(s->cfg.view);
-    text = dump ? yyjson_mut_write(dump, YYJSON_WRITE_NOFLAG, &len) : NULL;
-    yyjson_mut_doc_free(dump);
+/* doc (freed here; NULL: out of memory) as the JSON answer. */
+static enum MHD_Result respond_doc(struct server *s, struct MHD_Connection *c, struct request *rq,
+                                   yyjson_mut_doc *doc)
+{
+    size_t len = 0;
+    char *text = doc ? yyjson_mut_write(doc, YYJSON_WRITE_NOFLAG, &len) : NULL;
+
+    yyjson_mut_doc_free(doc);
     if (text == NULL)
         return MHD_NO;
     return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, len, NULL);
 }
 
+/* The cluster view, for tests and debugging. */
+static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection *c,
+                                        struct request *rq)
+{
+    const char *no = debug_refusal(s);
+
+    if (no != NULL)
+        return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/view", no, NULL);
+    return respond_doc(s, c, rq, cluster_dump(s->cfg.view));
+}
+
 /* Why GPU pods are Pending (gpuadmit explain -o json), for ?namespace=NS&name=NAME (both
- * optional; NAME as gpuadmit explain takes it, e.g. replicaset/trainer); only with
- * --debug-endpoints. A name that is no kind gpuadmit explains is a 400. */
+ * optional; NAME as gpuadmit explain takes it, e.g. replicaset/trainer). A name that is no
+ * kind gpuadmit explains is a 400. */
 static enum MHD_Result route_debug_explain(struct server *s, struct MHD_Connection *c,
                                            struct request *rq)
 {
     const char *ns = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
     const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
     struct pending_query q = {ns != NULL && ns[0] ? ns : NULL, &name, name != NULL && name[0]};
+    const char *no = debug_refusal(s);
     yyjson_mut_doc *doc;
     struct diag d;
-    char *text;
-    size_t len = 0;
 
-    if (!s->cfg.debug_endpoints || s->cfg.view == NULL)
-        return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/explain",
-                             s->cfg.view == NULL ? "no cluster view is configured"
-                                                 : "debug endpoints are off (--debug-endpoints)",
-                             NULL);
+    if (no != NULL)
+        return respond_error(s, c, rq, MHD_HTTP_NOT_FOUND, "/debug/explain", no, NULL);
     diag_clear(&d);
     if ((doc = pending_explain(s->cfg.view, &q, &d)) == NULL)
         return respond_error(s, c, rq,
@@ -375,11 +382,7 @@ static enum MHD_Result route_debug_explain(struct server *s, struct MHD_Connecti
                                  ? MHD_HTTP_INTERNAL_SERVER_ERROR
                                  : MHD_HTTP_BAD_REQUEST,
                              "/debug/explain", d.msg, NULL);
-    text = yyjson_mut_write(doc, YYJSON_WRITE_NOFLAG, &len);
-    yyjson_mut_doc_free(doc);
-    if (text == NULL)
-        return MHD_NO;
-    return respond(s, c, rq, MHD_HTTP_OK, "application/json", text, len, NULL);
+    return respond_doc(s, c, rq, doc);
 }
 
 /* ---- request intake ---- */
