@@ -406,6 +406,18 @@ static void test_caps(void)
     CHECK(d.line == 3 + 2 * AUTOSCALER_GROUPS_MAX);
     ca_status_free(&s);
 
+    /* a mapping of many keys (the check of distinct keys is quadratic in them) */
+    at = 0;
+    for (unsigned i = 0; i <= AUTOSCALER_MAP_KEYS_MAX; i++)
+        at += (size_t)snprintf(yaml + at, cap - at, "k%u: 1\n", i);
+    CHECK(parse_str(yaml, &s, &d) == -1);
+    CHECK_CONTAINS(d.msg, "more than 64 keys");
+    CHECK(d.line == 1 && d.column == 1);
+    ca_status_free(&s);
+    yaml[at - strlen("k64: 1\n")] = '\0';
+    CHECK(parse_str(yaml, &s, &d) == 0); /* 64 unknown keys: ignored */
+    ca_status_free(&s);
+
     /* a status larger than a ConfigMap holds is refused before it is read */
     huge = malloc(AUTOSCALER_STATUS_MAX_BYTES + 2);
     memset(huge, '#', AUTOSCALER_STATUS_MAX_BYTES + 1);
@@ -628,8 +640,68 @@ static void test_karpenter_errors(void)
                       "requirements[0] must be an object with a string key");
 }
 
+/* Whether node labels (JSON, single quotes) are group id's. */
+static bool in_group(const char *id, const char *labels_json)
+{
+    struct ca_group g;
+    char buf[512];
+    yyjson_doc *doc;
+    bool r;
+
+    memset(&g, 0, sizeof(g));
+    snprintf(g.name, sizeof(g.name), "%s", id);
+    snprintf(buf, sizeof(buf), "%s", labels_json);
+    for (char *q = buf; *q; q++)
+        if (*q == '\'')
+            *q = '"';
+    doc = yyjson_read(buf, strlen(buf), 0);
+    r = ca_group_has_node(&g, yyjson_doc_get_root(doc));
+    yyjson_doc_free(doc);
+    return r;
+}
+
+/* Node groups to nodes, per provider, with the near misses a substring match would take
+ * (AUTOSCALER.md 1.5: the ASG, MIG and VMSS name forms). */
+static void test_group_nodes(void)
+{
+    const char *eks = "{'eks.amazonaws.com/nodegroup':'gpu'}";
+
+    CHECK(in_group("gpu", eks));
+    CHECK(in_group("eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", eks));
+    CHECK(!in_group("eks-gpu-large-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", eks));
+    CHECK(!in_group("eks-gpu-3ec8e5b6", eks));
+    CHECK(!in_group("eks-gpux-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", eks));
+    CHECK(in_group("eksctl-ml-nodegroup-gpu-NodeGroup-1A2B3C",
+                   "{'alpha.eksctl.io/nodegroup-name':'gpu'}"));
+    CHECK(!in_group("eksctl-ml-nodegroup-gpu-large-NodeGroup-1A2B3C",
+                    "{'alpha.eksctl.io/nodegroup-name':'gpu'}"));
+    CHECK(in_group("gpu.ml.example.com", "{'kops.k8s.io/instancegroup':'gpu'}"));
+    CHECK(!in_group("gpu-large.ml.example.com", "{'kops.k8s.io/instancegroup':'gpu'}"));
+    CHECK(in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                   "instanceGroups/gke-ml-gpu-5e6f7a8b-grp",
+                   "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    CHECK(!in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                    "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
+                    "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    CHECK(in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                   "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
+                   "{'cloud.google.com/gke-nodepool':'default-pool'}"));
+    CHECK(in_group("aks-gpu-17816125-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));
+    CHECK(in_group("aks-gpu-17816125-vmss", "{'agentpool':'gpu'}"));
+    CHECK(!in_group("aks-gpu2-17816125-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));
+    CHECK(!in_group("aks-gpu-x-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));
+    CHECK(in_group("MachineDeployment/default/gpu-md",
+                   "{'cluster.x-k8s.io/deployment-name':'gpu-md'}"));
+    CHECK(!in_group("MachineDeployment/default/gpu-md-2",
+                    "{'cluster.x-k8s.io/deployment-name':'gpu-md'}"));
+    /* a Karpenter node is no CA group's, whatever else it carries */
+    CHECK(!in_group("gpu", "{'eks.amazonaws.com/nodegroup':'gpu','karpenter.sh/nodepool':'gpu'}"));
+    CHECK(!in_group("gpu", "{}"));
+}
+
 int main(void)
 {
+    RUN(test_group_nodes);
     RUN(test_yaml_status_test);
     RUN(test_text_eks);
     RUN(test_text_aks_cut);

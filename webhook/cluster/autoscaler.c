@@ -316,11 +316,15 @@ static bool ynull(const struct yamltree_node *n)
            (n->kind == YAMLTREE_SCALAR && n->plain && yamltree_resolve(n->s) == YAMLTREE_NULL);
 }
 
-/* Checks that n is a mapping with distinct scalar keys. */
+/* Checks that n is a mapping with distinct scalar keys, at most AUTOSCALER_MAP_KEYS_MAX of them:
+ * CA's mappings have a handful (clusterstate/api/types.go), and the check of distinct keys is
+ * quadratic in them. */
 static int ymap(const struct yamltree_node *n, const char *path, struct diag *d)
 {
     if (n->kind != YAMLTREE_MAP)
         return ynode_err(d, n, "%s must be a mapping", path);
+    if (n->n / 2 > AUTOSCALER_MAP_KEYS_MAX)
+        return ynode_err(d, n, "%s: more than %u keys", path, AUTOSCALER_MAP_KEYS_MAX);
     for (size_t i = 0; i < n->n; i += 2) {
         if (n->kids[i]->kind != YAMLTREE_SCALAR)
             return ynode_err(d, n->kids[i], "%s: keys must be strings", path);
@@ -595,6 +599,14 @@ void karpenter_pool_free(struct karpenter_pool *p)
         free(p->labels[i].key);
         free(p->labels[i].value);
     }
+    for (size_t i = 0; i < p->n_reqs; i++) {
+        free(p->reqs[i].key);
+        free(p->reqs[i].op);
+        for (size_t k = 0; p->reqs[i].values != NULL && k < p->reqs[i].n_values; k++)
+            free(p->reqs[i].values[k]);
+        free(p->reqs[i].values);
+    }
+    free(p->reqs);
     free(p->taints);
     free(p->labels);
     free(p->limits);
@@ -776,6 +788,64 @@ static int gpu_requirement(yyjson_val *r, size_t at, struct karpenter_pool *p, s
     return 0;
 }
 
+/* One requirement kept for karpenter_pool_may_label(). */
+static int pool_req(yyjson_val *r, size_t i, struct karpenter_pool *p, struct diag *d)
+{
+    yyjson_val *op = yyjson_obj_get(r, "operator"), *values = yyjson_obj_get(r, "values"), *v;
+    struct karpenter_req *q;
+    size_t k, max;
+
+    if (!yyjson_is_str(op) || has_nul(op) || (values != NULL && !yyjson_is_arr(values)) ||
+        yyjson_arr_size(values) > KARPENTER_REQS_MAX)
+        return fail(d, 0, 0,
+                    "NodePool %s: spec.template.spec.requirements[%zu]: an operator and at most "
+                    "%u values",
+                    p->name, i, KARPENTER_REQS_MAX);
+    if (p->n_reqs == KARPENTER_REQS_MAX)
+        return fail(d, 0, 0, "NodePool %s: more than %u requirements", p->name, KARPENTER_REQS_MAX);
+    if (p->n_reqs == 0 && (p->reqs = calloc(KARPENTER_REQS_MAX, sizeof(*p->reqs))) == NULL)
+        return fail(d, 0, 0, "out of memory");
+    q = &p->reqs[p->n_reqs++];
+    q->key = dup_str(yyjson_obj_get(r, "key"));
+    q->op = dup_str(op);
+    q->values = calloc(yyjson_arr_size(values) + 1, sizeof(*q->values));
+    if (q->key == NULL || q->op == NULL || q->values == NULL)
+        return fail(d, 0, 0, "out of memory");
+    yyjson_arr_foreach (values, k, max, v) {
+        if (!yyjson_is_str(v) || has_nul(v))
+            return fail(d, 0, 0,
+                        "NodePool %s: spec.template.spec.requirements[%zu].values[%zu] must be a "
+                        "string",
+                        p->name, i, k);
+        if ((q->values[q->n_values] = dup_str(v)) == NULL)
+            return fail(d, 0, 0, "out of memory");
+        q->n_values++;
+    }
+    return 0;
+}
+
+bool karpenter_pool_may_label(const struct karpenter_pool *p, const char *key, const char *value)
+{
+    if (strcmp(key, "karpenter.sh/nodepool") == 0)
+        return strcmp(value, p->name) == 0;
+    for (size_t i = 0; i < p->n_labels; i++)
+        if (strcmp(p->labels[i].key, key) == 0 && strcmp(p->labels[i].value, value) != 0)
+            return false;
+    for (size_t i = 0; i < p->n_reqs; i++) {
+        const struct karpenter_req *q = &p->reqs[i];
+        bool listed = false;
+
+        if (strcmp(q->key, key) != 0)
+            continue;
+        for (size_t k = 0; k < q->n_values; k++)
+            listed = listed || strcmp(q->values[k], value) == 0;
+        if ((strcmp(q->op, "In") == 0 && !listed) || (strcmp(q->op, "NotIn") == 0 && listed) ||
+            strcmp(q->op, "DoesNotExist") == 0)
+            return false;
+    }
+    return true;
+}
+
 static int pool_requirements(yyjson_val *arr, struct karpenter_pool *p, struct diag *d)
 {
     yyjson_val *r;
@@ -796,6 +866,8 @@ static int pool_requirements(yyjson_val *arr, struct karpenter_pool *p, struct d
                         p->name, i);
         if (json_str_is(key, "karpenter.k8s.aws/instance-gpu-count") &&
             gpu_requirement(r, i, p, d) < 0)
+            return -1;
+        if (pool_req(r, i, p, d) < 0)
             return -1;
     }
     return 0;
@@ -886,19 +958,18 @@ int64_t karpenter_pool_headroom(const struct karpenter_pool *p, const char *reso
 
 /* ---- nodes of a group ---- */
 
-static bool starts(const char *s, const char *a, const char *b, const char *c)
+/* s is a + b + the rest; the rest, or NULL. */
+static const char *after(const char *s, const char *a, const char *b)
 {
-    size_t na = strlen(a), nb = strlen(b), nc = strlen(c);
+    size_t na = strlen(a), nb = strlen(b);
 
-    return strncmp(s, a, na) == 0 && strncmp(s + na, b, nb) == 0 &&
-           strncmp(s + na + nb, c, nc) == 0;
+    return strncmp(s, a, na) == 0 && strncmp(s + na, b, nb) == 0 ? s + na + nb : NULL;
 }
 
-static bool ends_with(const char *s, const char *tail)
+/* n characters of s, all of set; s[n] is the end or stop. */
+static bool run_of(const char *s, size_t n, const char *set, const char *stop)
 {
-    size_t n = strlen(s), m = strlen(tail);
-
-    return n >= m && strcmp(s + n - m, tail) == 0;
+    return strspn(s, set) == n && strncmp(s + n, stop, strlen(stop) + 1) == 0;
 }
 
 static const char *label(yyjson_val *labels, const char *key)
@@ -908,40 +979,74 @@ static const char *label(yyjson_val *labels, const char *key)
     return v != NULL && v[0] != '\0' ? v : NULL;
 }
 
+/* -UUID at the end, in 8-4-4-4-12 hex digits (an EKS managed node group's ASG). */
+static bool uuid_tail(const char *s)
+{
+    static const size_t parts[] = {8, 4, 4, 4, 12};
+    static const char hex[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < 5; i++) {
+        if (s == NULL || *s != '-' || strspn(s + 1, hex) < parts[i])
+            return false;
+        s += 1 + parts[i];
+    }
+    return *s == '\0';
+}
+
 bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels)
 {
-    const char *id = g->name, *v, *seg;
-    char mid[320];
+    const char *id = g->name, *v, *rest, *seg = strrchr(g->name, '/');
+    size_t n;
 
+    seg = seg != NULL ? seg + 1 : id;
     if (label(labels, "karpenter.sh/nodepool") != NULL)
         return false;
+    /* eks-NG-UUID: the rest must be the UUID, so that eks-gpu-large-UUID is not gpu's */
     if ((v = label(labels, "eks.amazonaws.com/nodegroup")) != NULL &&
-        (strcmp(id, v) == 0 || starts(id, "eks-", v, "-")))
+        (strcmp(id, v) == 0 || uuid_tail(after(id, "eks-", v))))
         return true;
-    if ((v = label(labels, "alpha.eksctl.io/nodegroup-name")) != NULL &&
-        (strcmp(id, v) == 0 ||
-         (snprintf(mid, sizeof(mid), "-nodegroup-%s-", v) < (int)sizeof(mid) &&
-          strncmp(id, "eksctl-", 7) == 0 && strstr(id, mid) != NULL)))
-        return true;
+    /* eksctl-CLUSTER-nodegroup-NG-NodeGroup-SUFFIX (its CloudFormation stack's ASG) */
+    if ((v = label(labels, "alpha.eksctl.io/nodegroup-name")) != NULL) {
+        const char *at = strncmp(id, "eksctl-", 7) == 0 ? strstr(id, "-nodegroup-") : NULL;
+
+        for (; at != NULL; at = strstr(at + 1, "-nodegroup-"))
+            if ((rest = after(at, "-nodegroup-", v)) != NULL &&
+                strncmp(rest, "-NodeGroup-", 11) == 0)
+                return true;
+        if (strcmp(id, v) == 0)
+            return true;
+    }
+    /* kops: IG.CLUSTER */
     if ((v = label(labels, "kops.k8s.io/instancegroup")) != NULL &&
-        (strcmp(id, v) == 0 || starts(id, v, ".", "")))
+        (strcmp(id, v) == 0 || after(id, v, ".") != NULL))
         return true;
+    /* GKE: .../instanceGroups/gke-CLUSTER-POOL-HASH-grp, HASH 8 hex digits: POOL must end right
+     * before the hash, so that a cluster named ml-gpu-prod is no pool gpu */
     if ((v = label(labels, "cloud.google.com/gke-nodepool")) != NULL) {
-        seg = strrchr(id, '/') ? strrchr(id, '/') + 1 : id;
-        if (strcmp(id, v) == 0 ||
-            (strncmp(seg, "gke-", 4) == 0 && ends_with(seg, "-grp") &&
-             snprintf(mid, sizeof(mid), "-%s-", v) < (int)sizeof(mid) && strstr(seg, mid) != NULL))
+        n = strlen(seg);
+        if (strcmp(id, v) == 0 || strcmp(seg, v) == 0)
             return true;
+        if (strncmp(seg, "gke-", 4) == 0 && n > 4 + strlen(v) + 1 + 8 + 4) {
+            const char *tail = seg + n - (8 + 4); /* HASH-grp */
+            const char *pool = tail - 1 - strlen(v);
+
+            if (run_of(tail, 8, "0123456789abcdef", "-grp") && pool[-1] == '-' &&
+                strncmp(pool, v, strlen(v)) == 0 && pool[strlen(v)] == '-')
+                return true;
+        }
     }
+    /* AKS: aks-POOL-NUMBER-vmss */
     if (((v = label(labels, "kubernetes.azure.com/agentpool")) != NULL ||
-         (v = label(labels, "agentpool")) != NULL) &&
-        (strcmp(id, v) == 0 || (starts(id, "aks-", v, "-") && ends_with(id, "-vmss"))))
-        return true;
-    if ((v = label(labels, "cluster.x-k8s.io/deployment-name")) != NULL) {
-        seg = strrchr(id, '/') ? strrchr(id, '/') + 1 : id;
-        if (strcmp(seg, v) == 0)
+         (v = label(labels, "agentpool")) != NULL)) {
+        if (strcmp(id, v) == 0)
+            return true;
+        if ((rest = after(id, "aks-", v)) != NULL && rest[0] == '-' &&
+            (n = strspn(rest + 1, "0123456789")) > 0 && strcmp(rest + 1 + n, "-vmss") == 0)
             return true;
     }
+    /* Cluster API: KIND/NAMESPACE/NAME */
+    if ((v = label(labels, "cluster.x-k8s.io/deployment-name")) != NULL && strcmp(seg, v) == 0)
+        return true;
     return false;
 }
 

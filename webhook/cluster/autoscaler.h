@@ -94,6 +94,14 @@ struct karpenter_label {
     char *key, *value;
 };
 
+/* A requirement of spec.template.spec.requirements (a NodeSelectorRequirement: what labels the
+ * pool's nodes may carry). */
+struct karpenter_req {
+    char *key, *op;
+    char **values;
+    size_t n_values;
+};
+
 struct karpenter_pool {
     char name[254];                         /* metadata.name (a DNS subdomain) */
     struct karpenter_amount *limits, *used; /* spec.limits, status.resources */
@@ -106,6 +114,8 @@ struct karpenter_pool {
     size_t n_taints;
     struct karpenter_label *labels; /* spec.template.metadata.labels */
     size_t n_labels;
+    struct karpenter_req *reqs; /* spec.template.spec.requirements, at most KARPENTER_REQS_MAX */
+    size_t n_reqs;
     /* From the spec.template.spec.requirements on karpenter.k8s.aws/instance-gpu-count: the
      * fewest and most GPUs a node of the pool may have. In: its smallest and largest value;
      * Gt v: min v + 1; Gte v: min v; Lt v: max v - 1; Lte v: max v. min 0 and max -1 when
@@ -127,6 +137,11 @@ const struct karpenter_amount *karpenter_pool_limit(const struct karpenter_pool 
  * and the result 0, when the pool has no limit on resource. */
 int64_t karpenter_pool_headroom(const struct karpenter_pool *p, const char *resource,
                                 bool *bounded);
+
+/* Whether a node of p may carry label key=value: its template's labels and requirements (In,
+ * NotIn, Exists, DoesNotExist; Gt and Lt are not judged) and karpenter.sh/nodepool=NAME, the label
+ * Karpenter gives its nodes. */
+bool karpenter_pool_may_label(const struct karpenter_pool *p, const char *key, const char *value);
 
 /* Whether a node (its labels) is one of p's: karpenter.sh/nodepool=NAME. */
 bool karpenter_pool_has_node(const struct karpenter_pool *p, yyjson_val *labels);
