@@ -119,6 +119,13 @@
 /* Bytes of an unbound pod's PodScheduled message the view keeps (kube-scheduler's message lists
  * one "N reason" entry per distinct reason, a few hundred bytes; a longer one is cut). */
 #define PENDING_MESSAGE_MAX 8192u
+/* Node names one reason of one pod lists in gpuadmit explain -o json and /debug/explain (its
+ * nodeCount says how many there are); and the pods /debug/explain answers with at most. */
+#define PENDING_NODES_LISTED_MAX 50u
+#define PENDING_DEBUG_PODS_MAX   200u
+/* Distinct pod specs one scrape of gpuadmit_pending_gpu_pods replays (each against every node);
+ * the pods of others count as unexplained. */
+#define PENDING_COUNT_SPECS_MAX 2000u
 /* node-selector labels checked against the cluster view's GPU nodes; past this many, none is */
 #define SELECTOR_LABELS_MAX 32u
 
@@ -201,9 +208,11 @@
 #define AUTOSCALER_GROUPS_MAX       4096u
 #define AUTOSCALER_YAML_DEPTH_MAX   16u
 #define AUTOSCALER_YAML_NODES_MAX   (100u * AUTOSCALER_GROUPS_MAX)
+#define AUTOSCALER_MAP_KEYS_MAX     64u  /* keys of one mapping (CA's have under 20) */
 #define KARPENTER_RESOURCES_MAX     64u  /* spec.limits, status.resources */
 #define KARPENTER_TAINTS_MAX        64u  /* spec.template.spec.taints */
 #define KARPENTER_LABELS_MAX        256u /* spec.template.metadata.labels */
+#define KARPENTER_REQS_MAX          64u  /* spec.template.spec.requirements, and values of one */
 
 /* gpuadmit test (suite.c): suite files one run reads, and subdirectory levels it looks into. */
 #define SUITE_FILES_MAX 1000u

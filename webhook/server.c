@@ -361,14 +361,16 @@ static enum MHD_Result route_debug_view(struct server *s, struct MHD_Connection 
 }
 
 /* Why GPU pods are Pending (gpuadmit explain -o json), for ?namespace=NS&name=NAME (both
- * optional; NAME as gpuadmit explain takes it, e.g. replicaset/trainer). A name that is no
- * kind gpuadmit explains is a 400. */
+ * optional; NAME as gpuadmit explain takes it, e.g. replicaset/trainer), the first
+ * PENDING_DEBUG_PODS_MAX pods (morePods counts the others). A name that is no kind gpuadmit
+ * explains is a 400. */
 static enum MHD_Result route_debug_explain(struct server *s, struct MHD_Connection *c,
                                            struct request *rq)
 {
     const char *ns = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "namespace");
     const char *name = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "name");
-    struct pending_query q = {ns != NULL && ns[0] ? ns : NULL, &name, name != NULL && name[0]};
+    struct pending_query q = {ns != NULL && ns[0] ? ns : NULL, &name, name != NULL && name[0],
+                              PENDING_DEBUG_PODS_MAX};
     const char *no = debug_refusal(s);
     yyjson_mut_doc *doc;
     struct diag d;

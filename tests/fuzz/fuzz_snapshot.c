@@ -78,7 +78,7 @@ static void decide(struct cluster *c)
 static void explain(struct cluster *c)
 {
     static const char *const names[] = {"rs/a", "deployment/a", "p", "job/x"};
-    struct pending_query all = {NULL, NULL, 0}, some = {"ml", names, 4};
+    struct pending_query all = {NULL, NULL, 0, 0}, some = {"ml", names, 4, 1};
     uint64_t n[PENDING_CODES + 1], sum = 0;
     struct diag d;
     yyjson_mut_doc *doc;

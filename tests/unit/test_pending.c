@@ -67,7 +67,7 @@ static void cls(struct cluster *c, const char *name, long value, const char *pol
 
 static yyjson_doc *explain_doc(struct cluster *c, const char *const *names, size_t n)
 {
-    struct pending_query q = {NULL, names, n};
+    struct pending_query q = {NULL, names, n, 0};
     struct diag d;
     yyjson_mut_doc *m;
     yyjson_doc *doc;
@@ -290,16 +290,20 @@ static void test_node_not_ready(void)
 
     node(c, "gpu-a", 4, 4, "",
          "'taints':[{'key':'node.kubernetes.io/not-ready','effect':'NoSchedule'}]", "False");
-    node(c, "gpu-b", 4, 4, "", "", "False"); /* the taint not yet added */
+    node(c, "gpu-b", 4, 4, "",
+         "'taints':[{'key':'node.kubernetes.io/unreachable','effect':'NoExecute'}]", "Unknown");
     waiting(c, "p", 1, "");
     CHECK_STR(codes(c, "p"), "node-not-ready");
     CHECK_CONTAINS(message(c, "p", "node-not-ready"), "2 nodes are not Ready: gpu-a, gpu-b");
-    /* near miss: a pod that tolerates the not-ready taint may go to gpu-a */
+    /* near misses: a pod that tolerates the not-ready taint may go to gpu-a; a NotReady node
+     * whose taint has not come yet passes too (kube-scheduler has no Ready filter) */
     waiting(c, "q", 1,
             ",'tolerations':[{'key':'node.kubernetes.io/not-ready','operator':'Exists'}]");
     CHECK_STR(codes(c, "q"), "node-not-ready");
     CHECK_CONTAINS(message(c, "q", "node-not-ready"), "1 node is not Ready: gpu-b");
     CHECK(fits(c, "q") == 1);
+    node(c, "gpu-c", 4, 4, "", "", "False");
+    CHECK(fits(c, "p") == 1);
     cluster_free(c);
 }
 
@@ -410,7 +414,7 @@ static void test_preemption_possible(void)
 
     cls(c, "hi", 100, "PreemptLowerPriority");
     waiting(c, "p", 1, ",'priorityClassName':'hi','priority':100");
-    CHECK_STR(codes(c, "p"), "insufficient,preemption-possible");
+    CHECK_STR(codes(c, "p"), "preemption-possible,insufficient");
     CHECK_CONTAINS(message(c, "p", "preemption-possible"),
                    "pods of lower priority than its 100: they hold 8 nvidia.com/gpu on 2 nodes "
                    "where that makes room (8 in namespace ns at priority 5)");
@@ -431,7 +435,7 @@ static void test_no_priority_class(void)
     cls(c, "top", 1000, "PreemptLowerPriority");
     cls(c, "system-cluster-critical", 2000000000, "PreemptLowerPriority");
     waiting(c, "p", 1, "");
-    CHECK_STR(codes(c, "p"), "insufficient,no-priority-class");
+    CHECK_STR(codes(c, "p"), "no-priority-class,insufficient");
     /* the least disruptive class that makes room: hi, not top, not a system class */
     CHECK_CONTAINS(message(c, "p", "no-priority-class"),
                    "names no PriorityClass (priority 0), so it preempts nothing; 8 nvidia.com/gpu "
@@ -482,7 +486,7 @@ static void test_no_priority_class_spares_siblings(void)
     }
     cls(c, "three", 3, "PreemptLowerPriority");
     cls(c, "hi", 100, "PreemptLowerPriority");
-    CHECK_STR(codes(c, "r-4"), "insufficient,no-priority-class");
+    CHECK_STR(codes(c, "r-4"), "no-priority-class,insufficient");
     CHECK_CONTAINS(message(c, "r-4", "no-priority-class"),
                    "4 nvidia.com/gpu on 1 node are held by pods below PriorityClass hi (100) (4 in "
                    "namespace ns at priority 5)");
@@ -577,7 +581,7 @@ static void test_node_group_at_max(void)
 
     ca_status(c, "eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", 2, 2, "NoActivity", "");
     waiting(c, "p", 1, TOLERATES_GPU);
-    CHECK_STR(codes(c, "p"), "insufficient,node-group-at-max");
+    CHECK_STR(codes(c, "p"), "node-group-at-max,insufficient");
     CHECK_CONTAINS(message(c, "p", "node-group-at-max"),
                    "node group eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11, which could hold the "
                    "pod, is at its max size (2 of maxSize 2): Cluster Autoscaler adds no node to "
@@ -612,7 +616,7 @@ static void test_autoscaler_backoff(void)
               "        errorMessage: \"We currently do not have sufficient p4d.24xlarge "
               "capacity\"\n");
     waiting(c, "p", 1, TOLERATES_GPU);
-    CHECK_STR(codes(c, "p"), "insufficient,autoscaler-backoff");
+    CHECK_STR(codes(c, "p"), "autoscaler-backoff,insufficient");
     CHECK_CONTAINS(message(c, "p", "autoscaler-backoff"),
                    "node group gpu, which could hold the pod, is in backoff after a failed "
                    "scale-up (InsufficientInstanceCapacity: We currently do not have sufficient "
@@ -650,7 +654,7 @@ static void test_nodepool_limit(void)
 
     nodepool(c, "16", "16", "'1'");
     waiting(c, "p", 1, TOLERATES_GPU);
-    CHECK_STR(codes(c, "p"), "insufficient,nodepool-limit");
+    CHECK_STR(codes(c, "p"), "nodepool-limit,insufficient");
     CHECK_CONTAINS(message(c, "p", "nodepool-limit"),
                    "NodePool gpu, whose nodes could hold the pod, has 0 nvidia.com/gpu left of its "
                    "limit of 16 (spec.limits less status.resources), and a node of it needs 1");
@@ -669,6 +673,25 @@ static void test_nodepool_limit(void)
                                                       "16 (spec.limits less status.resources), "
                                                       "and a node of it needs 8");
     cluster_free(c);
+    /* a pool the pod selects away from, by name or by a requirement; and a cpu limit spent */
+    c = two_nodes(4, 4, 0);
+    nodepool(c, "16", "16", "'1'");
+    waiting(c, "byname", 1, TOLERATES_GPU ",'nodeSelector':{'karpenter.sh/nodepool':'other'}");
+    CHECK(strstr(codes(c, "byname"), "nodepool-limit") == NULL);
+    waiting(c, "bygpus", 1,
+            TOLERATES_GPU ",'nodeSelector':{'karpenter.k8s.aws/instance-gpu-count':'8'}");
+    CHECK(strstr(codes(c, "bygpus"), "nodepool-limit") == NULL);
+    waiting(c, "same", 1, TOLERATES_GPU ",'nodeSelector':{'karpenter.sh/nodepool':'gpu'}");
+    CHECK(strstr(codes(c, "same"), "nodepool-limit") != NULL);
+    apply(c, CLUSTER_NODEPOOLS, "MODIFIED",
+          "{'apiVersion':'karpenter.sh/v1','kind':'NodePool','metadata':{'name':'gpu'},"
+          "'spec':{'limits':{'cpu':'64'},'template':{'spec':{'nodeClassRef':{'group':"
+          "'karpenter.k8s.aws','kind':'EC2NodeClass','name':'default'}}}},"
+          "'status':{'resources':{'cpu':'64'}}}");
+    waiting(c, "cpu", 1, "");
+    CHECK_CONTAINS(message(c, "cpu", "nodepool-limit"),
+                   "has used all of its limit of 64 cpu (spec.limits, status.resources)");
+    cluster_free(c);
     /* near miss: 4 left, nodes of 1 to 4 */
     c = two_nodes(4, 4, 0);
     nodepool(c, "16", "12", "'1','4'");
@@ -682,7 +705,7 @@ static void test_names(void)
     struct cluster *c = two_nodes(4, 3, 5);
     const char *const names[] = {"replicaset/train", "pod/p", "rs/gone", "job/nothing"};
     const char *const bad[] = {"cronjob/x"};
-    struct pending_query q = {NULL, bad, 1};
+    struct pending_query q = {NULL, bad, 1, 0};
     struct diag d;
     yyjson_doc *doc;
     yyjson_val *root;
@@ -760,6 +783,87 @@ static void test_count(void)
     cluster_free(c);
 }
 
+/* Review findings: kube-scheduler counts pods nominated to a node, of equal or higher
+ * priority, as if they were there (framework/runtime/framework.go,
+ * RunFilterPluginsWithNominatedPods); a view without nodes; an AMD request on an NVIDIA node;
+ * a workload's replicas in the owner's count; the caps on what is listed. */
+static void test_review_findings(void)
+{
+    struct cluster *c = two_nodes(4, 0, 5);
+    const char *const one[] = {"rs/r"};
+    struct pending_query q = {NULL, NULL, 0, 1};
+    struct diag d;
+    yyjson_mut_doc *m;
+    yyjson_doc *doc;
+
+    waiting(c, "hi", 4, ",'priority':1000");
+    apply(c, CLUSTER_PODS, "MODIFIED",
+          "{'kind':'Pod','metadata':{'name':'hi','namespace':'ml'},'spec':{'priority':1000,"
+          "'containers':[{'name':'c','resources':{'limits':{'nvidia.com/gpu':'4'}}}]},"
+          "'status':{'phase':'Pending','nominatedNodeName':'gpu-b'}}");
+    waiting(c, "lo", 1, "");
+    CHECK_STR(codes(c, "lo"), "insufficient"); /* gpu-b is the nominated pod's */
+    CHECK_CONTAINS(message(c, "lo", "insufficient"), "gpu-b 0/4 free");
+    CHECK(fits(c, "hi") == 1); /* a pod's own nomination is no obstacle to itself */
+    waiting(c, "top", 1, ",'priority':2000");
+    CHECK(fits(c, "top") == 1); /* nor to a pod of higher priority */
+    /* the debug endpoint's cap */
+    diag_clear(&d);
+    m = pending_explain(c, &q, &d);
+    doc = json_freeze(yyjson_mut_doc_get_root(m));
+    CHECK(yyjson_arr_size(yyjson_obj_get(yyjson_doc_get_root(doc), "pods")) == 1);
+    CHECK(yyjson_get_sint(yyjson_obj_get(yyjson_doc_get_root(doc), "morePods")) == 2);
+    yyjson_doc_free(doc);
+    yyjson_mut_doc_free(m);
+    cluster_free(c);
+
+    c = empty_view();
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    CHECK_STR(message(c, "p", "insufficient"), "the view holds no node to place it on");
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'amd','namespace':'ml'},'spec':{'containers':[{"
+          "'name':'c','resources':{'limits':{'amd.com/gpu':'1'}}}]},'status':{'phase':'Pending'}}");
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'gpu-x','labels':{'nvidia.com/gpu.present':'true'}},"
+          "'status':{'conditions':[{'type':'Ready','status':'True'}],'capacity':{'cpu':'8'},"
+          "'allocatable':{'cpu':'8'}}}");
+    CHECK_STR(codes(c, "amd"), "insufficient"); /* not NVIDIA's plugin to blame */
+    CHECK_STR(codes(c, "p"), "device-plugin-down");
+    cluster_free(c);
+
+    /* 60 full nodes: 50 names listed, 60 counted; a ReplicaSet of 3 replicas with 1 pod seen */
+    c = empty_view();
+    for (int i = 0; i < 60; i++) {
+        char name[16], pod[16];
+
+        snprintf(name, sizeof(name), "n-%02d", i);
+        snprintf(pod, sizeof(pod), "u-%02d", i);
+        node(c, name, 1, 1, "", "", "True");
+        pod_at(c, "ADDED", pod, name, 0, "nvidia.com/gpu", 1);
+    }
+    apply(c, CLUSTER_REPLICASETS, "ADDED",
+          "{'kind':'ReplicaSet','metadata':{'name':'r','namespace':'ml'},'spec':{'replicas':3,"
+          "'template':{'spec':{'containers':[{'name':'c','resources':{'limits':{"
+          "'nvidia.com/gpu':'1'}}}]}}}}");
+    apply(c, CLUSTER_PODS, "ADDED",
+          "{'kind':'Pod','metadata':{'name':'r-0','namespace':'ml','ownerReferences':[{"
+          "'kind':'ReplicaSet','name':'r','controller':true}]},'spec':{'containers':[{'name':'c',"
+          "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]},'status':{'phase':'Pending'}}");
+    doc = explain_doc(c, one, 1);
+    {
+        yyjson_val *pod = pod_of(doc, "r-0"),
+                   *r = yyjson_arr_get_first(yyjson_obj_get(pod, "reasons"));
+
+        CHECK(yyjson_get_sint(yyjson_obj_get(yyjson_obj_get(pod, "owner"), "pods")) == 3);
+        CHECK(yyjson_arr_size(yyjson_obj_get(r, "nodes")) == PENDING_NODES_LISTED_MAX);
+        CHECK(yyjson_get_sint(yyjson_obj_get(r, "nodeCount")) == 60);
+        CHECK_CONTAINS(yyjson_get_str(yyjson_obj_get(r, "message")), "and 52 more");
+    }
+    yyjson_doc_free(doc);
+    cluster_free(c);
+}
+
 static void test_codes_named(void)
 {
     CHECK_STR(pending_code_name(PENDING_INSUFFICIENT), "insufficient");
@@ -792,6 +896,7 @@ int main(void)
     RUN(test_nodepool_limit);
     RUN(test_names);
     RUN(test_count);
+    RUN(test_review_findings);
     RUN(test_codes_named);
     TEST_MAIN_END("test_pending");
 }

@@ -130,6 +130,8 @@ static int parse_args(int argc, char **argv, struct explain_opts *o)
             return -1;
         }
     }
+    while (optind < argc) /* after "--" */
+        o->names[o->n_names++] = argv[optind++];
     if ((o->snapshot != NULL) == (o->kubeconfig != NULL)) {
         fprintf(stderr, "gpuadmit explain: give one of --cluster-snapshot and --kubeconfig\n");
         return -1;
@@ -243,7 +245,7 @@ int explain_main(int argc, char **argv)
     diag_clear(&d);
     view = o.snapshot ? offline_load_snapshot(o.snapshot, &d)
                       : offline_list_live(o.kubeconfig, o.timeout_s, &d);
-    q = (struct pending_query){o.ns, o.names, o.n_names};
+    q = (struct pending_query){o.ns, o.names, o.n_names, 0};
     if (view == NULL || (out = pending_explain(view, &q, &d)) == NULL) {
         fprintf(stderr, "gpuadmit explain: %s\n", diag_format(&d, text, sizeof(text)));
         goto out;

@@ -233,13 +233,38 @@ static void node_free(void *ctx, void *p)
 
 static void vdoc_unref(struct vdoc *v);
 
+static struct vstr *vstr_new(const char *s)
+{
+    size_t n = strlen(s);
+    struct vstr *v = malloc(sizeof(*v) + n + 1);
+
+    if (v != NULL) {
+        v->refs = 1;
+        memcpy(v->s, s, n + 1);
+    }
+    return v;
+}
+
+static struct vstr *vstr_ref(struct vstr *v)
+{
+    if (v != NULL)
+        v->refs++;
+    return v;
+}
+
+static void vstr_unref(struct vstr *v)
+{
+    if (v != NULL && --v->refs == 0)
+        free(v);
+}
+
 static void vpending_free(struct vpending *p)
 {
     if (p == NULL)
         return;
     vdoc_unref(p->spec);
     free(p->cond_reason);
-    free(p->cond_message);
+    vstr_unref(p->cond_message);
     free(p->scheduler);
     free(p->nominated);
     free(p->gate);
@@ -646,7 +671,10 @@ static struct vpending *vpending_from_json(yyjson_val *obj)
         if (strcmp(str_at(cond, "type"), "PodScheduled") == 0 &&
             strcmp(str_at(cond, "status"), "False") == 0) {
             p->cond_reason = str_keep(str_at(cond, "reason"), 256);
-            p->cond_message = str_keep(str_at(cond, "message"), PENDING_MESSAGE_MAX);
+            char *msg = str_keep(str_at(cond, "message"), PENDING_MESSAGE_MAX);
+
+            p->cond_message = msg != NULL ? vstr_new(msg) : NULL;
+            free(msg);
             break;
         }
     }
@@ -985,6 +1013,7 @@ static void waiter_free(void *ctx, void *p)
         free(w->key);
         vdoc_unref(w->spec_doc);
         vdoc_unref(w->pod_spec);
+        vstr_unref(w->pod_message);
     }
     free(w);
 }
@@ -1244,6 +1273,17 @@ static void waiter_add_pod(struct cluster *c, struct vpod *v, yyjson_val *obj)
             w->pod_spec = vdoc_ref(spec);
         }
         v->pend->spec = spec;
+    }
+    if (w != NULL && v->pend != NULL && v->pend->cond_message != NULL) {
+        struct vstr *m = v->pend->cond_message;
+
+        if (w->pod_message != NULL && strcmp(w->pod_message->s, m->s) == 0) {
+            v->pend->cond_message = vstr_ref(w->pod_message);
+            vstr_unref(m);
+        } else {
+            vstr_unref(w->pod_message);
+            w->pod_message = vstr_ref(m);
+        }
     }
     if (w == NULL || (v->owner = strdup(key)) == NULL)
         return;

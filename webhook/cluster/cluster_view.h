@@ -77,15 +77,23 @@ struct pod_res {
     int64_t n;
 };
 
+/* A string shared by reference: the PodScheduled messages of the pods of one controller, which
+ * are mostly the same, are kept once. */
+struct vstr {
+    unsigned refs;
+    char s[];
+};
+
 /* What an unbound pod says of its scheduling, for the explainer (pending.c). */
 struct vpending {
-    struct vdoc *spec;  /* one reference: its trimmed spec (shared with the pods of its waiter
-                           whose trimmed spec is the same) */
-    char *cond_reason;  /* PodScheduled=False: its reason ("Unschedulable"), or NULL */
-    char *cond_message; /* and its message, verbatim up to PENDING_MESSAGE_MAX bytes */
-    char *scheduler;    /* spec.schedulerName other than default-scheduler, or NULL */
-    char *nominated;    /* status.nominatedNodeName, or NULL */
-    char *gate;         /* the first of spec.schedulingGates, or NULL */
+    struct vdoc *spec; /* one reference: its trimmed spec (shared with the pods of its waiter
+                          whose trimmed spec is the same) */
+    char *cond_reason; /* PodScheduled=False: its reason ("Unschedulable"), or NULL */
+    struct vstr *cond_message; /* and its message, verbatim up to PENDING_MESSAGE_MAX bytes
+                                  (shared with the pods of its waiter that have the same) */
+    char *scheduler;           /* spec.schedulerName other than default-scheduler, or NULL */
+    char *nominated;           /* status.nominatedNodeName, or NULL */
+    char *gate;                /* the first of spec.schedulingGates, or NULL */
 };
 
 /* A non-terminal pod that requests an extended resource. */
@@ -179,6 +187,7 @@ struct waiter {
     const struct workload *rec;   /* the workload record that sets wants, or NULL */
     struct vdoc *pod_spec;        /* the trimmed spec of its last unbound pod, which the next
                                      of the same spec shares (struct vpending) */
+    struct vstr *pod_message;     /* the same for its PodScheduled message */
     size_t at;                    /* its place in cluster.waiting, or SIZE_MAX: not waiting */
 };
 

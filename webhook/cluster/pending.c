@@ -138,8 +138,8 @@ static void reason_node(struct reasons *rs, struct reason *r, const char *node, 
     if (r->n_nodes < NODES_NAMED)
         add(r->named, sizeof(r->named), &r->at, "%s%s%s%s", r->n_nodes ? ", " : "", node,
             detail ? " " : "", detail ? detail : "");
-    r->n_nodes++;
-    yyjson_mut_arr_add_strcpy(rs->doc, r->nodes, node);
+    if (r->n_nodes++ < PENDING_NODES_LISTED_MAX)
+        yyjson_mut_arr_add_strcpy(rs->doc, r->nodes, node);
 }
 
 /* ", and N more" for a reason's nodes past those named. */
@@ -247,8 +247,27 @@ struct cand {
     bool room; /* preempting below the priority room_below() last judged makes room here */
 };
 
+/* An unbound pod nominated to a node (status.nominatedNodeName): kube-scheduler's filters count
+ * it on that node for pods of no higher priority than it (framework/runtime/framework.go,
+ * RunFilterPluginsWithNominatedPods: "all the existing pods on the node plus higher and equal
+ * priority pods nominated to run on the node"). */
+struct nom {
+    const char *node;
+    const struct vpod *v;
+};
+
+/* What every pod's explanation reads besides the pod: the nodes by name, the nominated pods by
+ * node. */
+struct scene {
+    const struct node **nodes;
+    size_t n_nodes;
+    struct nom *nom;
+    size_t n_nom;
+};
+
 struct pod_ctx {
     const struct cluster *c;
+    const struct scene *sc;
     const struct vpod *v;
     yyjson_val *spec; /* its trimmed spec, or NULL */
     struct ask ask[POD_RESOURCES_MAX];
@@ -264,13 +283,30 @@ struct pod_ctx {
     size_t no_offer[POD_RESOURCES_MAX]; /* candidates that offer none of it */
 };
 
-static bool has_lifecycle_taint(const struct node *n)
+/* What the pods nominated to n of equal or higher priority than the pod ask of resource name. */
+static int64_t nominated_use(const struct pod_ctx *p, const struct node *n, const char *name)
 {
-    for (size_t i = 0; i < n->n_taints; i++)
-        if (strcmp(n->taints[i].key, "node.kubernetes.io/not-ready") == 0 ||
-            strcmp(n->taints[i].key, "node.kubernetes.io/unreachable") == 0)
-            return true;
-    return false;
+    size_t lo = 0, hi = p->sc->n_nom;
+    int64_t sum = 0;
+
+    while (lo < hi) { /* the first of n's */
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (strcmp(p->sc->nom[mid].node, n->name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (; lo < p->sc->n_nom && strcmp(p->sc->nom[lo].node, n->name) == 0; lo++) {
+        const struct vpod *v = p->sc->nom[lo].v;
+
+        if (v == p->v || v->priority < p->v->priority)
+            continue;
+        for (size_t d = 0; d < v->n_demand; d++)
+            if (strcmp(v->demand[d].name, name) == 0)
+                sum += v->demand[d].n;
+    }
+    return sum;
 }
 
 /* The filters before the fit, in kube-scheduler's order; false with the reason added when the
@@ -306,13 +342,9 @@ static bool node_filters(struct pod_ctx *p, const struct node *n)
         reason_node(p->rs, r, n->name, NULL);
         return false;
     }
-    /* NotReady without its taint yet: the node lifecycle controller adds it as the condition
-     * changes (TaintNodesByCondition), and a pod that tolerates it may go there */
-    if (!n->ready && !has_lifecycle_taint(n)) {
-        reason_node(p->rs, reason_of(p->rs, PENDING_NODE_NOT_READY, NULL, NULL, NULL), n->name,
-                    NULL);
-        return false;
-    }
+    /* a NotReady node without its taint yet passes: kube-scheduler has no Ready filter since
+     * TaintNodesByCondition (kubernetes#82703); the node lifecycle controller's taint keeps pods
+     * off it, and comes within its grace */
     /* NodeAffinity (plugins/nodeaffinity): nodeSelector, then the required affinity */
     if (placement_selector_miss(p->spec, n->labels, &key, &value)) {
         reason_node(p->rs, reason_of(p->rs, PENDING_SELECTOR_MISMATCH, key, value, NULL), n->name,
@@ -345,7 +377,8 @@ static void node_fit(struct pod_ctx *p, const struct node *n)
         if (nr == NULL || !node_res_offered(nr)) {
             const char *label = gpu_label(n);
 
-            if (label != NULL && !offers_nvidia(n)) {
+            if (label != NULL && !offers_nvidia(n) &&
+                strncmp(p->ask[i].name, "nvidia.com/", 11) == 0) {
                 snprintf(detail, sizeof(detail), "(%s)", label);
                 reason_node(
                     p->rs, reason_of(p->rs, PENDING_DEVICE_PLUGIN_DOWN, p->ask[i].name, NULL, NULL),
@@ -358,6 +391,7 @@ static void node_fit(struct pod_ctx *p, const struct node *n)
         }
         alloc = cluster_effective_allocatable(p->c, nr, p->now);
         bound_use(n, nr->name, p->v->priority, &used, &below);
+        used += nominated_use(p, n, nr->name);
         cd->free[i] = alloc - used > 0 ? alloc - used : 0;
         cd->below[i] = below;
         p->sum_free[i] += cd->free[i];
@@ -390,7 +424,7 @@ static void node_fit(struct pod_ctx *p, const struct node *n)
             short_of = true;
         }
     }
-    if (!short_of)
+    if (!short_of && yyjson_mut_arr_size(p->fits) < PENDING_NODES_LISTED_MAX)
         yyjson_mut_arr_add_strcpy(p->rs->doc, p->fits, n->name);
 }
 
@@ -556,11 +590,12 @@ static int64_t held_below(const struct node *n, const char *name, int64_t prio, 
     return sum;
 }
 
-/* Whether, on some candidate, the free GPUs plus those held below priority prio make room for
- * one pod of every resource it is short of; how many GPUs of the first resource those pods hold
- * on the nodes where they do (cand.room), and on how many nodes. */
-static bool room_below(struct pod_ctx *p, int64_t prio, int64_t *held, size_t *nodes,
-                       yyjson_mut_val *names)
+/* Whether, on some candidate, the free GPUs plus those held below priority prio (the pods of
+ * controller spare, or NULL, left out) make room for one pod of every resource it is short of;
+ * how many GPUs of the first resource those pods hold on the nodes where they do (cand.room),
+ * and on how many nodes. */
+static bool room_below(struct pod_ctx *p, int64_t prio, const char *spare, int64_t *held,
+                       size_t *nodes, yyjson_mut_val *names)
 {
     *held = 0;
     *nodes = 0;
@@ -576,7 +611,7 @@ static bool room_below(struct pod_ctx *p, int64_t prio, int64_t *held, size_t *n
                 room = false;
                 break;
             }
-            below = held_below(cd->n, p->ask[i].name, prio, p->v->owner);
+            below = held_below(cd->n, p->ask[i].name, prio, spare);
             room = cd->free[i] + below >= p->ask[i].per_pod;
             short_of = short_of || cd->free[i] < p->ask[i].per_pod;
             if (i == 0)
@@ -586,7 +621,7 @@ static bool room_below(struct pod_ctx *p, int64_t prio, int64_t *held, size_t *n
         if (cd->room) {
             *held += first;
             (*nodes)++;
-            if (names != NULL)
+            if (names != NULL && *nodes <= PENDING_NODES_LISTED_MAX)
                 yyjson_mut_arr_add_strcpy(p->rs->doc, names, cd->n->name);
         }
     }
@@ -616,7 +651,8 @@ static const char *class_of(const struct cluster *c, int64_t value)
     return best;
 }
 
-static void holders_text(const struct pod_ctx *p, int64_t prio, char *buf, size_t len, size_t *at)
+static void holders_text(const struct pod_ctx *p, int64_t prio, const char *spare, char *buf,
+                         size_t len, size_t *at)
 {
     struct holder h[HOLDERS_MAX];
     size_t n = 0, more = 0;
@@ -631,7 +667,7 @@ static void holders_text(const struct pod_ctx *p, int64_t prio, char *buf, size_
             int64_t g = 0;
             size_t i;
 
-            if (v->priority >= prio || (p->v->owner != NULL && same(v->owner, p->v->owner)))
+            if (v->priority >= prio || (spare != NULL && same(v->owner, spare)))
                 continue;
             for (size_t d = 0; d < v->n_demand; d++)
                 if (strcmp(v->demand[d].name, p->ask[0].name) == 0)
@@ -680,17 +716,17 @@ static void preemption(struct pod_ctx *p)
 
     if (p->n_ask == 0 || p->n_cands == 0)
         return;
-    if (!never && room_below(p, p->v->priority, &held, &nodes, NULL) &&
+    if (!never && room_below(p, p->v->priority, NULL, &held, &nodes, NULL) &&
         (r = reason_of(p->rs, PENDING_PREEMPTION_POSSIBLE, NULL, NULL, NULL)) != NULL) {
         char *msg = r->msg;
 
-        room_below(p, p->v->priority, &held, &nodes, r->nodes);
+        room_below(p, p->v->priority, NULL, &held, &nodes, r->nodes);
         r->n_nodes = nodes;
         add(msg, MSG_MAX, &at,
             "kube-scheduler may preempt pods of lower priority than its %" PRId64
             ": they hold %" PRId64 " %s on %zu %s where that makes room (",
             p->v->priority, held, p->ask[0].name, nodes, nodes_word(nodes));
-        holders_text(p, p->v->priority, msg, MSG_MAX, &at);
+        holders_text(p, p->v->priority, NULL, msg, MSG_MAX, &at);
         add(msg, MSG_MAX, &at, ")");
         if (p->v->pend->nominated != NULL)
             add(msg, MSG_MAX, &at, "; it is nominated to %s, waiting for its victims to exit",
@@ -711,12 +747,13 @@ static void preemption(struct pod_ctx *p)
             if (b != NULL &&
                 (v->value > b->value || (v->value == b->value && strcmp(e->key, best->key) > 0)))
                 continue;
-            if (room_below(p, v->value, &held, &nodes, NULL))
+            if (room_below(p, v->value, p->v->owner, &held, &nodes, NULL))
                 best = e;
         }
     if (best == NULL || (r = reason_of(p->rs, PENDING_NO_PRIORITY_CLASS, NULL, NULL, NULL)) == NULL)
         return;
-    room_below(p, ((const struct vclass *)best->value)->value, &held, &nodes, r->nodes);
+    room_below(p, ((const struct vclass *)best->value)->value, p->v->owner, &held, &nodes,
+               r->nodes);
     r->n_nodes = nodes;
     add(r->msg, MSG_MAX, &at,
         "the pod names no PriorityClass (priority %" PRId64 "), so it preempts nothing; %" PRId64
@@ -724,7 +761,7 @@ static void preemption(struct pod_ctx *p)
         "%s (%" PRId64 ") (",
         p->v->priority, held, p->ask[0].name, nodes, nodes_word(nodes), held == 1 ? "is" : "are",
         best->key, ((const struct vclass *)best->value)->value);
-    holders_text(p, ((const struct vclass *)best->value)->value, r->msg, MSG_MAX, &at);
+    holders_text(p, ((const struct vclass *)best->value)->value, p->v->owner, r->msg, MSG_MAX, &at);
     add(r->msg, MSG_MAX, &at, "): with priorityClassName: %s it would preempt them", best->key);
 }
 
@@ -844,13 +881,31 @@ static void nodepools(struct pod_ctx *p)
                     !placement_tolerated(tols, tt->key, tt->value ? tt->value : "", tt->effect))
                     admits = false;
             }
-            /* a selector the pool's labels contradict (one it does not name may come from its
-             * requirements, which Karpenter turns into labels) */
+            /* a selector the pool's labels, requirements or name rule out (Karpenter gives a
+             * node the labels its requirements allow, and karpenter.sh/nodepool) */
             yyjson_obj_foreach (sel, i, max, k, v) {
-                for (size_t x = 0; admits && x < np->p.n_labels; x++)
-                    if (yyjson_equals_str(k, np->p.labels[x].key) &&
-                        !yyjson_equals_str(v, np->p.labels[x].value))
-                        admits = false;
+                if (admits && yyjson_is_str(k) && yyjson_is_str(v) &&
+                    !karpenter_pool_may_label(&np->p, yyjson_get_str(k), yyjson_get_str(v)))
+                    admits = false;
+            }
+            /* any limit spent stops every launch: an instance type needs some of each
+             * (scheduler.go drops the types whose capacity exceeds what is left) */
+            for (size_t l = 0; admits && l < np->p.n_limits; l++) {
+                bool bounded, asked = false;
+                const char *res = np->p.limits[l].name;
+                struct reason *r;
+
+                for (size_t a = 0; a < p->n_ask; a++)
+                    asked = asked || strcmp(p->ask[a].name, res) == 0;
+                if (asked || karpenter_pool_headroom(&np->p, res, &bounded) > 0 || !bounded ||
+                    (r = reason_of(p->rs, PENDING_NODEPOOL_LIMIT, np->p.name, res, NULL)) == NULL)
+                    continue;
+                snprintf(r->msg, sizeof(r->msg),
+                         "NodePool %.253s, whose nodes could hold the pod, has used all of its "
+                         "limit of %" PRId64 " %.300s (spec.limits, status.resources): Karpenter "
+                         "launches no node for it",
+                         np->p.name, np->p.limits[l].milli / 1000, res);
+                admits = false; /* said: the GPU arithmetic below adds nothing */
             }
             for (size_t a = 0; admits && a < p->n_ask; a++) {
                 bool bounded;
@@ -908,13 +963,58 @@ static const struct node **sorted_nodes(const struct cluster *c, size_t *n)
     return v;
 }
 
+static int nom_cmp(const void *a, const void *b)
+{
+    const struct nom *x = a, *y = b;
+
+    return strcmp(x->node, y->node);
+}
+
+/* The scene of the view (read-locked): 0, or -1 when out of memory (sc then empty). Free with
+ * scene_free(). */
+static int scene_build(const struct cluster *c, struct scene *sc)
+{
+    const struct table *t = &c->kinds[CLUSTER_PODS];
+
+    memset(sc, 0, sizeof(*sc));
+    sc->nodes = sorted_nodes(c, &sc->n_nodes);
+    if (c->kinds[CLUSTER_NODES].n > 0 && sc->nodes == NULL)
+        return -1;
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
+            const struct vpod *v = e->value;
+
+            if (v->pend == NULL || v->pend->nominated == NULL)
+                continue;
+            if (sc->n_nom % 64 == 0) {
+                struct nom *m = realloc(sc->nom, (sc->n_nom + 64) * sizeof(*m));
+
+                if (m == NULL)
+                    return -1;
+                sc->nom = m;
+            }
+            sc->nom[sc->n_nom++] = (struct nom){v->pend->nominated, v};
+        }
+    if (sc->n_nom > 1)
+        qsort(sc->nom, sc->n_nom, sizeof(*sc->nom), nom_cmp);
+    return 0;
+}
+
+static void scene_free(struct scene *sc)
+{
+    free((void *)sc->nodes);
+    free(sc->nom);
+    memset(sc, 0, sizeof(*sc));
+}
+
 /* The reasons of one Pending pod into arr (reasons of doc), and the nodes with room into fits. */
-static int explain_pod(const struct cluster *c, const struct vpod *v, const struct node **nodes,
-                       size_t n_nodes, yyjson_mut_doc *doc, yyjson_mut_val *arr,
-                       yyjson_mut_val *fits, int *primary)
+static int explain_pod(const struct cluster *c, const struct vpod *v, const struct scene *sc,
+                       yyjson_mut_doc *doc, yyjson_mut_val *arr, yyjson_mut_val *fits, int *primary)
 {
     struct reasons *rs = calloc(1, sizeof(*rs));
-    struct pod_ctx p = {.c = c, .v = v, .now = mono_s(), .rs = rs, .fits = fits};
+    struct pod_ctx p = {.c = c, .sc = sc, .v = v, .now = mono_s(), .rs = rs, .fits = fits};
+    const struct node **nodes = sc->nodes;
+    size_t n_nodes = sc->n_nodes;
     int rc = -1;
 
     if (rs == NULL)
@@ -952,6 +1052,12 @@ static int explain_pod(const struct cluster *c, const struct vpod *v, const stru
             if (node_filters(&p, nodes[i]))
                 node_fit(&p, nodes[i]);
         }
+        if (n_nodes == 0) {
+            struct reason *r = reason_of(rs, PENDING_INSUFFICIENT, NULL, NULL, NULL);
+
+            if (r != NULL)
+                snprintf(r->msg, sizeof(r->msg), "the view holds no node to place it on");
+        }
         asks_too_large(&p);
         shared_asks(&p);
         preemption(&p);
@@ -973,8 +1079,8 @@ static int explain_pod(const struct cluster *c, const struct vpod *v, const stru
                      r->n_nodes, nodes_word(r->n_nodes));
         else if (r->msg[0] == '\0')
             reason_text(&p, r, r->msg, sizeof(r->msg));
-        o = json_pack(doc, "{s:s, s:s, s:o}", "code", code_names[r->code], "message", r->msg,
-                      "nodes", r->nodes);
+        o = json_pack(doc, "{s:s, s:s, s:o, s:I}", "code", code_names[r->code], "message", r->msg,
+                      "nodes", r->nodes, "nodeCount", (int64_t)r->n_nodes);
         if (o == NULL || !yyjson_mut_arr_append(arr, o))
             goto out;
     }
@@ -1148,7 +1254,7 @@ static int pod_cmp(const void *a, const void *b)
 
 /* The JSON of one Pending pod. */
 static yyjson_mut_val *pod_json(const struct cluster *c, const struct vpod *v,
-                                const struct node **nodes, size_t n_nodes, yyjson_mut_doc *doc)
+                                const struct scene *sc, yyjson_mut_doc *doc)
 {
     const char *slash = strchr(v->key, '/'), *nsname;
     yyjson_mut_val *reasons = yyjson_mut_arr(doc), *fits = yyjson_mut_arr(doc);
@@ -1159,7 +1265,7 @@ static yyjson_mut_val *pod_json(const struct cluster *c, const struct vpod *v,
     int primary;
 
     if (reasons == NULL || fits == NULL || res == NULL ||
-        explain_pod(c, v, nodes, n_nodes, doc, reasons, fits, &primary) < 0)
+        explain_pod(c, v, sc, doc, reasons, fits, &primary) < 0)
         return NULL;
     for (size_t i = 0; i < v->n_demand; i++)
         if (!yyjson_mut_obj_add(res, yyjson_mut_strcpy(doc, v->demand[i].name),
@@ -1170,13 +1276,16 @@ static yyjson_mut_val *pod_json(const struct cluster *c, const struct vpod *v,
         owner = json_pack(doc, "{s:s, s:s, s:s*, s:I}", "kind", kind, "name", key_name(nsname),
                           "deployment",
                           strcmp(kind, "ReplicaSet") == 0 ? rs_deployment(c, nsname) : NULL, "pods",
-                          w != NULL ? w->pods : (int64_t)0);
+                          w == NULL            ? (int64_t)0
+                          : w->wants > w->pods ? w->wants
+                                               : w->pods);
         if (owner == NULL)
             return NULL;
     }
     if (v->pend->cond_reason != NULL || v->pend->cond_message != NULL)
         if ((sched = json_pack(doc, "{s:s, s:s}", "reason", or_empty(v->pend->cond_reason),
-                               "message", or_empty(v->pend->cond_message))) == NULL)
+                               "message", v->pend->cond_message ? v->pend->cond_message->s : "")) ==
+            NULL)
             return NULL;
     snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - v->key) : 0, v->key);
     o = json_pack(doc, "{s:s, s:s, s:o?, s:o?, s:s*, s:o, s:o, s:o}", "namespace", ns, "name",
@@ -1191,8 +1300,8 @@ yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q
     yyjson_mut_val *pods, *notp, *notf, *root;
     struct want *wants = NULL;
     const struct vpod **sel = NULL;
-    const struct node **nodes = NULL;
-    size_t n_sel = 0, n_nodes = 0;
+    struct scene sc = {0};
+    size_t n_sel = 0;
     const struct table *t;
     int rc = -1;
 
@@ -1208,10 +1317,9 @@ yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q
     notf = yyjson_mut_arr(doc);
     pthread_rwlock_rdlock(&c->lock);
     t = &c->kinds[CLUSTER_PODS];
-    nodes = sorted_nodes(c, &n_nodes);
     sel = t->n ? malloc(t->n * sizeof(*sel)) : NULL;
     if (pods == NULL || notp == NULL || notf == NULL || (t->n > 0 && sel == NULL) ||
-        (c->kinds[CLUSTER_NODES].n > 0 && nodes == NULL))
+        scene_build(c, &sc) < 0)
         goto unlock;
     for (size_t i = 0; i < t->n_buckets; i++)
         for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
@@ -1228,8 +1336,8 @@ yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q
         }
     if (n_sel > 1)
         qsort(sel, n_sel, sizeof(*sel), pod_cmp);
-    for (size_t i = 0; i < n_sel; i++) {
-        yyjson_mut_val *o = pod_json(c, sel[i], nodes, n_nodes, doc);
+    for (size_t i = 0; i < n_sel && (q->max_pods == 0 || i < q->max_pods); i++) {
+        yyjson_mut_val *o = pod_json(c, sel[i], &sc, doc);
 
         if (o == NULL || !yyjson_mut_arr_append(pods, o))
             goto unlock;
@@ -1250,8 +1358,10 @@ yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q
     rc = 0;
 unlock:
     pthread_rwlock_unlock(&c->lock);
-    if (rc == 0 && (root = json_pack(doc, "{s:o, s:o, s:o}", "pods", pods, "notPending", notp,
-                                     "notFound", notf)) != NULL)
+    if (rc == 0 && (root = json_pack(
+                        doc, "{s:o, s:I, s:o, s:o}", "pods", pods, "morePods",
+                        (int64_t)(q->max_pods > 0 && n_sel > q->max_pods ? n_sel - q->max_pods : 0),
+                        "notPending", notp, "notFound", notf)) != NULL)
         yyjson_mut_doc_set_root(doc, root);
     else if (rc == 0)
         rc = -1;
@@ -1260,7 +1370,7 @@ unlock:
 fail:
     free(wants);
     free(sel);
-    free((void *)nodes);
+    scene_free(&sc);
     if (rc < 0) {
         yyjson_mut_doc_free(doc);
         return NULL;
@@ -1313,9 +1423,11 @@ static bool says_same(const struct vpod *a, const struct vpod *b)
     yyjson_val *sa = a->pend->spec ? yyjson_doc_get_root(a->pend->spec->doc) : NULL;
     yyjson_val *sb = b->pend->spec ? yyjson_doc_get_root(b->pend->spec->doc) : NULL;
 
-    return a->priority == b->priority && a->gated == b->gated &&
-           same(a->pend->scheduler, b->pend->scheduler) && same(a->pend->gate, b->pend->gate) &&
-           a->n_demand == b->n_demand && (sa == sb || (sa && sb && yyjson_equals(sa, sb)));
+    /* a nominated pod's replay leaves itself out of its node's nominated pods: told alone */
+    return a->pend->nominated == NULL && b->pend->nominated == NULL && a->priority == b->priority &&
+           a->gated == b->gated && same(a->pend->scheduler, b->pend->scheduler) &&
+           same(a->pend->gate, b->pend->gate) && a->n_demand == b->n_demand &&
+           (sa == sb || (sa && sb && yyjson_equals(sa, sb)));
 }
 
 static uint64_t pod_hash(const struct vpod *v)
@@ -1330,15 +1442,14 @@ static uint64_t pod_hash(const struct vpod *v)
 int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
 {
     const struct table *t = &c->kinds[CLUSTER_PODS];
-    const struct node **nodes = NULL;
+    struct scene sc = {0};
     struct said *memo = NULL;
-    size_t n_nodes = 0, cap = 0, used = 0;
+    size_t cap = 0, used = 0;
     int rc = -1;
 
     memset(counts, 0, sizeof(counts[0]) * (PENDING_CODES + 1));
     pthread_rwlock_rdlock(&c->lock);
-    nodes = sorted_nodes(c, &n_nodes);
-    if (c->kinds[CLUSTER_NODES].n > 0 && nodes == NULL)
+    if (scene_build(c, &sc) < 0)
         goto out;
     for (size_t i = 0; i < t->n_buckets; i++)
         for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
@@ -1370,13 +1481,16 @@ int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
             for (at = h & (cap - 1); memo[at].v != NULL; at = (at + 1) & (cap - 1))
                 if (memo[at].hash == h && says_same(memo[at].v, v))
                     break;
+            if (memo[at].v == NULL && used >= PENDING_COUNT_SPECS_MAX) {
+                counts[PENDING_CODES]++; /* past the bound of one scrape: not replayed */
+                continue;
+            }
             if (memo[at].v == NULL) {
                 yyjson_mut_doc *doc = yyjson_mut_doc_new(NULL);
                 yyjson_mut_val *arr = doc ? yyjson_mut_arr(doc) : NULL;
                 yyjson_mut_val *fits = doc ? yyjson_mut_arr(doc) : NULL;
                 int primary = PENDING_CODES;
-                int r =
-                    arr && fits ? explain_pod(c, v, nodes, n_nodes, doc, arr, fits, &primary) : -1;
+                int r = arr && fits ? explain_pod(c, v, &sc, doc, arr, fits, &primary) : -1;
 
                 yyjson_mut_doc_free(doc);
                 if (r < 0)
@@ -1390,6 +1504,6 @@ int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
 out:
     pthread_rwlock_unlock(&c->lock);
     free(memo);
-    free((void *)nodes);
+    scene_free(&sc);
     return rc;
 }

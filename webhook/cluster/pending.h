@@ -27,15 +27,22 @@
 #include "diag.h"
 
 /* The reason codes, in the order a pod's reasons are listed: the first is its primary reason
- * (the one gpuadmit_pending_gpu_pods counts it under). Reasons that keep kube-scheduler from
- * considering the pod at all come first, then those no free GPU would cure, then the nodes'
- * reasons from the furthest filter back (a node that fails on free GPUs passed every other
- * filter: it is the nearest to taking the pod), then preemption. */
+ * (the one gpuadmit_pending_gpu_pods counts it under). First what keeps kube-scheduler from
+ * considering the pod at all; then what no free GPU would cure; then why no node can be added
+ * or freed for it (a node group at its max, a NodePool at its limit, preemption: when the nodes
+ * are full, these say what would change it); then the nodes' own reasons, from the furthest
+ * filter back (a node that fails on free GPUs passed every other filter: it is the nearest to
+ * taking the pod). */
 enum pending_code {
     PENDING_SCHEDULING_GATED,
     PENDING_OTHER_SCHEDULER,
     PENDING_LARGER_THAN_ANY_NODE,
     PENDING_SHARED_REQUEST_GT_ONE,
+    PENDING_NODE_GROUP_AT_MAX,
+    PENDING_AUTOSCALER_BACKOFF,
+    PENDING_NODEPOOL_LIMIT,
+    PENDING_PREEMPTION_POSSIBLE,
+    PENDING_NO_PRIORITY_CLASS,
     PENDING_INSUFFICIENT,
     PENDING_DEVICE_PLUGIN_DOWN,
     PENDING_UNHEALTHY_GPUS,
@@ -43,11 +50,6 @@ enum pending_code {
     PENDING_UNTOLERATED_TAINT,
     PENDING_NODE_NOT_READY,
     PENDING_NODE_UNSCHEDULABLE,
-    PENDING_PREEMPTION_POSSIBLE,
-    PENDING_NO_PRIORITY_CLASS,
-    PENDING_NODE_GROUP_AT_MAX,
-    PENDING_AUTOSCALER_BACKOFF,
-    PENDING_NODEPOOL_LIMIT,
     PENDING_CODES
 };
 
@@ -61,6 +63,7 @@ struct pending_query {
     const char *ns;
     const char *const *names;
     size_t n_names;
+    size_t max_pods; /* explain at most this many (the first in the output's order); 0: all */
 };
 
 /*
@@ -68,8 +71,10 @@ struct pending_query {
  *   pods        [{namespace, name, owner: {kind, name, deployment?, pods} or null,
  *                 scheduler: {reason, message} or null (the PodScheduled=False condition),
  *                 nominatedNode?, resources: {NAME: per pod},
- *                 reasons: [{code, message, nodes: [...]}], fits: [...]}]
- *               in namespace, owner and name order; fits: the nodes the view finds room on
+ *                 reasons: [{code, message, nodes: [...], nodeCount}], fits: [...]}]
+ *               in namespace, owner and name order; fits: the nodes the view finds room on;
+ *               nodes and fits list at most PENDING_NODES_LISTED_MAX names (nodeCount: all)
+ *   morePods    Pending pods past q->max_pods, not explained
  *   notPending  [{name, message}] the names that matched no Pending pod but something in the
  *               view (a bound pod, a workload whose pods are all bound)
  *   notFound    [name] the names that matched nothing in the view
@@ -81,8 +86,9 @@ yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q
 /* How many Pending GPU pods have each primary reason, into counts[code], and into
  * counts[PENDING_CODES] those the view has room for (no reason). Pods whose spec, priority and
  * scheduling are the same are judged once (20,000 Pending pods of one Job template cost one
- * replay). 0, or -1 when out of memory (counts then partial). The view is read-locked for the
- * call. */
+ * replay), and at most PENDING_COUNT_SPECS_MAX specs are (the pods of the others count under
+ * PENDING_CODES too), so that a scrape stays bounded. 0, or -1 when out of memory (counts then
+ * partial). The view is read-locked for the call. */
 int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1]);
 
 #endif
