@@ -686,6 +686,10 @@ static void test_group_nodes(void)
     CHECK(in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
                    "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
                    "{'cloud.google.com/gke-nodepool':'default-pool'}"));
+    /* the pool's name must be followed by the MIG's 8-hex-digit hash */
+    CHECK(!in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                    "instanceGroups/gke-ml-gpu-zzzzzzzz-grp",
+                    "{'cloud.google.com/gke-nodepool':'gpu'}"));
     CHECK(in_group("aks-gpu-17816125-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));
     CHECK(in_group("aks-gpu-17816125-vmss", "{'agentpool':'gpu'}"));
     CHECK(!in_group("aks-gpu2-17816125-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));
