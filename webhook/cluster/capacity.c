@@ -1308,6 +1308,31 @@ static int left_cmp(const void *a, const void *b)
     return (x < y) - (x > y); /* the most left first */
 }
 
+/* The sum of the must largest of left's n values, each in [0, pp0]: by counting them when pp0 is
+ * small (a decision of this slow path runs per admission), else by sorting (left reordered). */
+static int64_t most_left(int64_t *left, size_t n, int64_t must, int64_t pp0)
+{
+    int64_t sum = 0;
+
+    if (pp0 <= 64) {
+        size_t count[65] = {0};
+
+        for (size_t k = 0; k < n; k++)
+            count[left[k] < 0 ? 0 : left[k]]++;
+        for (int64_t v = pp0; v >= 0 && must > 0; v--) {
+            int64_t takes = (int64_t)count[v] < must ? (int64_t)count[v] : must;
+
+            sum += takes * v;
+            must -= takes;
+        }
+        return sum;
+    }
+    qsort(left, n, sizeof(*left), left_cmp);
+    for (size_t k = 0; k < n && (int64_t)k < must; k++)
+        sum += left[k];
+    return sum;
+}
+
 /* The name of a PriorityClass of value in the view (the first by name), or NULL. */
 static const char *class_named(const struct cluster *c, int64_t value)
 {
@@ -1332,8 +1357,8 @@ static void holders_add(const struct node *n, const struct capacity_result *out,
 
     for (size_t k = 0; b != NULL && k < b->n; k++) {
         const struct vpod *v = b->pods[k];
-        const char *slash = strchr(v->key, '/');
-        size_t nl = slash ? (size_t)(slash - v->key) : strlen(v->key), i;
+        const char *slash;
+        size_t nl, i;
         int64_t g = 0;
 
         if (v->priority >= out->priority)
@@ -1343,6 +1368,8 @@ static void holders_add(const struct node *n, const struct capacity_result *out,
                 g += v->demand[d].n;
         if (g == 0)
             continue;
+        slash = strchr(v->key, '/');
+        nl = slash ? (size_t)(slash - v->key) : strlen(v->key);
         *ones = *ones && g == 1;
         for (i = 0; i < *n_hs; i++)
             if (hs[i].priority == v->priority && hs[i].ns_len == nl &&
@@ -1481,10 +1508,7 @@ static void preemption(const struct cluster *c, const struct elig_set *set,
     alone = alone > lost ? alone - lost : 0;
     must = rq->increase - alone;
     if (must > 0 && n_left > 0) {
-        qsort(left, n_left, sizeof(*left), left_cmp);
-        take = must * pp0;
-        for (size_t k = 0; k < n_left && (int64_t)k < must; k++)
-            take -= left[k];
+        take = must * pp0 - most_left(left, n_left, must, pp0);
         take = take < out->preempt_held ? take : out->preempt_held;
         if (take > 0) { /* else: they fit what the headroom keeps free, and evict nobody */
             out->preempt_only = true;
