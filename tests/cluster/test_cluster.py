@@ -277,7 +277,56 @@ def test_a_explain_seed_benchmark():
         codes = [r["code"] for r in x["reasons"]]
         # the nodes are full, and a class would let the pods preempt: that is the primary
         check(codes[:2] == ["no-priority-class", "insufficient"], "codes %r" % codes)
+    # Cluster Autoscaler's status says the GPU nodes' group is at its max: explain reads the
+    # ConfigMap from the real apiserver (listed by name) and names the group
+    ca_status_install(target=4, max_size=4)
+    try:
+        p = sh(binary, "explain", "--kubeconfig", KUBECONFIG, "-n", "ml", "rs/benchmark-rs", "-o",
+               "json", ok=False)
+        doc = json.loads(p.stdout)
+        for x in doc["pods"]:
+            r = [r for r in x["reasons"] if r["code"] == "node-group-at-max"]
+            check(r and r[0]["nodes"] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"] and
+                  "node group eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11, which could hold the "
+                  "pod, is at its max size (4 of maxSize 4)" in r[0]["message"],
+                  "node-group-at-max of %s: %r" % (x["name"], x["reasons"]))
+            check(x["reasons"][0]["code"] == "node-group-at-max",
+                  "the group at its max is the primary reason: %r" % x["reasons"])
+    finally:
+        ca_status_remove()
     delete_and_wait("ml", "replicaset", "benchmark-rs", "app=benchmark-rs")
+
+
+# Cluster Autoscaler 1.30's YAML status (clusterstate/api/types.go; the shape of its
+# clusterstate/utils/status_test.yaml) for one EKS managed node group, whose nodes the GPU nodes
+# become by the label EKS puts on them.
+CA_GROUP = "eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11"
+GPU_NODES = ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+
+
+def ca_status_install(target, max_size):
+    status = ("time: \"2026-12-02 03:00:00.0 +0000 UTC\"\nautoscalerStatus: \"Running\"\n"
+              "nodeGroups:\n  - name: \"%s\"\n    health:\n      status: \"Healthy\"\n"
+              "      nodeCounts:\n        registered:\n          total: %d\n"
+              "          ready: %d\n          notStarted: 0\n          unready:\n"
+              "            total: 0\n            resourceUnready: 0\n"
+              "        longUnregistered: 0\n        unregistered: 0\n"
+              "      cloudProviderTarget: %d\n      minSize: 1\n      maxSize: %d\n"
+              "    scaleUp:\n      status: \"NoActivity\"\n"
+              % (CA_GROUP, target, target, target, max_size))
+    kubectl("apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
+        "data": {"status": status}}))
+    for n in GPU_NODES:
+        kubectl("label", "--overwrite", "node", n, "eks.amazonaws.com/nodegroup=gpu")
+
+
+def ca_status_remove():
+    kubectl("-n", "kube-system", "delete", "configmap", "cluster-autoscaler-status",
+            "--ignore-not-found")
+    for n in GPU_NODES:
+        kubectl("label", "node", n, "eks.amazonaws.com/nodegroup-")
 
 
 def test_a_install_enforce():
@@ -942,6 +991,33 @@ def readyz_status():
         return e.code
 
 
+def test_l_autoscalers_read_with_the_manifests_rbac():
+    """gpuadmit with the overlay's ServiceAccount reads Cluster Autoscaler's status ConfigMap
+    (the ClusterRole's resourceNames, matched by the list's metadata.name field selector) and
+    syncs without Karpenter's CRD, which this cluster does not serve (404)."""
+    log = os.path.join(STATE, "logs", "gpuadmit.log")
+    with open(log) as f:
+        absent = [l for l in f if "optional kind not served (404)" in l and '"nodepools"' in l]
+    check(absent, "no log line for the NodePools the cluster does not serve")
+    check(readyz_status() == 200, "/readyz without Karpenter: %r" % readyz_status())
+    ca_status_install(target=2, max_size=6)
+    try:
+        def seen():
+            a = json.loads(gpuadmit_get("/debug/view")).get("autoscalers", {})
+            g = a.get("ConfigMap/kube-system/cluster-autoscaler-status", {}).get("groups", {})
+            return g.get(CA_GROUP)
+        g = wait("the CA status in gpuadmit's view", seen, limit=30)
+        check(g["headroom"] == 4 and g["maxSize"] == 6, "the group as read: %r" % g)
+        with open(log) as f:
+            refused = [l for l in f if '"configmaps"' in l and ("403" in l or "forbidden" in l)]
+        check(not refused, "the ConfigMap refused: %r" % refused[:2])
+    finally:
+        ca_status_remove()
+    wait("the CA status gone from the view",
+         lambda: "ConfigMap/kube-system/cluster-autoscaler-status" not in json.loads(
+             gpuadmit_get("/debug/view")).get("autoscalers", {}), limit=30)
+
+
 def test_e_rbac_removed():
     """Without the RBAC for jobs, /readyz stays 503 and the log names the kind; the overlay
     applied again restores it."""
@@ -1450,6 +1526,7 @@ TESTS = [
     test_e_compaction_served_by_watch_cache,
     test_e_apiserver_restart,
     test_e_compaction_without_watch_cache,
+    test_l_autoscalers_read_with_the_manifests_rbac,
     test_e_rbac_removed,
     test_i_reinvocation,
     test_h_rotation,
