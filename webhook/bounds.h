@@ -208,11 +208,12 @@
 #define AUTOSCALER_GROUPS_MAX       4096u
 #define AUTOSCALER_YAML_DEPTH_MAX   16u
 #define AUTOSCALER_YAML_NODES_MAX   (100u * AUTOSCALER_GROUPS_MAX)
-#define AUTOSCALER_MAP_KEYS_MAX     64u  /* keys of one mapping (CA's have under 20) */
-#define KARPENTER_RESOURCES_MAX     64u  /* spec.limits, status.resources */
-#define KARPENTER_TAINTS_MAX        64u  /* spec.template.spec.taints */
-#define KARPENTER_LABELS_MAX        256u /* spec.template.metadata.labels */
-#define KARPENTER_REQS_MAX          64u  /* spec.template.spec.requirements, and values of one */
+#define AUTOSCALER_MAP_KEYS_MAX     64u   /* keys of one mapping (CA's have under 20) */
+#define KARPENTER_RESOURCES_MAX     64u   /* spec.limits, status.resources */
+#define KARPENTER_TAINTS_MAX        64u   /* spec.template.spec.taints */
+#define KARPENTER_LABELS_MAX        256u  /* spec.template.metadata.labels */
+#define KARPENTER_REQS_MAX          100u  /* spec.template.spec.requirements (the CRD's cap) */
+#define KARPENTER_REQ_VALUES_MAX    1024u /* values of one (instance-type lists run long) */
 
 /* gpuadmit test (suite.c): suite files one run reads, and subdirectory levels it looks into. */
 #define SUITE_FILES_MAX 1000u

@@ -411,16 +411,19 @@ static void render_gauge_per_resource(FILE *f, const char *name, const char *hel
 /* The Pending GPU pods by their first reason, every code from the start. */
 static int render_pending(FILE *f, struct cluster *view)
 {
-    uint64_t n[PENDING_CODES + 1];
+    uint64_t n[PENDING_COUNTS];
 
     if (pending_count(view, n) < 0)
         return -1;
     family(f, "gpuadmit_pending_gpu_pods", "gauge",
            "Pending pods that request GPUs, by their first reason (the codes of gpuadmit "
-           "explain; unexplained: the view finds room for them).");
-    for (int i = 0; i <= PENDING_CODES; i++)
+           "explain; unexplained: the view finds room for them; not-judged: past the distinct "
+           "pod specs one scrape replays).");
+    for (int i = 0; i < PENDING_COUNTS; i++)
         fprintf(f, "gpuadmit_pending_gpu_pods{reason=\"%s\"} %llu\n",
-                i < PENDING_CODES ? pending_code_name((enum pending_code)i) : "unexplained",
+                i < PENDING_CODES          ? pending_code_name((enum pending_code)i)
+                : i == PENDING_UNEXPLAINED ? "unexplained"
+                                           : "not-judged",
                 (unsigned long long)n[i]);
     return 0;
 }

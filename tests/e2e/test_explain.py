@@ -241,7 +241,7 @@ def test_server_gauge_and_debug_explain():
         status, body = get(s.port, "/metrics")
         eq(status, 200, "/metrics")
         g = pending_gauge(body.decode())
-        eq(sorted(g), sorted(CODES + ["unexplained"]), "every code from the start")
+        eq(sorted(g), sorted(CODES + ["unexplained", "not-judged"]), "every code from the start")
         eq(g["insufficient"], 4, "the 4 evicted pods, by their first reason")
         eq(sum(g.values()), 4, "each Pending GPU pod counted once")
         status, body = get(s.port, "/debug/explain?namespace=ml&name=rs/trainer-7f9")
@@ -259,7 +259,7 @@ def test_server_gauge_and_debug_explain():
     with Server("--cluster-snapshot", STALL, "--debug-endpoints") as s:
         g = pending_gauge(get(s.port, "/metrics")[1].decode())
         eq(sum(g.values()), 0, "nothing Pending: every code at 0")
-        eq(len(g), len(CODES) + 1, "and every code present")
+        eq(len(g), len(CODES) + 2, "and every code present")
     with Server("--cluster-snapshot", DRAIN) as s:
         status, body = get(s.port, "/debug/explain")
         eq(status, 404, "without --debug-endpoints")

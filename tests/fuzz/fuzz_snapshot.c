@@ -79,7 +79,7 @@ static void explain(struct cluster *c)
 {
     static const char *const names[] = {"rs/a", "deployment/a", "p", "job/x"};
     struct pending_query all = {NULL, NULL, 0, 0}, some = {"ml", names, 4, 1};
-    uint64_t n[PENDING_CODES + 1], sum = 0;
+    uint64_t n[PENDING_COUNTS], sum = 0;
     struct diag d;
     yyjson_mut_doc *doc;
     char *text;
@@ -91,7 +91,7 @@ static void explain(struct cluster *c)
     FUZZ_ASSERT(text != NULL, "the explanation does not encode");
     free(text);
     FUZZ_ASSERT(pending_count(c, n) == 0, "count failed");
-    for (int i = 0; i <= PENDING_CODES; i++)
+    for (int i = 0; i < PENDING_COUNTS; i++)
         sum += n[i];
     FUZZ_ASSERT(sum ==
                     yyjson_mut_arr_size(yyjson_mut_obj_get(yyjson_mut_doc_get_root(doc), "pods")),

@@ -640,8 +640,15 @@ static void test_karpenter_errors(void)
                       "requirements[0] must be an object with a string key");
 }
 
-/* Whether node labels (JSON, single quotes) are group id's. */
+/* Whether a node (its name and labels, JSON with single quotes) is group id's. */
+static bool in_group_named(const char *id, const char *node, const char *labels_json);
+
 static bool in_group(const char *id, const char *labels_json)
+{
+    return in_group_named(id, "node-1", labels_json);
+}
+
+static bool in_group_named(const char *id, const char *node, const char *labels_json)
 {
     struct ca_group g;
     char buf[512];
@@ -655,7 +662,7 @@ static bool in_group(const char *id, const char *labels_json)
         if (*q == '\'')
             *q = '"';
     doc = yyjson_read(buf, strlen(buf), 0);
-    r = ca_group_has_node(&g, yyjson_doc_get_root(doc));
+    r = ca_group_has_node(&g, node, yyjson_doc_get_root(doc));
     yyjson_doc_free(doc);
     return r;
 }
@@ -677,19 +684,29 @@ static void test_group_nodes(void)
                     "{'alpha.eksctl.io/nodegroup-name':'gpu'}"));
     CHECK(in_group("gpu.ml.example.com", "{'kops.k8s.io/instancegroup':'gpu'}"));
     CHECK(!in_group("gpu-large.ml.example.com", "{'kops.k8s.io/instancegroup':'gpu'}"));
-    CHECK(in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
-                   "instanceGroups/gke-ml-gpu-5e6f7a8b-grp",
-                   "{'cloud.google.com/gke-nodepool':'gpu'}"));
-    CHECK(!in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
-                    "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
-                    "{'cloud.google.com/gke-nodepool':'gpu'}"));
-    CHECK(in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
-                   "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
-                   "{'cloud.google.com/gke-nodepool':'default-pool'}"));
-    /* the pool's name must be followed by the MIG's 8-hex-digit hash */
-    CHECK(!in_group("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
-                    "instanceGroups/gke-ml-gpu-zzzzzzzz-grp",
-                    "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    /* GKE: a MIG's nodes are named after it (gke-CLUSTER-POOL-HASH-XXXX) */
+    CHECK(in_group_named("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                         "instanceGroups/gke-ml-gpu-5e6f7a8b-grp",
+                         "gke-ml-gpu-5e6f7a8b-x7k9", "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    CHECK(!in_group_named("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                          "instanceGroups/gke-ml-big-gpu-5e6f7a8b-grp",
+                          "gke-ml-gpu-0a1b2c3d-x7k9", "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    CHECK(!in_group_named("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                          "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
+                          "gke-ml-gpu-0a1b2c3d-x7k9", "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    CHECK(in_group_named("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                         "instanceGroups/gke-ml-gpu-prod-default-pool-5e6f7a8b-grp",
+                         "gke-ml-gpu-prod-default-pool-5e6f7a8b-qq01",
+                         "{'cloud.google.com/gke-nodepool':'default-pool'}"));
+    /* a node of another MIG of the same length */
+    CHECK(!in_group_named("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                          "instanceGroups/gke-ml-big-gpu-5e6f7a8b-grp",
+                          "gke-ml-xyz-gpu-0a1b2c3d-x7k9",
+                          "{'cloud.google.com/gke-nodepool':'gpu'}"));
+    /* a node of another MIG whose name extends this one's */
+    CHECK(!in_group_named("https://www.googleapis.com/compute/v1/projects/p/zones/us-central1-a/"
+                          "instanceGroups/gke-ml-gpu-5e6f7a8b-grp",
+                          "gke-ml-gpu-5e6f7a8b-x7k9-y", "{'cloud.google.com/gke-nodepool':'gpu'}"));
     CHECK(in_group("aks-gpu-17816125-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));
     CHECK(in_group("aks-gpu-17816125-vmss", "{'agentpool':'gpu'}"));
     CHECK(!in_group("aks-gpu2-17816125-vmss", "{'kubernetes.azure.com/agentpool':'gpu'}"));

@@ -607,6 +607,40 @@ static void test_node_group_at_max(void)
     cluster_free(c);
 }
 
+/* Cluster Autoscaler expands any group it can: a group at its max says nothing while another
+ * group that would hold the pod can grow. */
+static void test_other_group_grows(void)
+{
+    struct cluster *c = eks_group();
+    char yaml_two[2048];
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_doc *doc;
+    struct diag d;
+
+    node(c, "gpu2-0", 4, 4, ",'eks.amazonaws.com/nodegroup':'gpu2'",
+         "'taints':[{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'}]", "True");
+    pod_at(c, "ADDED", "v0", "gpu2-0", 0, "nvidia.com/gpu", 4);
+    snprintf(yaml_two, sizeof(yaml_two), "%s",
+             "autoscalerStatus: Running\nnodeGroups:\n"
+             "  - {name: gpu, health: {status: Healthy, cloudProviderTarget: 2, minSize: 1, "
+             "maxSize: 2}, scaleUp: {status: NoActivity}}\n"
+             "  - {name: gpu2, health: {status: Healthy, cloudProviderTarget: 1, minSize: 1, "
+             "maxSize: 10}, scaleUp: {status: NoActivity}}\n");
+    doc = json_freeze(json_pack(m, "{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+                                "ConfigMap", "metadata", "name", "cluster-autoscaler-status",
+                                "namespace", "kube-system", "data", "status", yaml_two));
+    diag_clear(&d);
+    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
+    yyjson_doc_free(doc);
+    yyjson_mut_doc_free(m);
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    /* a pod gpu2's nodes cannot take (it selects gpu's): gpu at its max is the reason */
+    waiting(c, "q", 1, TOLERATES_GPU ",'nodeSelector':{'eks.amazonaws.com/nodegroup':'gpu'}");
+    CHECK_STR(codes(c, "q"), "node-group-at-max,insufficient,selector-mismatch");
+    cluster_free(c);
+}
+
 static void test_autoscaler_backoff(void)
 {
     struct cluster *c = eks_group();
@@ -692,6 +726,23 @@ static void test_nodepool_limit(void)
     CHECK_CONTAINS(message(c, "cpu", "nodepool-limit"),
                    "has used all of its limit of 64 cpu (spec.limits, status.resources)");
     cluster_free(c);
+    /* Karpenter tries every NodePool: another that admits the pod and has room */
+    c = two_nodes(4, 4, 0);
+    nodepool(c, "16", "16", "'1'");
+    apply(c, CLUSTER_NODEPOOLS, "ADDED",
+          "{'apiVersion':'karpenter.sh/v1','kind':'NodePool','metadata':{'name':'gpu-b'},"
+          "'spec':{'limits':{'nvidia.com/gpu':'100'},'template':{'spec':{'nodeClassRef':{"
+          "'group':'karpenter.k8s.aws','kind':'EC2NodeClass','name':'default'}}}},"
+          "'status':{'resources':{'nvidia.com/gpu':'0'}}}");
+    waiting(c, "p", 1, TOLERATES_GPU);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    /* a label neither pool sets, requires or knows: no pool launches for it, none is blamed */
+    waiting(c, "gfd", 1, TOLERATES_GPU ",'nodeSelector':{'nvidia.com/gpu.present':'true'}");
+    CHECK_STR(codes(c, "gfd"), "insufficient");
+    /* a well-known label any instance carries */
+    waiting(c, "arch", 1, TOLERATES_GPU ",'nodeSelector':{'kubernetes.io/arch':'amd64'}");
+    CHECK_STR(codes(c, "arch"), "selector-mismatch"); /* the view's nodes lack the label */
+    cluster_free(c);
     /* near miss: 4 left, nodes of 1 to 4 */
     c = two_nodes(4, 4, 0);
     nodepool(c, "16", "12", "'1','4'");
@@ -748,7 +799,7 @@ static void test_names(void)
 static void test_count(void)
 {
     struct cluster *c = two_nodes(4, 4, 5);
-    uint64_t n[PENDING_CODES + 1];
+    uint64_t n[PENDING_COUNTS];
     char buf[1024];
 
     for (int i = 0; i < 3; i++) {
@@ -776,7 +827,7 @@ static void test_count(void)
     {
         uint64_t sum = 0;
 
-        for (int i = 0; i <= PENDING_CODES; i++)
+        for (int i = 0; i < PENDING_COUNTS; i++)
             sum += n[i];
         CHECK(sum == 6);
     }
@@ -892,6 +943,7 @@ int main(void)
     RUN(test_scheduling_gated);
     RUN(test_other_scheduler);
     RUN(test_node_group_at_max);
+    RUN(test_other_group_grows);
     RUN(test_autoscaler_backoff);
     RUN(test_nodepool_limit);
     RUN(test_names);

@@ -796,11 +796,11 @@ static int pool_req(yyjson_val *r, size_t i, struct karpenter_pool *p, struct di
     size_t k, max;
 
     if (!yyjson_is_str(op) || has_nul(op) || (values != NULL && !yyjson_is_arr(values)) ||
-        yyjson_arr_size(values) > KARPENTER_REQS_MAX)
+        yyjson_arr_size(values) > KARPENTER_REQ_VALUES_MAX)
         return fail(d, 0, 0,
                     "NodePool %s: spec.template.spec.requirements[%zu]: an operator and at most "
                     "%u values",
-                    p->name, i, KARPENTER_REQS_MAX);
+                    p->name, i, KARPENTER_REQ_VALUES_MAX);
     if (p->n_reqs == KARPENTER_REQS_MAX)
         return fail(d, 0, 0, "NodePool %s: more than %u requirements", p->name, KARPENTER_REQS_MAX);
     if (p->n_reqs == 0 && (p->reqs = calloc(KARPENTER_REQS_MAX, sizeof(*p->reqs))) == NULL)
@@ -824,10 +824,42 @@ static int pool_req(yyjson_val *r, size_t i, struct karpenter_pool *p, struct di
     return 0;
 }
 
+/* Karpenter's well-known labels (kubernetes-sigs/karpenter pkg/apis/v1/labels.go
+ * WellKnownLabels, and the AWS and Azure providers' instance labels): a node gets them from its
+ * instance type whether or not the pool names them. */
+static bool well_known(const char *key)
+{
+    static const char *const keys[] = {"topology.kubernetes.io/zone",
+                                       "topology.kubernetes.io/region",
+                                       "node.kubernetes.io/instance-type",
+                                       "kubernetes.io/arch",
+                                       "kubernetes.io/os",
+                                       "node.kubernetes.io/windows-build",
+                                       "karpenter.sh/capacity-type",
+                                       "kubernetes.io/hostname"};
+    static const char *const prefixes[] = {"karpenter.k8s.aws/", "karpenter.azure.com/"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strcmp(key, keys[i]) == 0)
+            return true;
+    for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+        if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
+            return true;
+    return false;
+}
+
 bool karpenter_pool_may_label(const struct karpenter_pool *p, const char *key, const char *value)
 {
+    bool named = false;
+
     if (strcmp(key, "karpenter.sh/nodepool") == 0)
         return strcmp(value, p->name) == 0;
+    for (size_t i = 0; i < p->n_labels; i++)
+        named = named || strcmp(p->labels[i].key, key) == 0;
+    for (size_t i = 0; i < p->n_reqs; i++)
+        named = named || strcmp(p->reqs[i].key, key) == 0;
+    if (!named)
+        return well_known(key);
     for (size_t i = 0; i < p->n_labels; i++)
         if (strcmp(p->labels[i].key, key) == 0 && strcmp(p->labels[i].value, value) != 0)
             return false;
@@ -966,12 +998,6 @@ static const char *after(const char *s, const char *a, const char *b)
     return strncmp(s, a, na) == 0 && strncmp(s + na, b, nb) == 0 ? s + na + nb : NULL;
 }
 
-/* n characters of s, all of set; s[n] is the end or stop. */
-static bool run_of(const char *s, size_t n, const char *set, const char *stop)
-{
-    return strspn(s, set) == n && strncmp(s + n, stop, strlen(stop) + 1) == 0;
-}
-
 static const char *label(yyjson_val *labels, const char *key)
 {
     const char *v = json_get_str(labels, key);
@@ -993,7 +1019,7 @@ static bool uuid_tail(const char *s)
     return *s == '\0';
 }
 
-bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels)
+bool ca_group_has_node(const struct ca_group *g, const char *node, yyjson_val *labels)
 {
     const char *id = g->name, *v, *rest, *seg = strrchr(g->name, '/');
     size_t n;
@@ -1020,20 +1046,17 @@ bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels)
     if ((v = label(labels, "kops.k8s.io/instancegroup")) != NULL &&
         (strcmp(id, v) == 0 || after(id, v, ".") != NULL))
         return true;
-    /* GKE: .../instanceGroups/gke-CLUSTER-POOL-HASH-grp, HASH 8 hex digits: POOL must end right
-     * before the hash, so that a cluster named ml-gpu-prod is no pool gpu */
+    /* GKE: .../instanceGroups/gke-CLUSTER-POOL-HASH-grp, whose nodes are named
+     * gke-CLUSTER-POOL-HASH-XXXX: the node's name decides, so that pool gpu is not big-gpu's
+     * (and names GKE shortened still match) */
     if ((v = label(labels, "cloud.google.com/gke-nodepool")) != NULL) {
         n = strlen(seg);
         if (strcmp(id, v) == 0 || strcmp(seg, v) == 0)
             return true;
-        if (strncmp(seg, "gke-", 4) == 0 && n > 4 + strlen(v) + 1 + 8 + 4) {
-            const char *tail = seg + n - (8 + 4); /* HASH-grp */
-            const char *pool = tail - 1 - strlen(v);
-
-            if (run_of(tail, 8, "0123456789abcdef", "-grp") && pool[-1] == '-' &&
-                strncmp(pool, v, strlen(v)) == 0 && pool[strlen(v)] == '-')
-                return true;
-        }
+        if (strncmp(seg, "gke-", 4) == 0 && n > 4 + 4 && strcmp(seg + n - 4, "-grp") == 0 &&
+            node != NULL && strncmp(node, seg, n - 4) == 0 && node[n - 4] == '-' &&
+            strchr(node + n - 3, '-') == NULL)
+            return true;
     }
     /* AKS: aks-POOL-NUMBER-vmss */
     if (((v = label(labels, "kubernetes.azure.com/agentpool")) != NULL ||

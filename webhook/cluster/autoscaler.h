@@ -64,8 +64,8 @@ void ca_status_free(struct ca_status *s);
  * or its scale-up is Backoff or Unhealthy. */
 int64_t ca_group_headroom(const struct ca_group *g);
 
-/* Whether a node (its labels) belongs to CA's node group g. CA maps nodes to groups through
- * spec.providerID and the cloud's API, which gpuadmit cannot call; the node labels the
+/* Whether a node (its name and labels) belongs to CA's node group g. CA maps nodes to groups
+ * through spec.providerID and the cloud's API, which gpuadmit cannot call; the node labels the
  * providers and installers set name the group instead (AUTOSCALER.md §1.5), and Id() holds that
  * name in a form of its provider's:
  *   eks.amazonaws.com/nodegroup=NG          Id() NG, or the managed group's ASG eks-NG-UUID
@@ -77,7 +77,7 @@ int64_t ca_group_headroom(const struct ca_group *g);
  * KIND/NAMESPACE/MD The ASG, MIG and VMSS name forms are the providers' conventions, not an API: a
  * group whose Id() is the label's value always matches. A node Karpenter made
  * (karpenter.sh/nodepool) is never a CA group's. */
-bool ca_group_has_node(const struct ca_group *g, yyjson_val *labels);
+bool ca_group_has_node(const struct ca_group *g, const char *node, yyjson_val *labels);
 
 /* Karpenter NodePool */
 
@@ -140,7 +140,10 @@ int64_t karpenter_pool_headroom(const struct karpenter_pool *p, const char *reso
 
 /* Whether a node of p may carry label key=value: its template's labels and requirements (In,
  * NotIn, Exists, DoesNotExist; Gt and Lt are not judged) and karpenter.sh/nodepool=NAME, the label
- * Karpenter gives its nodes. */
+ * Karpenter gives its nodes. A key the pool neither sets nor requires may only be one of
+ * Karpenter's well-known labels (zone, region, instance type, architecture, OS, capacity type,
+ * a provider's instance labels): a pod that selects any other is incompatible with the pool
+ * ("label ... does not have known values", pkg/scheduling/requirements.go). */
 bool karpenter_pool_may_label(const struct karpenter_pool *p, const char *key, const char *value);
 
 /* Whether a node (its labels) is one of p's: karpenter.sh/nodepool=NAME. */

@@ -798,10 +798,12 @@ static bool fresh_node_admits(const struct pod_ctx *p, const struct node *n)
 /* Cluster Autoscaler's node groups the pod could grow: those with a node that would admit it.
  * At its max size, or in backoff or unhealthy, such a group adds nothing now (CA's skip
  * reasons, core/scaleup/orchestrator/skippedreasons.go: "max node group size reached", "in
- * backoff after failed scale-up", "not ready for scale-up"). */
-static void ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nodes)
+ * backoff after failed scale-up", "not ready for scale-up"). Returns whether such a group can
+ * grow; with emit, adds the reasons of those that cannot. */
+static bool ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nodes, bool emit)
 {
     const struct table *t = &p->c->kinds[CLUSTER_AUTOSCALER_STATUS];
+    bool grows = false;
 
     for (size_t b = 0; b < t->n_buckets; b++)
         for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
@@ -816,9 +818,11 @@ static void ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nod
                 struct reason *r = NULL;
 
                 for (size_t i = 0; i < n_nodes && !fits; i++)
-                    fits =
-                        ca_group_has_node(grp, nodes[i]->labels) && fresh_node_admits(p, nodes[i]);
-                if (!fits || (!backoff && !sick && grp->target < grp->max_size))
+                    fits = ca_group_has_node(grp, nodes[i]->name, nodes[i]->labels) &&
+                           fresh_node_admits(p, nodes[i]);
+                if (fits && !backoff && !sick && grp->target < grp->max_size)
+                    grows = true;
+                if (!emit || !fits || (!backoff && !sick && grp->target < grp->max_size))
                     continue;
                 if (backoff || sick) {
                     char why[640] = "";
@@ -851,26 +855,28 @@ static void ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nod
                                  grp->name, grp->target, grp->max_size);
                 }
                 for (size_t i = 0; r != NULL && i < n_nodes; i++)
-                    if (ca_group_has_node(grp, nodes[i]->labels))
+                    if (ca_group_has_node(grp, nodes[i]->name, nodes[i]->labels))
                         reason_node(p->rs, r, nodes[i]->name, NULL);
             }
         }
+    return grows;
 }
 
-/* Karpenter's NodePools whose template would admit the pod but whose limits leave less than
- * one of its nodes: Karpenter drops every instance type above what is left
- * (pkg/controllers/provisioning/scheduling/scheduler.go: "all available instance types exceed
- * limits for nodepool"), and launches whole nodes only. */
-static void nodepools(struct pod_ctx *p)
+/* Whether a NodePool whose template would admit the pod may still launch a node for it; with
+ * emit, the reasons of those whose limits leave less than one of its nodes: Karpenter drops every
+ * instance type above what is left (pkg/controllers/provisioning/scheduling/scheduler.go: "all
+ * available instance types exceed limits for nodepool"), and launches whole nodes only. */
+static bool nodepools(struct pod_ctx *p, bool emit)
 {
     const struct table *t = &p->c->kinds[CLUSTER_NODEPOOLS];
     yyjson_val *tols = yyjson_obj_get(p->spec, "tolerations");
     yyjson_val *sel = yyjson_obj_get(p->spec, "nodeSelector"), *k, *v;
+    bool grows = false;
 
     for (size_t b = 0; b < t->n_buckets; b++)
         for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
             const struct vnodepool *np = e->value;
-            bool admits = np->ok;
+            bool admits = np->ok, room = true;
             size_t i, max;
 
             for (size_t x = 0; admits && x < np->p.n_taints; x++) {
@@ -888,26 +894,29 @@ static void nodepools(struct pod_ctx *p)
                     !karpenter_pool_may_label(&np->p, yyjson_get_str(k), yyjson_get_str(v)))
                     admits = false;
             }
+            if (!admits)
+                continue;
             /* any limit spent stops every launch: an instance type needs some of each
              * (scheduler.go drops the types whose capacity exceeds what is left) */
-            for (size_t l = 0; admits && l < np->p.n_limits; l++) {
+            for (size_t l = 0; room && l < np->p.n_limits; l++) {
                 bool bounded, asked = false;
                 const char *res = np->p.limits[l].name;
                 struct reason *r;
 
                 for (size_t a = 0; a < p->n_ask; a++)
                     asked = asked || strcmp(p->ask[a].name, res) == 0;
-                if (asked || karpenter_pool_headroom(&np->p, res, &bounded) > 0 || !bounded ||
-                    (r = reason_of(p->rs, PENDING_NODEPOOL_LIMIT, np->p.name, res, NULL)) == NULL)
+                if (asked || karpenter_pool_headroom(&np->p, res, &bounded) > 0 || !bounded)
                     continue;
-                snprintf(r->msg, sizeof(r->msg),
-                         "NodePool %.253s, whose nodes could hold the pod, has used all of its "
-                         "limit of %" PRId64 " %.300s (spec.limits, status.resources): Karpenter "
-                         "launches no node for it",
-                         np->p.name, np->p.limits[l].milli / 1000, res);
-                admits = false; /* said: the GPU arithmetic below adds nothing */
+                room = false;
+                if (emit &&
+                    (r = reason_of(p->rs, PENDING_NODEPOOL_LIMIT, np->p.name, res, NULL)) != NULL)
+                    snprintf(r->msg, sizeof(r->msg),
+                             "NodePool %.253s, whose nodes could hold the pod, has used all of "
+                             "its limit of %" PRId64 " %.300s (spec.limits, status.resources): "
+                             "Karpenter launches no node for it",
+                             np->p.name, np->p.limits[l].milli / 1000, res);
             }
-            for (size_t a = 0; admits && a < p->n_ask; a++) {
+            for (size_t a = 0; room && a < p->n_ask; a++) {
                 bool bounded;
                 int64_t left = karpenter_pool_headroom(&np->p, p->ask[a].name, &bounded);
                 int64_t need = p->ask[a].per_pod > np->p.gpu_count_min ? p->ask[a].per_pod
@@ -915,19 +924,22 @@ static void nodepools(struct pod_ctx *p)
                 const struct karpenter_amount *lim = karpenter_pool_limit(&np->p, p->ask[a].name);
                 struct reason *r;
 
-                if (!bounded || left >= need ||
-                    (r = reason_of(p->rs, PENDING_NODEPOOL_LIMIT, np->p.name, p->ask[a].name,
-                                   NULL)) == NULL)
+                if (!bounded || left >= need)
                     continue;
-                snprintf(r->msg, sizeof(r->msg),
-                         "NodePool %s, whose nodes could hold the pod, has %" PRId64
-                         " %s left of its limit of %" PRId64
-                         " (spec.limits less status.resources), and a node of it needs %" PRId64
-                         ": Karpenter launches none (all available instance types exceed limits "
-                         "for nodepool)",
-                         np->p.name, left, p->ask[a].name, lim ? lim->milli / 1000 : 0, need);
+                room = false;
+                if (emit && (r = reason_of(p->rs, PENDING_NODEPOOL_LIMIT, np->p.name,
+                                           p->ask[a].name, NULL)) != NULL)
+                    snprintf(r->msg, sizeof(r->msg),
+                             "NodePool %s, whose nodes could hold the pod, has %" PRId64
+                             " %s left of its limit of %" PRId64
+                             " (spec.limits less status.resources), and a node of it needs "
+                             "%" PRId64 ": Karpenter launches none (all available instance "
+                             "types exceed limits for nodepool)",
+                             np->p.name, left, p->ask[a].name, lim ? lim->milli / 1000 : 0, need);
             }
+            grows = grows || room;
         }
+    return grows;
 }
 
 /* ---- the pods ---- */
@@ -1061,9 +1073,14 @@ static int explain_pod(const struct cluster *c, const struct vpod *v, const stru
         asks_too_large(&p);
         shared_asks(&p);
         preemption(&p);
-        if (yyjson_mut_arr_size(fits) == 0) { /* no autoscaler is needed where the pod fits */
-            ca_groups(&p, nodes, n_nodes);
-            nodepools(&p);
+        /* why no node can be added, only where the pod fits nowhere and no node group or
+         * NodePool that would hold it can grow: Cluster Autoscaler expands any group it can
+         * (a group at its max is a skip reason for that group alone), Karpenter tries every
+         * NodePool */
+        if (yyjson_mut_arr_size(fits) == 0 && !ca_groups(&p, nodes, n_nodes, false) &&
+            !nodepools(&p, false)) {
+            ca_groups(&p, nodes, n_nodes, true);
+            nodepools(&p, true);
         }
     }
     qsort(rs->r, rs->n, sizeof(rs->r[0]), reason_cmp);
@@ -1439,7 +1456,7 @@ static uint64_t pod_hash(const struct vpod *v)
     return h ^ ((uint64_t)v->gated << 1) ^ (v->pend->scheduler ? 4u : 0u);
 }
 
-int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
+int pending_count(struct cluster *c, uint64_t counts[PENDING_COUNTS])
 {
     const struct table *t = &c->kinds[CLUSTER_PODS];
     struct scene sc = {0};
@@ -1447,7 +1464,7 @@ int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
     size_t cap = 0, used = 0;
     int rc = -1;
 
-    memset(counts, 0, sizeof(counts[0]) * (PENDING_CODES + 1));
+    memset(counts, 0, sizeof(counts[0]) * PENDING_COUNTS);
     pthread_rwlock_rdlock(&c->lock);
     if (scene_build(c, &sc) < 0)
         goto out;
@@ -1482,7 +1499,7 @@ int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1])
                 if (memo[at].hash == h && says_same(memo[at].v, v))
                     break;
             if (memo[at].v == NULL && used >= PENDING_COUNT_SPECS_MAX) {
-                counts[PENDING_CODES]++; /* past the bound of one scrape: not replayed */
+                counts[PENDING_NOT_JUDGED]++; /* past the bound of one scrape */
                 continue;
             }
             if (memo[at].v == NULL) {

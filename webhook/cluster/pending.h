@@ -83,12 +83,18 @@ struct pending_query {
  */
 yyjson_mut_doc *pending_explain(struct cluster *c, const struct pending_query *q, struct diag *d);
 
+/* The gauge's two counts past the codes: pods the view has room for (no reason), and pods not
+ * replayed (past PENDING_COUNT_SPECS_MAX distinct specs). */
+#define PENDING_UNEXPLAINED PENDING_CODES
+#define PENDING_NOT_JUDGED  (PENDING_CODES + 1)
+#define PENDING_COUNTS      (PENDING_CODES + 2)
+
 /* How many Pending GPU pods have each primary reason, into counts[code], and into
- * counts[PENDING_CODES] those the view has room for (no reason). Pods whose spec, priority and
+ * counts[PENDING_UNEXPLAINED] those the view has room for. Pods whose spec, priority and
  * scheduling are the same are judged once (20,000 Pending pods of one Job template cost one
- * replay), and at most PENDING_COUNT_SPECS_MAX specs are (the pods of the others count under
- * PENDING_CODES too), so that a scrape stays bounded. 0, or -1 when out of memory (counts then
- * partial). The view is read-locked for the call. */
-int pending_count(struct cluster *c, uint64_t counts[PENDING_CODES + 1]);
+ * replay), and at most PENDING_COUNT_SPECS_MAX specs are: the pods of the others count under
+ * counts[PENDING_NOT_JUDGED], so that a scrape stays bounded. 0, or -1 when out of memory
+ * (counts then partial). The view is read-locked for the call. */
+int pending_count(struct cluster *c, uint64_t counts[PENDING_COUNTS]);
 
 #endif
