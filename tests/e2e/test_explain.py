@@ -141,6 +141,28 @@ def test_seed_000_pending():
         eq(p["fits"], [], "no node with room")
 
 
+def test_node_group_at_max():
+    """eks-at-max.json: an EKS managed node group (ASG eks-gpu-UUID) of two full GPU nodes at
+    its maxSize, by Cluster Autoscaler's YAML status: the group is why the pods wait, in the
+    command, the gauge, and gpuadmit capacity's headroom."""
+    snap = os.path.join(SNAP, "eks-at-max.json")
+    rc, doc = explain_json("--cluster-snapshot", snap)
+    eq(rc, 1, "exit code")
+    for p in doc["pods"]:
+        r = p["reasons"][0]
+        eq(r["code"], "node-group-at-max", "primary reason of %s" % p["name"])
+        eq(r["nodes"], ["gpu-a", "gpu-b"], "the group's nodes")
+        check("node group eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11, which could hold the pod, "
+              "is at its max size (2 of maxSize 2)" in r["message"], r["message"])
+    with Server("--cluster-snapshot", snap) as s:
+        g = pending_gauge(get(s.port, "/metrics")[1].decode())
+        eq(g["node-group-at-max"], 2, "the gauge, by primary reason")
+    p = subprocess.run([BIN, "capacity", "--cluster-snapshot", snap, "-r", DEFAULT_RULES],
+                       capture_output=True, text=True, timeout=t(30))
+    check("  node group eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11: 2 of max 2, headroom 0 "
+          "nodes, scale-up NoActivity\n" in p.stdout, p.stdout + p.stderr)
+
+
 def test_names_and_namespace():
     rc, doc = explain_json("--cluster-snapshot", DRAIN, "-n", "ml", "deployment/trainer")
     eq(rc, 1, "a Deployment's Pending pods")
@@ -271,7 +293,7 @@ def setup(work):
     E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
 
 
-TESTS = [test_seed_000_pending, test_drain_text, test_drain_json, test_names_and_namespace,
+TESTS = [test_seed_000_pending, test_node_group_at_max, test_drain_text, test_drain_json, test_names_and_namespace,
          test_pods_of_no_controller_told_together, test_nothing_pending,
          test_usage_errors, test_broken_snapshot, test_server_gauge_and_debug_explain]
 

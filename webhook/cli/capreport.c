@@ -282,7 +282,9 @@ static yyjson_mut_val *node_report(yyjson_mut_doc *doc, struct cluster *view,
             !yyjson_mut_arr_append(list, e))
             goto out;
     }
-    out = json_pack(doc, "{s:o, s:o}", "nodes", list, "totals", totals);
+    /* what the node autoscalers say they may still add (the view's reading of them) */
+    out = json_pack(doc, "{s:o, s:o, s:V}", "nodes", list, "totals", totals, "autoscalers",
+                    yyjson_obj_get(yyjson_doc_get_root(dump), "autoscalers"));
 out:
     free(names);
     yyjson_doc_free(dump);
@@ -720,6 +722,44 @@ static void print_workload(yyjson_val *w)
     printf("  %s\n", s_of(w, "explanation"));
 }
 
+/* Each node group's and NodePool's headroom, as the view read them: "node group NAME: 2 of
+ * max 6, headroom 4 nodes" (0 in backoff or unhealthy), "NodePool NAME: 8 nvidia.com/gpu left
+ * of its limit" or "no GPU limit". */
+static void print_autoscalers(yyjson_val *as)
+{
+    yyjson_val *k, *v, *gk, *g;
+    size_t i, max, j, gmax;
+
+    yyjson_obj_foreach (as, i, max, k, v) {
+        const char *key = yyjson_get_str(k);
+
+        if (json_get_str(v, "error") != NULL) {
+            printf("%s: not read: %s\n", key, s_of(v, "error"));
+            continue;
+        }
+        if (strncmp(key, "NodePool/", 9) == 0) {
+            yyjson_val *h = yyjson_obj_get(v, "gpuHeadroom");
+
+            if (yyjson_is_int(h))
+                printf("NodePool %s: %lld nvidia.com/gpu left of its limit\n", key + 9,
+                       (long long)yyjson_get_sint(h));
+            else
+                printf("NodePool %s: no nvidia.com/gpu limit\n", key + 9);
+            continue;
+        }
+        printf("Cluster Autoscaler (%s, %s):\n", s_of(v, "status")[0] ? s_of(v, "status") : "?",
+               s_of(v, "updated")[0] ? s_of(v, "updated") : "no last-updated annotation");
+        yyjson_obj_foreach (yyjson_obj_get(v, "groups"), j, gmax, gk, g)
+            printf("  node group %s: %lld of max %lld, headroom %lld node%s%s%s%s\n",
+                   yyjson_get_str(gk), (long long)int_of(yyjson_obj_get(g, "target")),
+                   (long long)int_of(yyjson_obj_get(g, "maxSize")),
+                   (long long)int_of(yyjson_obj_get(g, "headroom")),
+                   int_of(yyjson_obj_get(g, "headroom")) == 1 ? "" : "s",
+                   yyjson_is_true(yyjson_obj_get(g, "healthy")) ? "" : ", unhealthy",
+                   s_of(g, "scaleUp")[0] ? ", scale-up " : "", s_of(g, "scaleUp"));
+    }
+}
+
 static void print_text(yyjson_val *report, const char *source)
 {
     yyjson_val *nodes = yyjson_obj_get(report, "nodes"), *n, *k, *r, *w;
@@ -743,6 +783,7 @@ static void print_text(yyjson_val *report, const char *source)
                (long long)int_of(yyjson_obj_get(r, "used")),
                (long long)int_of(yyjson_obj_get(r, "free")));
     }
+    print_autoscalers(yyjson_obj_get(report, "autoscalers"));
     yyjson_arr_foreach (yyjson_obj_get(report, "workloads"), i, max, w)
         print_workload(w);
     if (sum != NULL) {
