@@ -140,20 +140,10 @@ static bool ineligible(const struct node *n, yyjson_val *spec, struct why *w)
     return false;
 }
 
-/* name is interned (cluster_rname), or NULL for a name no node has. */
-static const struct node_res *node_res_of(const struct node *n, const char *name)
-{
-    for (size_t i = 0; name != NULL && i < n->n_res; i++) {
-        if (n->res[i].name == name)
-            return &n->res[i];
-    }
-    return NULL;
-}
-
 /* The node advertises the resource (a key at 0 after a rename is not an offer). */
 static bool offers(const struct node *n, const char *name)
 {
-    const struct node_res *r = node_res_of(n, name);
+    const struct node_res *r = node_res_find(n, name);
 
     return r != NULL && node_res_offered(r);
 }
@@ -301,31 +291,6 @@ static int64_t held_on(const struct held *h, const char *node, const char *res, 
     return sum;
 }
 
-/* nvidia.com/gpu.replicas of 2 or more: a number, however long (a label may hold more digits
- * than 64 bits do; the device plugin's labeller writes a small one). */
-static bool replicas_shared(const char *s)
-{
-    uint64_t count;
-    size_t n = s ? strlen(s) : 0;
-
-    if (n == 0 || strspn(s, "0123456789") != n)
-        return false;
-    return parse_uint(s, 2, UINT64_MAX, &count) == 0 || parse_uint(s, 0, 1, &count) != 0;
-}
-
-static bool node_shares(const struct node *n, char *why, size_t len)
-{
-    /* node labels: from the apiserver, which allows no NUL in them */
-    const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
-    const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
-    bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) || replicas_shared(replicas);
-
-    if (shared)
-        snprintf(why, len, "%s%s%s", strategy ? strategy : "shared",
-                 replicas ? ", nvidia.com/gpu.replicas=" : "", replicas ? replicas : "");
-    return shared;
-}
-
 /* Appends s to the text in buf (len bytes), cut as snprintf would cut it. */
 static void text_add(char *buf, size_t len, size_t *at, const char *s)
 {
@@ -375,7 +340,7 @@ struct amounts {
 static void amounts_of_records(const struct cluster *c, const struct node *n, const char *rn,
                                const struct capacity_result *out, double now, struct amounts *a)
 {
-    const struct node_res *nr = node_res_of(n, rn);
+    const struct node_res *nr = node_res_find(n, rn);
     const struct binding *b = n->binding;
 
     a->alloc = nr ? cluster_effective_allocatable(c, nr, now) : 0;
@@ -873,10 +838,10 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
                 continue;
             }
             for (size_t r = 0; r < out->n_res; r++) /* it offers each: node_res_of finds it */
-                s->sums[s->n * s->n_res + r] = node_res_of(nd, rn[r])->sum;
+                s->sums[s->n * s->n_res + r] = node_res_find(nd, rn[r])->sum;
             s->by_slot[s->n] = (struct elig_slot){s->sums[s->n * s->n_res], (uint32_t)s->n};
             s->nodes[s->n++] = nd;
-            if (!node_shares(nd, share, sizeof(share)))
+            if (!cluster_node_shares(nd, share, sizeof(share)))
                 all_shared = false;
             else
                 snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
@@ -889,7 +854,7 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
         size_t at = s->n + s->n_transient;
 
         for (size_t r = 0; r < out->n_res; r++)
-            s->sums[at * s->n_res + r] = node_res_of(later[i], rn[r])->sum;
+            s->sums[at * s->n_res + r] = node_res_find(later[i], rn[r])->sum;
         s->nodes[at] = later[i];
     }
     free(later);
@@ -1333,20 +1298,6 @@ static int64_t most_left(int64_t *left, size_t n, int64_t must, int64_t pp0)
     return sum;
 }
 
-/* The name of a PriorityClass of value in the view (the first by name), or NULL. */
-static const char *class_named(const struct cluster *c, int64_t value)
-{
-    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
-    const char *best = NULL;
-
-    for (size_t i = 0; i < t->n_buckets; i++)
-        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next)
-            if (((const struct vclass *)e->value)->value == value &&
-                (best == NULL || strcmp(e->key, best) < 0))
-                best = e->key;
-    return best;
-}
-
 /* Adds the GPUs of the first resource that pods of node n below the template's priority hold
  * to hs (n_hs of PREEMPT_HOLDERS_MAX; past them into *others); *ones false when one holds more
  * than one. */
@@ -1411,7 +1362,7 @@ static void holders_text(const struct cluster *c, struct holder *hs, size_t n_hs
             text_add(buf, len, &at, ", and others");
             return;
         }
-        cls = class_named(c, hs[i].priority);
+        cls = cluster_class_name(c, hs[i].priority);
         text_add(buf, len, &at, shown++ ? ", " : "");
         text_add(buf, len, &at, left < level && same > 1 ? "up to " : "");
         text_add_int(buf, len, &at, share);

@@ -18,6 +18,7 @@
 #include "json.h"
 #include "bounds.h"
 #include "mono.h"
+#include "parse.h"
 #include "policy/pod.h"
 #include "quantity.h"
 
@@ -623,6 +624,44 @@ static void node_carry_grace(struct node *n, const struct node *old, double now)
         r->last_allocatable = o->allocatable > 0 ? o->allocatable : o->last_allocatable;
         r->zero_since = o->zero_since > 0 ? o->zero_since : now;
     }
+}
+
+/* nvidia.com/gpu.replicas of 2 or more: a number, however long (a label may hold more digits
+ * than 64 bits do; the device plugin's labeller writes a small one). */
+static bool replicas_shared(const char *s)
+{
+    uint64_t count;
+    size_t n = s ? strlen(s) : 0;
+
+    if (n == 0 || strspn(s, "0123456789") != n)
+        return false;
+    return parse_uint(s, 2, UINT64_MAX, &count) == 0 || parse_uint(s, 0, 1, &count) != 0;
+}
+
+bool cluster_node_shares(const struct node *n, char *why, size_t len)
+{
+    /* node labels: from the apiserver, which allows no NUL in them */
+    const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
+    const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
+    bool shared = (strategy != NULL && strcmp(strategy, "none") != 0) || replicas_shared(replicas);
+
+    if (shared)
+        snprintf(why, len, "%s%s%s", strategy ? strategy : "shared",
+                 replicas ? ", nvidia.com/gpu.replicas=" : "", replicas ? replicas : "");
+    return shared;
+}
+
+const char *cluster_class_name(const struct cluster *c, int64_t value)
+{
+    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
+    const char *best = NULL;
+
+    for (size_t i = 0; i < t->n_buckets; i++)
+        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next)
+            if (((const struct vclass *)e->value)->value == value &&
+                (best == NULL || strcmp(e->key, best) < 0))
+                best = e->key;
+    return best;
 }
 
 int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r, double now)

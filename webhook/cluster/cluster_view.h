@@ -260,6 +260,24 @@ struct cluster {
     bool gaps_told;         /* cluster_snapshot_tell_gaps() answered true once */
 };
 
+/* The record of resource rn on node n, or NULL; rn is interned (cluster_rname), or NULL for a
+ * name no node has. */
+static inline const struct node_res *node_res_find(const struct node *n, const char *rn)
+{
+    for (size_t i = 0; rn != NULL && i < n->n_res; i++) {
+        if (n->res[i].name == rn)
+            return &n->res[i];
+    }
+    return NULL;
+}
+
+/* Whether node n shares its GPUs (time-slicing or MPS, by GPU feature discovery's labels
+ * nvidia.com/gpu.sharing-strategy and nvidia.com/gpu.replicas), with those labels in why. */
+bool cluster_node_shares(const struct node *n, char *why, size_t len);
+/* The name of a PriorityClass of value in the view (the first by name), or NULL. The caller
+ * holds the view's lock. */
+const char *cluster_class_name(const struct cluster *c, int64_t value);
+
 /* The allocatable a decision uses: the last nonzero one during the grace after a drop to 0. */
 int64_t cluster_effective_allocatable(const struct cluster *c, const struct node_res *r,
                                       double now);

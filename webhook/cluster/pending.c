@@ -162,15 +162,6 @@ static const char *has_word(size_t n)
 
 /* ---- what a node has ---- */
 
-static const struct node_res *res_of(const struct node *n, const char *rn)
-{
-    for (size_t i = 0; rn != NULL && i < n->n_res; i++) {
-        if (n->res[i].name == rn)
-            return &n->res[i];
-    }
-    return NULL;
-}
-
 /* What the bound pods of n use of rn, in all and below priority prio. */
 static void bound_use(const struct node *n, const char *rn, int64_t prio, int64_t *used,
                       int64_t *below)
@@ -214,22 +205,6 @@ static bool offers_nvidia(const struct node *n)
             return true;
     }
     return false;
-}
-
-/* Whether n shares its GPUs (time-slicing or MPS: GPU feature discovery's labels), with the
- * labels in why. */
-static bool shares(const struct node *n, char *why, size_t len)
-{
-    const char *strategy = json_get_str(n->labels, "nvidia.com/gpu.sharing-strategy");
-    const char *replicas = json_get_str(n->labels, "nvidia.com/gpu.replicas");
-    bool many = replicas != NULL && strspn(replicas, "0123456789") == strlen(replicas) &&
-                strlen(replicas) > 0 && (strlen(replicas) > 1 || replicas[0] >= '2');
-
-    if ((strategy == NULL || strcmp(strategy, "none") == 0) && !many)
-        return false;
-    snprintf(why, len, "%s%s%s", strategy && strcmp(strategy, "none") ? strategy : "shared",
-             replicas ? ", nvidia.com/gpu.replicas=" : "", replicas ? replicas : "");
-    return true;
 }
 
 /* ---- one pod ---- */
@@ -370,7 +345,7 @@ static void node_fit(struct pod_ctx *p, const struct node *n)
 
     cd->n = n;
     for (size_t i = 0; i < p->n_ask; i++) {
-        const struct node_res *nr = res_of(n, p->ask[i].rn);
+        const struct node_res *nr = node_res_find(n, p->ask[i].rn);
         int64_t alloc, used, below;
 
         cd->free[i] = cd->below[i] = 0;
@@ -543,10 +518,10 @@ static void shared_asks(struct pod_ctx *p)
                 if (dm.r[k].milli <= 1000 || rn == NULL)
                     continue;
                 for (size_t j = 0; j < p->n_cands; j++) {
-                    const struct node_res *nr = res_of(p->cands[j].n, rn);
+                    const struct node_res *nr = node_res_find(p->cands[j].n, rn);
 
                     if (nr == NULL || !node_res_offered(nr) ||
-                        !shares(p->cands[j].n, why, sizeof(why)))
+                        !cluster_node_shares(p->cands[j].n, why, sizeof(why)))
                         continue;
                     if (r == NULL &&
                         (r = reason_of(p->rs, PENDING_SHARED_REQUEST_GT_ONE, rn,
@@ -605,7 +580,7 @@ static bool room_below(struct pod_ctx *p, int64_t prio, const char *spare, int64
         int64_t below, first = 0;
 
         for (size_t i = 0; i < p->n_ask && room; i++) {
-            const struct node_res *nr = res_of(cd->n, p->ask[i].rn);
+            const struct node_res *nr = node_res_find(cd->n, p->ask[i].rn);
 
             if (nr == NULL || !node_res_offered(nr)) {
                 room = false;
@@ -635,21 +610,6 @@ struct holder {
     int64_t priority;
     int64_t gpus;
 };
-
-static const char *class_of(const struct cluster *c, int64_t value)
-{
-    const struct table *t = &c->kinds[CLUSTER_PRIORITYCLASSES];
-    const char *best = NULL;
-
-    for (size_t i = 0; i < t->n_buckets; i++)
-        for (const struct table_entry *e = t->buckets[i]; e != NULL; e = e->next) {
-            const struct vclass *v = e->value;
-
-            if (v->value == value && (best == NULL || strcmp(e->key, best) < 0))
-                best = e->key;
-        }
-    return best;
-}
 
 static void holders_text(const struct pod_ctx *p, int64_t prio, const char *spare, char *buf,
                          size_t len, size_t *at)
@@ -691,7 +651,7 @@ static void holders_text(const struct pod_ctx *p, int64_t prio, const char *spar
         }
     }
     for (size_t i = 0; i < n; i++) {
-        const char *cls = class_of(p->c, h[i].priority);
+        const char *cls = cluster_class_name(p->c, h[i].priority);
 
         add(buf, len, at, "%s%" PRId64 " in namespace %s at priority %" PRId64 "%s%s%s",
             i ? ", " : "", h[i].gpus, h[i].ns, h[i].priority, cls ? " (" : "", cls ? cls : "",
@@ -787,7 +747,7 @@ static bool fresh_node_admits(const struct pod_ctx *p, const struct node *n)
         !placement_affinity_ok(p->spec, n->name, n->labels))
         return false;
     for (size_t i = 0; i < p->n_ask; i++) {
-        const struct node_res *nr = res_of(n, p->ask[i].rn);
+        const struct node_res *nr = node_res_find(n, p->ask[i].rn);
 
         if (nr == NULL || (nr->capacity < p->ask[i].per_pod && nr->allocatable < p->ask[i].per_pod))
             return false;
