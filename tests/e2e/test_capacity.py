@@ -449,6 +449,133 @@ def a_retried_create_is_not_charged_its_own_reservation():
 # ---------------------------------------------------------------------------------------------
 
 
+SNAPS = os.path.join(ROOT, "tests/data/snapshots")
+CA_GROUP = "eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11"
+
+
+def deployment(name, n):
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ml"},
+            "spec": {"replicas": n, "selector": {"matchLabels": {"app": "trainer"}},
+                     "template": template("gpu-standard")}}
+
+
+def ca_updated(ago_s):
+    """Cluster Autoscaler's last-updated annotation, ago_s seconds ago (Go's time.Time.String(),
+    cluster-autoscaler utils/status: ConfigMapLastUpdateFormat)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S.000000000 +0000 UTC", time.gmtime(time.time() - ago_s))
+
+
+@test
+def autoscalers_judged_from_a_watched_status():
+    """Cluster Autoscaler's status ConfigMap, watched through a (simulated) API server, decides
+    what may be added past the nodes there are: at its max size the group adds nothing and 10
+    replicas on 8 GPUs are refused naming it; with room to grow they are admitted, even under
+    available: Deny, naming how much it grows; in backoff they wait, and the warning says why
+    (refused under available: Deny); a status CA stopped writing 20 minutes ago counts for
+    nothing, as without an autoscaler."""
+    with open(os.path.join(SNAPS, "eks-at-max.json")) as f:
+        items = json.load(f)["items"]
+    cm = [o for o in items if o["kind"] == "ConfigMap"][0]
+    at_max = cm["data"]["status"]
+    check("maxSize: 2" in at_max and "NoActivity" in at_max, "eks-at-max.json changed")
+    kinds = {"Node": "nodes", "Pod": "pods", "PriorityClass": "priorityclasses",
+             "ReplicaSet": "replicasets"}
+    fake = fake_apiserver.FakeAPIServer(E.crt, E.key, token="t0k3n", optional=("configmaps",))
+    fake.start()
+    try:
+        for k, plural in kinds.items():
+            fake.put_many(plural, [o for o in items if o["kind"] == k])
+
+        def status(text, ago_s=5):
+            o = copy.deepcopy(cm)
+            o["data"]["status"] = text
+            o["metadata"]["annotations"] = {
+                "cluster-autoscaler.kubernetes.io/last-updated": ca_updated(ago_s)}
+            fake.put("configmaps", o)
+        status(at_max)
+        kcfg = fake.kubeconfig(os.path.join(E.work, "kubeconfig-ca"), ca_file=E.ca, token="t0k3n")
+        d10 = review(deployment("train", 10), "apps/deployments")
+        with Server(rules_dir("warn"), "--kubeconfig", kcfg, name="ca") as srv, \
+                Server(rules_dir("deny", "Deny"), "--kubeconfig", kcfg, name="ca-deny") as deny:
+            def answer(s, want):
+                """The answer once the view shows the status: the first that has want."""
+                deadline = time.monotonic() + t(10)
+                r = None
+                while time.monotonic() < deadline:
+                    c = Conn(s.port)
+                    c.request("GET", "/readyz")
+                    ready = c.getresponse().status == 200
+                    c.close()
+                    if ready:
+                        r = validate(s.port, d10)
+                        if want in json.dumps(r):
+                            return r
+                    time.sleep(0.1)
+                check(False, "no answer with %r: %r" % (want, r))
+            for s in (srv, deny):
+                r = answer(s, "is at its max size")
+                check(r["allowed"] is False and "deployments ml/train can never fit: 10 pods at "
+                      "once, at most 8 fit: 8 on the eligible nodes (8 nvidia.com/gpu in all, "
+                      "cordoned and not Ready nodes included), and the node autoscalers add none: "
+                      "node group %s is at its max size (2 of maxSize 2): Cluster Autoscaler adds "
+                      "no node to it (max node group size reached)" % CA_GROUP
+                      in r["status"]["message"], "at its max: %r" % r)
+            status(at_max.replace("maxSize: 2", "maxSize: 6"))
+            for s in (srv, deny):
+                r = answer(s, "fits after scale-up")
+                w = warnings_of(r)
+                check(r["allowed"] is True and len(w) == 1 and w[0].startswith(
+                    "gpuadmit [capacity]: deployments ml/train fits after scale-up: 0 of its 10 "
+                    "more pods fit now, the other 10 wait Pending until the node autoscalers add "
+                    "nodes"), "room to grow: %r" % r)
+                check("after the 2 pods already waiting for them: node group %s adds 3 nodes of "
+                      "4 pods each (2 to 5 of maxSize 6)" % CA_GROUP
+                      in r["auditAnnotations"]["capacity"], "annotation %r" % r)
+            status(at_max.replace("maxSize: 2", "maxSize: 6").replace(
+                '    scaleUp:\n      status: "NoActivity"',
+                '    scaleUp:\n      status: "Backoff"\n      backoffInfo:\n'
+                '        errorCode: "InsufficientInstanceCapacity"\n'
+                '        errorMessage: "We currently do not have sufficient g5.12xlarge capacity"'))
+            r = answer(srv, "in backoff")
+            w = warnings_of(r)
+            check(r["allowed"] is True and any(
+                "node group %s is in backoff after a failed scale-up (InsufficientInstanceCapacity:"
+                " We currently do not have sufficient g5.12xlarge capacity): Cluster Autoscaler "
+                "adds no node to it until the backoff ends" % CA_GROUP in x
+                for x in r["auditAnnotations"].values()) and len(w) >= 2,
+                "backoff: %r" % r)
+            r = answer(deny, "in backoff")
+            check(r["allowed"] is False and "only 0 of 10 more pods fit now, and the node "
+                  "autoscalers may add room for 0 more now" in r["status"]["message"],
+                  "backoff under available: Deny: %r" % r)
+            # CA stopped 20 minutes ago: its groups count for nothing, as without it
+            status(at_max.replace("maxSize: 2", "maxSize: 6"), ago_s=1200)
+            r = answer(srv, "last updated 20 minutes ago")
+            check(r["allowed"] is False and "can never fit: 10 pods at once, at most 8 fit the "
+                  "eligible nodes" in r["status"]["message"] and "Cluster Autoscaler is not "
+                  "running, and its node groups are not counted" in r["status"]["message"],
+                  "stale status: %r" % r)
+    finally:
+        fake.stop()
+
+
+@test
+def karpenter_nodepool_limit_from_a_snapshot():
+    """A NodePool with 8 of its 12 nvidia.com/gpu left and 4-GPU instance types: 8 more one-GPU
+    pods fit after Karpenter launches 2 nodes; 13 in all are past the limit and refused."""
+    snap = os.path.join(SNAPS, "karpenter-limit.json")
+    with Server(rules_dir("warn"), "--cluster-snapshot", snap, name="karpenter") as srv:
+        r = validate(srv.port, review(deployment("train", 8), "apps/deployments"))
+        check(r["allowed"] is True and "NodePool gpu launches 2 nodes of 4 pods each (8 "
+              "nvidia.com/gpu left of its limit of 12)" in r["auditAnnotations"]["capacity"],
+              "8 after scale-up: %r" % r)
+        r = validate(srv.port, review(deployment("train", 13), "apps/deployments"))
+        check(r["allowed"] is False and "at most 12 fit: 4 on the eligible nodes" in
+              r["status"]["message"] and "NodePool gpu may launch 2 nodes" in
+              r["status"]["message"], "13 past the limit: %r" % r)
+
+
 def setup(work):
     E.work = work
     E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cluster/capacity.h"
 #include "cluster/pending.h"
 #include "json.h"
 #include "policy/eval.h"
@@ -102,6 +103,34 @@ static void explain(struct cluster *c)
     yyjson_mut_doc_free(doc);
 }
 
+/* What the view's node autoscalers may add for a 2-GPU template: never more now than at most,
+ * every named group with whole nodes. */
+static void growth(struct cluster *c)
+{
+    static char *gpu_v[] = {"nvidia.com/gpu"};
+    static const struct strlist gpus = {gpu_v, 1};
+    static const char text[] = "{\"tolerations\":[{\"operator\":\"Exists\"}],"
+                               "\"containers\":[{\"name\":\"c\",\"resources\":{"
+                               "\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}";
+    yyjson_doc *spec = yyjson_read(text, sizeof(text) - 1, 0);
+    struct capacity_request rq = {yyjson_doc_get_root(spec), &gpus, 3, 3, 0, 0, 0};
+    struct capacity_result *res = calloc(1, sizeof(*res));
+    struct growth *g = calloc(1, sizeof(*g));
+
+    FUZZ_ASSERT(spec != NULL && res != NULL && g != NULL, "setup");
+    FUZZ_ASSERT(capacity_judge(c, &rq, res) == 0 && res->judged, "judge");
+    capacity_growth(c, &rq, res, NULL, g);
+    FUZZ_ASSERT(g->pods_now <= g->pods_ever && g->pods_ever <= GROWTH_UNBOUNDED,
+                "more added now than at most");
+    for (size_t i = 0; i < g->n; i++)
+        FUZZ_ASSERT(g->g[i].per_node >= 1 && g->g[i].nodes_now <= g->g[i].nodes_ever &&
+                        (g->g[i].state == GROWTH_GROWS || g->g[i].nodes_now == 0),
+                    "a group named with no pod per node, or adding now while it cannot");
+    free(g);
+    free(res);
+    yyjson_doc_free(spec);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct cluster_config cfg = {60};
@@ -129,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         decide(c);
         fuzz_view_check(c);
         explain(c);
+        growth(c);
     }
     for (int k = 0; k < CLUSTER_KINDS; k++) {
         cluster_list_begin(c, (enum cluster_kind)k);

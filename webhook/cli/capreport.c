@@ -459,15 +459,16 @@ static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson
         j->code = cap_exit_worse(j->code, CAP_EXIT_NEVER);
     }
     e = json_pack(
-        j->doc, "{s:s, s:s, s:s, s:V, s:V, s:V, s:V, s:V, s:V, s:V, s:s, s:V, s:s, s:b}", "kind",
-        json_get_str(admit, "kind"), "namespace", json_get_str(admit, "namespace"), "name",
+        j->doc, "{s:s, s:s, s:s, s:V, s:V, s:V, s:V, s:V, s:V, s:V, s:s, s:V, s:s, s:b, s:V*}",
+        "kind", json_get_str(admit, "kind"), "namespace", json_get_str(admit, "namespace"), "name",
         json_get_str(admit, "name"), "replicas", yyjson_obj_get(cap, "pods"), "requestsGPUs",
         yyjson_obj_get(cap, "requestsGPUs"), "fitNow", yyjson_obj_get(cap, "fitNow"), "fitEver",
         yyjson_obj_get(cap, "fitEver"), "eligibleNodes", yyjson_obj_get(cap, "eligibleNodes"),
         "notEligible", yyjson_obj_get(cap, "notEligible"), "explanation",
         yyjson_obj_get(cap, "explanation"), "verdict", gpus ? verdict : "fits", "why",
         yyjson_obj_get(cap, "why"), "decision", json_get_str(admit, "decision"), "patched",
-        yyjson_arr_size(yyjson_obj_get(admit, "patch")) > 0);
+        yyjson_arr_size(yyjson_obj_get(admit, "patch")) > 0, "autoscalers",
+        yyjson_obj_get(cap, "autoscalers"));
     /* admit is the object as written (its decision, what check denies), cap the judgement of
      * the parked one */
     if (e != NULL && json_mut_set(j->doc, e, "deniedBy", denied_by(j->doc, admit)) < 0)
@@ -684,7 +685,7 @@ static void print_workload(yyjson_val *w)
     int64_t replicas = int_of(yyjson_obj_get(w, "replicas"));
     int64_t now = int_of(yyjson_obj_get(w, "fitNow")), ever = int_of(yyjson_obj_get(w, "fitEver"));
     const char *verdict = s_of(w, "verdict"), *why = s_of(w, "why");
-    yyjson_val *r;
+    yyjson_val *r, *as = yyjson_obj_get(w, "autoscalers");
     size_t i, max;
 
     printf("\n%s:%lld: %s %s/%s: ", s_of(w, "file"), (long long)int_of(yyjson_obj_get(w, "line")),
@@ -700,14 +701,23 @@ static void print_workload(yyjson_val *w)
     }
     if (strcmp(verdict, "never") == 0 && ever >= replicas)
         /* the rule refuses what the GPUs' count would hold (shared GPUs, several per pod) */
-        printf("never fits (by the GPUs' count alone %lld would fit now, %lld at most)\n",
+        printf("never fits (by the GPUs' count alone %lld would fit now, %lld at most)",
                (long long)now, (long long)ever);
     else
-        printf("%s: %lld fit now, %lld at most\n",
+        printf("%s: %lld fit now, %lld at most",
                strcmp(verdict, "never") == 0    ? "never fits"
                : strcmp(verdict, "notNow") == 0 ? "does not fit now"
+               : now < replicas && as != NULL   ? "fits after scale-up"
                                                 : "fits",
                (long long)now, (long long)ever);
+    /* what the node autoscalers may add (growth.h; 2^40: no limit bounds it) */
+    if (as != NULL && int_of(yyjson_obj_get(as, "podsEver")) >= (INT64_C(1) << 40))
+        printf(", and any number on the nodes the node autoscalers add");
+    else if (as != NULL)
+        printf(", and %lld more now, %lld at most, on the nodes the node autoscalers may add",
+               (long long)int_of(yyjson_obj_get(as, "podsNow")),
+               (long long)int_of(yyjson_obj_get(as, "podsEver")));
+    putchar('\n');
     if (why[0])
         printf("  %s\n", why);
     yyjson_arr_foreach (yyjson_obj_get(w, "deniedBy"), i, max, r) {

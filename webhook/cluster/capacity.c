@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "capacity_cache.h"
 #include "cluster_view.h"
@@ -1218,6 +1219,7 @@ static void waiting_done(struct cluster *c, struct capacity_result *out, struct 
             continue;
         elig_release(c->cap, g->gset);
         take = g->gpus < g->both ? g->gpus : g->both;
+        out->waiting_beyond += g->gpus - (take > 0 ? take : 0);
         if (take <= 0)
             continue;
         out->waiting_gpus += take;
@@ -1555,6 +1557,33 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                  out->eligible - NODES_LISTED);
     }
     return 0;
+}
+
+bool capacity_autoscalers(struct cluster *c)
+{
+    bool any;
+
+    pthread_rwlock_rdlock(&c->lock);
+    any = c->kinds[CLUSTER_AUTOSCALER_STATUS].n > 0 || c->kinds[CLUSTER_NODEPOOLS].n > 0;
+    pthread_rwlock_unlock(&c->lock);
+    return any;
+}
+
+void capacity_growth(struct cluster *c, const struct capacity_request *rq,
+                     const struct capacity_result *res, const struct strlist *group_labels,
+                     struct growth *out)
+{
+    struct growth_ask ask[CAPACITY_RESOURCES_MAX];
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    pthread_rwlock_rdlock(&c->lock);
+    for (size_t r = 0; r < res->n_res; r++)
+        ask[r] = (struct growth_ask){res->res[r].name, cluster_rname(c, res->res[r].name),
+                                     res->res[r].per_pod};
+    growth_of(c, rq->pod_spec, ask, res->n_res, rq->headroom, group_labels,
+              (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, out);
+    pthread_rwlock_unlock(&c->lock);
 }
 
 void capacity_waiting_text(const struct capacity_result *res, char *buf, size_t len)

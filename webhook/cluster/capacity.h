@@ -22,6 +22,7 @@
 
 #include "cluster.h"
 #include "bounds.h"
+#include "growth.h"
 #include "policy/policy.h"
 
 #define CAPACITY_TEXT_MAX 1024
@@ -55,11 +56,13 @@ struct capacity_result {
     int64_t fit_ever;  /* pods that fit the eligible nodes' allocatable */
     int64_t total_gpus[CAPACITY_RESOURCES_MAX]; /* allocatable of the eligible nodes */
     int eligible;
-    int transient;         /* nodes eligible but for a cordon or NotReady: in fit_ever only */
-    int64_t fit_transient; /* of fit_ever, the pods those nodes hold */
-    int64_t waiting_pods;  /* pods already waiting (Pending, or owed by their controller) at
-                              equal or higher priority that can go to the eligible nodes */
-    int64_t waiting_gpus;  /* of the free GPUs of the first resource, those they take */
+    int transient;          /* nodes eligible but for a cordon or NotReady: in fit_ever only */
+    int64_t fit_transient;  /* of fit_ever, the pods those nodes hold */
+    int64_t waiting_pods;   /* pods already waiting (Pending, or owed by their controller) at
+                               equal or higher priority that can go to the eligible nodes */
+    int64_t waiting_gpus;   /* of the free GPUs of the first resource, those they take */
+    int64_t waiting_beyond; /* and what they ask beyond the free ones: GPUs a node autoscaler
+                               adds for them first (they are waiting already) */
     int64_t waiting_pending, waiting_owed; /* of waiting_pods, unbound / not created yet */
     bool waiting_more;                     /* more than one kind of placement waits */
     char waiting_who[128];                 /* the first waiting workload, "StatefulSet/ml/db" */
@@ -94,6 +97,15 @@ void capacity_cache_free(struct capacity_cache *cache);
  * GPU amounts do not parse (msg in out->reasons). */
 int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out);
+
+/* What the node autoscalers in the view may still add for rq's template (growth.h), res being
+ * capacity_judge()'s judgement of it; group_labels as growth_of() takes them (may be NULL). The
+ * view is read-locked for the call. A slow path: for a decision that does not fit the nodes
+ * there are. */
+bool capacity_autoscalers(struct cluster *c); /* the view holds a CA status or a NodePool */
+void capacity_growth(struct cluster *c, const struct capacity_request *rq,
+                     const struct capacity_result *res, const struct strlist *group_labels,
+                     struct growth *out);
 
 /* The pods that wait first in words, "4 Pending pods (ReplicaSet ml/trainer-7f9)", into buf:
  * formatted only for a message, not in every decision. */

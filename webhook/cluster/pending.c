@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "cluster_view.h"
+#include "growth.h"
 #include "json.h"
 #include "mono.h"
 #include "placement.h"
@@ -209,12 +210,6 @@ static bool offers_nvidia(const struct node *n)
 
 /* ---- one pod ---- */
 
-struct ask {
-    const char *name; /* the pod's (its record's) */
-    const char *rn;   /* interned, or NULL: no node has it */
-    int64_t per_pod;
-};
-
 /* A node that passed every filter but the fit: what it has of each resource the pod asks. */
 struct cand {
     const struct node *n;
@@ -244,8 +239,8 @@ struct pod_ctx {
     const struct cluster *c;
     const struct scene *sc;
     const struct vpod *v;
-    yyjson_val *spec; /* its trimmed spec, or NULL */
-    struct ask ask[POD_RESOURCES_MAX];
+    yyjson_val *spec;                         /* its trimmed spec, or NULL */
+    struct growth_ask ask[POD_RESOURCES_MAX]; /* name: its record's; rn: NULL when no node has it */
     size_t n_ask;
     double now;
     struct reasons *rs;
@@ -727,34 +722,6 @@ static void preemption(struct pod_ctx *p)
 
 /* ---- node autoscalers ---- */
 
-/* Whether a new node like n (fresh: no cordon, Ready) would admit the pod by its taints, labels
- * and size: what Cluster Autoscaler asks of a node group's template node
- * (processors/nodeinfosprovider: a Ready node of the group stands for the new ones). */
-static bool fresh_node_admits(const struct pod_ctx *p, const struct node *n)
-{
-    yyjson_val *tols = yyjson_obj_get(p->spec, "tolerations");
-    const char *key, *value;
-
-    for (size_t i = 0; i < n->n_taints; i++) {
-        const struct node_taint *t = &n->taints[i];
-
-        if ((strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0) &&
-            !placement_lifecycle_taint(t->key) &&
-            !placement_tolerated(tols, t->key, t->value, t->effect))
-            return false;
-    }
-    if (placement_selector_miss(p->spec, n->labels, &key, &value) ||
-        !placement_affinity_ok(p->spec, n->name, n->labels))
-        return false;
-    for (size_t i = 0; i < p->n_ask; i++) {
-        const struct node_res *nr = node_res_find(n, p->ask[i].rn);
-
-        if (nr == NULL || (nr->capacity < p->ask[i].per_pod && nr->allocatable < p->ask[i].per_pod))
-            return false;
-    }
-    return true;
-}
-
 /* Cluster Autoscaler's node groups the pod could grow: those with a node that would admit it.
  * At its max size, or in backoff or unhealthy, such a group adds nothing now (CA's skip
  * reasons, core/scaleup/orchestrator/skippedreasons.go: "max node group size reached", "in
@@ -778,8 +745,9 @@ static bool ca_groups(struct pod_ctx *p, const struct node **nodes, size_t n_nod
                 struct reason *r = NULL;
 
                 for (size_t i = 0; i < n_nodes && !fits; i++)
+                    /* a new node like the group's (fresh: no cordon, Ready) would admit it */
                     fits = ca_group_has_node(grp, nodes[i]->name, nodes[i]->labels) &&
-                           fresh_node_admits(p, nodes[i]);
+                           growth_node_pods(p->spec, p->ask, p->n_ask, nodes[i], 0) > 0;
                 if (fits && !backoff && !sick && grp->target < grp->max_size)
                     grows = true;
                 if (!emit || !fits || (!backoff && !sick && grp->target < grp->max_size))
@@ -849,11 +817,13 @@ static bool nodepools(struct pod_ctx *p, bool emit)
             }
             /* a selector the pool's labels, requirements or name rule out (Karpenter gives a
              * node the labels its requirements allow, and karpenter.sh/nodepool) */
-            yyjson_obj_foreach (sel, i, max, k, v) {
-                if (admits && yyjson_is_str(k) && yyjson_is_str(v) &&
-                    !karpenter_pool_may_label(&np->p, yyjson_get_str(k), yyjson_get_str(v)))
-                    admits = false;
-            }
+            /* the macro steps past a NULL: an object only */
+            if (yyjson_is_obj(sel))
+                yyjson_obj_foreach (sel, i, max, k, v) {
+                    if (admits && yyjson_is_str(k) && yyjson_is_str(v) &&
+                        !karpenter_pool_may_label(&np->p, yyjson_get_str(k), yyjson_get_str(v)))
+                        admits = false;
+                }
             if (!admits)
                 continue;
             /* any limit spent stops every launch: an instance type needs some of each

@@ -8,6 +8,7 @@
  */
 #include "rule_capacity.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +33,13 @@ enum {
     CAP_MAX_AGE,
     CAP_SHARED,
     CAP_AUTOSCALING,
+    CAP_GROUP_LABELS,
     CAP_N
 };
 static const struct field KEYS[CAP_N] = {
     {"available", false},          {"headroom", false},    {"reserveSeconds", false},
     {"ownedReplicaSets", false},   {"whenStale", false},   {"maxViewAge", false},
-    {"denySharedMultiple", false}, {"autoscaling", false},
+    {"denySharedMultiple", false}, {"autoscaling", false}, {"nodeGroupLabels", false},
 };
 
 static void *load(struct loader *L, const struct rule_input *in)
@@ -92,6 +94,9 @@ static void *load(struct loader *L, const struct rule_input *in)
         get_bool(L, v[CAP_AUTOSCALING], p, &r->autoscaling);
         r->autoscaling_set = true;
     }
+    path_key(p, path, "nodeGroupLabels");
+    if (given(v[CAP_GROUP_LABELS]))
+        load_strlist(L, v[CAP_GROUP_LABELS], p, &VAL_LABEL_KEY, &r->group_labels);
     return r;
 }
 
@@ -135,7 +140,7 @@ enum cap_severity { CAP_NOTE, CAP_NOT_NOW, CAP_NEVER };
 
 /* What an operator can do about a finding, one fix each: a warning of its own, since the
  * apiserver cuts each warning to 256 characters (WARNING_MAX_RUNES). */
-#define CAP_HINTS_MAX 4
+#define CAP_HINTS_MAX 6
 struct cap_hints {
     const char *subject; /* "deployments ml/trainer" */
     char h[CAP_HINTS_MAX][480];
@@ -320,24 +325,111 @@ static void preempt_note(struct cap_pass *cp, const struct rule *ru, enum rule_e
     capacity_report(cp, ru, as, CAP_NOTE, text, brief, NULL);
 }
 
+/* snprintf for messages that are cut to fit: buf always ends in a NUL. */
+static void say(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void say(char *buf, size_t len, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, len, fmt, ap);
+    va_end(ap);
+}
+
+/* What the node autoscalers may add for rq's template (cluster/growth.h), judged only for a
+ * change that does not fit the nodes there are: NULL when the rule says none runs
+ * (autoscaling: false), when the view reads none and left none out as stale, or out of memory.
+ * The caller frees it. */
+static struct growth *growth_for(struct cap_pass *cp, const struct rule *ru,
+                                 const struct capacity_request *rq,
+                                 const struct capacity_result *res)
+{
+    const struct capacity_settings *s = ru->settings;
+    struct growth *g;
+
+    if ((s->autoscaling_set && !s->autoscaling) || !capacity_autoscalers(cp->rn->view) ||
+        (g = malloc(sizeof(*g))) == NULL)
+        return NULL;
+    capacity_growth(cp->rn->view, rq, res, &s->group_labels, g);
+    if (!g->readable && g->stale_why[0] == '\0') {
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+/* Pods of the template the growing groups add room for now, after the pods already waiting at
+ * equal or higher priority beyond the free GPUs, which they add nodes for first: *owed, in pods
+ * of the template. */
+static int64_t growth_now(const struct growth *gr, const struct capacity_result *res, int64_t *owed)
+{
+    int64_t per = res->res[0].per_pod > 0 ? res->res[0].per_pod : 1;
+
+    *owed = (res->waiting_beyond + per - 1) / per;
+    if (gr == NULL || !gr->readable)
+        return 0;
+    if (gr->pods_now >= GROWTH_UNBOUNDED)
+        return GROWTH_UNBOUNDED;
+    return gr->pods_now > *owed ? gr->pods_now - *owed : 0;
+}
+
+/* What the autoscalers add to the arithmetic, after expl (len bytes): "; the node autoscalers
+ * may add 8 more pods now, 12 at most". */
+static void growth_explain(const struct growth *gr, int64_t grow_now, char *expl, size_t len)
+{
+    size_t l = strlen(expl);
+
+    if (gr == NULL || l >= len)
+        return;
+    if (gr->readable && gr->pods_ever >= GROWTH_UNBOUNDED)
+        snprintf(expl + l, len - l,
+                 "; the node autoscalers may add %s more pods now, with no limit on them",
+                 grow_now >= GROWTH_UNBOUNDED ? "any number of" : "some");
+    else if (gr->readable)
+        snprintf(expl + l, len - l,
+                 "; the node autoscalers may add %lld more pod%s now, %lld at most",
+                 (long long)grow_now, grow_now == 1 ? "" : "s", (long long)gr->pods_ever);
+    l = strlen(expl);
+    if (gr->stale_why[0] && l < len)
+        snprintf(expl + l, len - l, "; %s", gr->stale_why);
+}
+
+/* The groups that add nothing now, and the one gpuadmit cannot size, as hints. */
+static void growth_hints(const struct growth *gr, struct cap_hints *hs)
+{
+    if (gr == NULL || !gr->readable)
+        return;
+    if (hs->n < CAP_HINTS_MAX) {
+        growth_stuck_text(gr, hs->h[hs->n], sizeof(hs->h[0]));
+        if (hs->h[hs->n][0])
+            hs->n++;
+    }
+    if (gr->unknown && hs->n < CAP_HINTS_MAX)
+        snprintf(hs->h[hs->n++], sizeof(hs->h[0]), "%.400s: it may hold more", gr->unknown_why);
+}
+
 /* One capacity rule's findings on one judged object, from rq (ct's request, which a Job's
  * clamped width changes) into res (zeroed by the caller). 1 when res holds the judgement
  * (res->judged false: not a GPU workload), 0 when nothing was judged against the view (none,
  * not synced, stale: whenStale's answer), -1 when the template's GPU amounts do not parse
- * (res->reasons says why). */
+ * (res->reasons says why). What the node autoscalers may add, when it was judged, into *grp
+ * (the caller frees it). */
 static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
                              const struct rule *ru, enum rule_enforcement eff,
                              struct workload_demand *ct, struct capacity_request *rq,
-                             struct capacity_result *res)
+                             struct capacity_result *res, struct growth **grp)
 {
     struct run *rn = cp->rn;
     const struct capacity_settings *s = ru->settings;
     char text[3 * MSG_MAX + 8], expl[MSG_MAX], shared[MSG_MAX] = "", brief[MSG_MAX], where[200];
-    char full[2 * MSG_MAX];
+    char full[2 * MSG_MAX], grows[MSG_MAX], stuck[MSG_MAX];
     struct cap_hints hs;
     enum rule_enforcement as = ct->hpa ? ENFORCE_WARN : eff;
     struct pod_demand dm;
     struct diag d;
+    const struct growth *gr;
+    bool scales; /* an autoscaler the view reads may add nodes */
+    int64_t ever, soon, grow_now, owed;
 
     diag_clear(&d);
     if (pod_gpu_demand(ct->spec, &doc->gpu_resources, &dm, &d) == 0 && dm.n == 0)
@@ -365,41 +457,81 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
     if (ct->pod || (ct->increase == 0 && !ct->grew))
         return 1; /* nothing new: a changed template is judged against at most below */
     capacity_explain(rq, res, expl, sizeof(expl));
+    /* the autoscalers, only for what the nodes there are do not hold */
+    if ((res->eligible == 0 && res->transient == 0) || (ct->grew && ct->total > res->fit_ever) ||
+        ct->increase > res->fit_now)
+        *grp = growth_for(cp, ru, rq, res);
+    gr = *grp;
+    scales = gr != NULL && gr->readable;
+    ever = res->fit_ever + (scales ? gr->pods_ever : 0);
+    grow_now = growth_now(gr, res, &owed);
+    soon = res->fit_now + grow_now;
+    growth_explain(gr, grow_now, expl, sizeof(expl));
     if (res->eligible == 0 && res->transient == 0) {
         /* no node matches; only a node autoscaler can add one (a pool scaled to zero). With
          * `autoscaling: false` written in the rule none will, and the pods would wait
-         * forever: a typo in a selector is caught here */
-        bool never = s->autoscaling_set && !s->autoscaling && ct->grew;
+         * forever: a typo in a selector is caught here. So is a template no node group or
+         * NodePool the autoscalers read would take */
+        bool never = ct->grew && ((s->autoscaling_set && !s->autoscaling) ||
+                                  (scales && ct->total > ever && !gr->unknown && !s->autoscaling));
+        enum cap_severity sev = never ? CAP_NEVER : CAP_NOTE;
 
         placement_text(ct->spec, where, sizeof(where));
-        if (never)
-            snprintf(brief, sizeof(brief),
-                     "%s can never run: no node matches %s, and the capacity rule says no node "
-                     "autoscaler adds nodes (autoscaling: false): fix the typo or the labels",
-                     ct->what, where);
-        else
-            snprintf(brief, sizeof(brief),
-                     "%s: no node matches %s now: check it for a typo; its pods wait Pending "
-                     "unless a node autoscaler adds a matching node (autoscaling: false in the "
-                     "rule says none runs)",
-                     ct->what, where);
+        stuck[0] = '\0';
+        if (scales)
+            growth_stuck_text(gr, stuck, sizeof(stuck));
+        if (never && scales)
+            say(brief, sizeof(brief),
+                "%s can never run: no node matches %s, and no node group or NodePool the "
+                "node autoscalers may grow would hold its pods%s%.700s: fix the typo or the "
+                "labels",
+                ct->what, where, stuck[0] ? ": " : "", stuck);
+        else if (never)
+            say(brief, sizeof(brief),
+                "%s can never run: no node matches %s, and the capacity rule says no node "
+                "autoscaler adds nodes (autoscaling: false): fix the typo or the labels",
+                ct->what, where);
+        else if (scales && ct->increase <= grow_now) {
+            growth_grows_text(gr, owed + ct->increase, false, grows, sizeof(grows));
+            say(brief, sizeof(brief),
+                "%s: no node matches %s now; it fits after scale-up, its pods waiting "
+                "Pending until the nodes come: %.800s",
+                ct->what, where, grows);
+        } else if (scales && !gr->unknown) {
+            say(brief, sizeof(brief),
+                "%s: no node matches %s now, and the node autoscalers may add room for only "
+                "%lld of its %lld pods now%s%.700s: the rest will wait Pending",
+                ct->what, where, (long long)grow_now, (long long)ct->increase, stuck[0] ? ": " : "",
+                stuck);
+            sev = CAP_NOT_NOW;
+        } else
+            say(brief, sizeof(brief),
+                "%s: no node matches %s now: check it for a typo; its pods wait Pending "
+                "unless a node autoscaler adds a matching node (autoscaling: false in the "
+                "rule says none runs)",
+                ct->what, where);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
-        capacity_report(cp, ru, as, never ? CAP_NEVER : CAP_NOTE, text, brief, NULL);
+        capacity_report(cp, ru, as, sev, text, brief, NULL);
         return 1;
     }
-    if (ct->job && ct->total > res->fit_ever && res->fit_ever > 0) {
+    if (ct->job && ct->total > ever && ever > 0) {
         /* a Job's pods run as others finish: its width is clamped to what the eligible nodes
-         * hold at most, and that is what must fit now */
-        snprintf(brief, sizeof(brief),
-                 "%s runs at most %lld of its %lld pods at once on the eligible nodes (%lld %s "
-                 "in all); the others run as those finish: lower parallelism to %lld to say so",
-                 ct->what, (long long)res->fit_ever, (long long)ct->total,
-                 (long long)res->total_gpus[0], res->res[0].name, (long long)res->fit_ever);
+         * (and those the autoscalers may add) hold at most, and that is what must fit now */
+        char more[96] = "";
+
+        if (scales && gr->pods_ever > 0)
+            say(more, sizeof(more), ", and %lld on the nodes the node autoscalers may add",
+                (long long)gr->pods_ever);
+        say(brief, sizeof(brief),
+            "%s runs at most %lld of its %lld pods at once on the eligible nodes (%lld %s "
+            "in all)%s; the others run as those finish: lower parallelism to %lld to say so",
+            ct->what, (long long)ever, (long long)ct->total, (long long)res->total_gpus[0],
+            res->res[0].name, more, (long long)ever);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         capacity_report(cp, ru, as, CAP_NOTE, text, brief, NULL);
         /* of the pods it runs at once, clamped, those it did not run before */
-        ct->increase = res->fit_ever > ct->before ? res->fit_ever - ct->before : 0;
-        ct->total = res->fit_ever;
+        ct->increase = ever > ct->before ? ever - ct->before : 0;
+        ct->total = ever;
         rq->increase = ct->increase; /* the arithmetic of what is judged now */
         rq->total = ct->total;
         if (res->lower > 0 && ct->increase > res->fit_alone && ct->increase <= res->fit_now) {
@@ -411,44 +543,97 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
             free(again);
         }
         capacity_explain(rq, res, expl, sizeof(expl));
-    } else if (ct->grew && ct->total > res->fit_ever) {
-        char fix[160];
+        grow_now = growth_now(gr, res, &owed);
+        soon = res->fit_now + grow_now;
+        growth_explain(gr, grow_now, expl, sizeof(expl));
+    } else if (ct->grew && ct->total > ever) {
+        char fix[200], held[800] = "";
+        /* autoscaling: true says an autoscaler gpuadmit cannot read may add more; so does a
+         * group it cannot size */
+        bool may_grow = s->autoscaling || (scales && gr->unknown);
 
-        if (res->fit_ever == 0)
-            snprintf(fix, sizeof(fix),
-                     "no eligible node holds one pod: ask for fewer GPUs per pod or add larger "
-                     "nodes");
+        if (ever == 0)
+            say(fix, sizeof(fix),
+                "no eligible node holds one pod: ask for fewer GPUs per pod or add larger "
+                "nodes");
         else
-            snprintf(fix, sizeof(fix), "lower %s to %lld or add nodes",
-                     ct->job ? "parallelism" : "replicas", (long long)res->fit_ever);
-        snprintf(brief, sizeof(brief),
-                 "%s can never fit: %lld pod%s at once, at most %lld fit the eligible nodes "
-                 "(%lld %s in all, cordoned and not Ready nodes included); %s",
-                 ct->what, (long long)ct->total, ct->total == 1 ? "" : "s",
-                 (long long)res->fit_ever, (long long)res->total_gpus[0], res->res[0].name, fix);
+            say(fix, sizeof(fix), "lower %s to %lld or add nodes%s",
+                ct->job ? "parallelism" : "replicas", (long long)ever,
+                scales ? " (raise a node group's maxSize or a NodePool's limits)" : "");
+        stuck[0] = '\0';
+        if (scales) {
+            growth_stuck_text(gr, stuck, sizeof(stuck));
+            if (gr->pods_ever == 0)
+                say(held, sizeof(held), ", and the node autoscalers add none%s",
+                    stuck[0] ? ": " : "");
+            else {
+                growth_grows_text(gr, GROWTH_UNBOUNDED, true, grows, sizeof(grows));
+                say(held, sizeof(held),
+                    " and %lld on the nodes the node autoscalers may add (%.600s)%s",
+                    (long long)gr->pods_ever, grows, stuck[0] ? "; " : "");
+            }
+        }
+        if (!scales)
+            say(brief, sizeof(brief),
+                "%s can never fit: %lld pod%s at once, at most %lld fit the eligible nodes "
+                "(%lld %s in all, cordoned and not Ready nodes included); %s",
+                ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)ever,
+                (long long)res->total_gpus[0], res->res[0].name, fix);
+        else
+            say(brief, sizeof(brief),
+                "%s can never fit: %lld pod%s at once, at most %lld fit: %lld on the eligible "
+                "nodes "
+                "(%lld %s in all, cordoned and not Ready nodes included)%s%.600s; %s%s%s",
+                ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)ever,
+                (long long)res->fit_ever, (long long)res->total_gpus[0], res->res[0].name, held,
+                stuck, fix, scales && gr->unknown ? "; but " : "",
+                scales && gr->unknown ? gr->unknown_why : "");
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         /* an autoscaled cluster can grow: a warning; a Job none of whose pods fits any node
          * never runs */
-        capacity_report(cp, ru, as, !s->autoscaling ? CAP_NEVER : CAP_NOT_NOW, text, brief, NULL);
+        capacity_report(cp, ru, as, !may_grow ? CAP_NEVER : CAP_NOT_NOW, text, brief, NULL);
         return 1;
     }
-    if (ct->increase > res->fit_now) {
+    if (ct->increase > res->fit_now && scales && ct->increase <= soon) {
+        /* Cluster Autoscaler and Karpenter add nodes for the pods the scheduler cannot place:
+         * they wait minutes, not for good */
+        char first[96] = "";
+
+        growth_grows_text(gr, owed + ct->increase - res->fit_now, false, grows, sizeof(grows));
+        if (owed > 0)
+            say(first, sizeof(first), ", after the %lld pod%s already waiting for them",
+                (long long)owed, owed == 1 ? "" : "s");
+        say(brief, sizeof(brief),
+            "%s fits after scale-up: %lld of its %lld more pods fit now, the other %lld wait "
+            "Pending until the node autoscalers add nodes%s: %.800s",
+            ct->what, (long long)res->fit_now, (long long)ct->increase,
+            (long long)(ct->increase - res->fit_now), first, grows);
+        snprintf(text, sizeof(text), "%s; %s", brief, expl);
+        capacity_report(cp, ru, as, CAP_NOTE, text, brief, NULL);
+        if (!ct->cron)
+            hold(cp, ru, rq, res->fit_now);
+    } else if (ct->increase > res->fit_now) {
         /* the scheduler keeps no headroom: pods that fit once it is spent start, and eat it */
         struct capacity_request bare = *rq;
         struct capacity_result nohr;
         bool eats = false;
+        char room[128] = "";
 
         bare.headroom = 0;
         if (rq->headroom > 0 && capacity_judge(rn->view, &bare, &nohr) == 0)
             eats = ct->increase <= nohr.fit_now;
-        snprintf(brief, sizeof(brief), "%s: only %lld of %lld more pods fit now, the rest %s",
-                 ct->what, (long long)res->fit_now, (long long)ct->increase,
-                 ct->cron ? "of each Job's pods will wait Pending (or, with available: Deny, "
-                            "the Job is refused) unless GPUs are free when the schedule fires"
-                 : eats   ? "eat into the headroom the capacity rule keeps free (the scheduler "
-                            "keeps none: they would start)"
-                          : "will wait Pending");
+        if (scales)
+            say(room, sizeof(room), ", and the node autoscalers may add room for %lld more now",
+                (long long)grow_now);
+        say(brief, sizeof(brief), "%s: only %lld of %lld more pods fit now%s, the rest %s",
+            ct->what, (long long)res->fit_now, (long long)ct->increase, room,
+            ct->cron ? "of each Job's pods will wait Pending (or, with available: Deny, "
+                       "the Job is refused) unless GPUs are free when the schedule fires"
+            : eats   ? "eat into the headroom the capacity rule keeps free (the scheduler "
+                       "keeps none: they would start)"
+                     : "will wait Pending");
         not_now_hints(ru, ct, res, &hs);
+        growth_hints(gr, &hs);
         with_hints(brief, &hs, full, sizeof(full));
         snprintf(text, sizeof(text), "%s; %s", full, expl);
         /* a CronJob's Jobs come later, and are judged when they do */
@@ -484,34 +669,53 @@ static bool pod_never(const struct rule *ru, const struct capacity_result *res)
  * "invalid" when the template's GPU amounts do not parse. */
 static void trace_capacity(struct cap_pass *cp, const struct rule *ru,
                            const struct workload_demand *ct, const struct capacity_request *rq,
-                           const struct capacity_result *res, int64_t asked, int judged)
+                           const struct capacity_result *res, int64_t asked, int judged,
+                           struct growth **grp)
 {
     struct run *rn = cp->rn;
     struct capacity_request as = *rq;
     char expl[MSG_MAX] = "";
     bool pod_nv = cp->worst != CAP_NEVER && ct->pod && res->judged && pod_never(ru, res);
-    const char *verdict = judged < 0                            ? "invalid"
-                          : cp->worst == CAP_NEVER || pod_nv    ? "never"
-                          : res->judged && asked > res->fit_now ? "notNow"
-                                                                : "fits";
-    const char *why = judged < 0 ? res->reasons : cp->why;
-    yyjson_mut_val *e;
+    const struct growth *gr;
+    bool scales;
+    const char *verdict, *why = judged < 0 ? res->reasons : cp->why;
+    yyjson_mut_val *e, *up = NULL;
 
+    /* a pod no node there is holds, that a node autoscaler may add one for */
+    if (pod_nv && *grp == NULL && rn->view != NULL)
+        *grp = growth_for(cp, ru, rq, res);
+    int64_t owed, grow_now;
+
+    gr = *grp;
+    scales = gr != NULL && gr->readable;
+    grow_now = growth_now(gr, res, &owed);
+    if (pod_nv && scales && (gr->pods_ever > 0 || gr->unknown))
+        pod_nv = false;
+    /* pods that wait for the nodes an autoscaler adds for them wait minutes: they fit */
+    verdict = judged < 0                                       ? "invalid"
+              : cp->worst == CAP_NEVER || pod_nv               ? "never"
+              : res->judged && asked > res->fit_now + grow_now ? "notNow"
+                                                               : "fits";
     as.increase = asked;
     if (res->judged)
         capacity_explain(&as, res, expl, sizeof(expl));
+    growth_explain(gr, grow_now, expl, sizeof(expl));
     if (pod_nv) /* the words of capacity_findings' findings, which a pod does not get */
         why = res->eligible == 0 && res->transient == 0
                   ? "no node matches it, and the capacity rule says no node autoscaler adds "
                     "nodes (autoscaling: false)"
                   : "no eligible node holds one pod, cordoned and not Ready nodes included: ask "
                     "for fewer GPUs per pod or add larger nodes";
-    e = json_pack(rn->tdoc, "{s:s, s:s, s:s, s:{s:b, s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s}}",
-                  "stage", rn->mutating ? "mutate" : "validate", "rule", ru->name, "type",
+    if (scales)
+        up = json_pack(rn->tdoc, "{s:I, s:I, s:I, s:b}", "podsNow", grow_now, "podsEver",
+                       gr->pods_ever, "waitingFirst", owed, "unknown", gr->unknown);
+    e = json_pack(rn->tdoc,
+                  "{s:s, s:s, s:s, s:{s:b, s:I, s:I, s:I, s:i, s:s, s:s, s:s, s:s, s:o*}}", "stage",
+                  rn->mutating ? "mutate" : "validate", "rule", ru->name, "type",
                   policy_rule_type_name(ru->type), "capacity", "requestsGPUs", res->judged, "pods",
                   asked, "fitNow", res->fit_now, "fitEver", res->fit_ever, "eligibleNodes",
                   res->eligible, "notEligible", res->reasons, "explanation", expl, "verdict",
-                  verdict, "why", why);
+                  verdict, "why", why, "autoscalers", up);
     /* left out when it cannot be made (out of memory), as trace_rule's entries are */
     if (e != NULL)
         yyjson_mut_arr_append(rn->trace, e);
@@ -527,6 +731,7 @@ static void capacity_rule(struct cap_pass *cp, const struct policy_doc *doc, con
         ct->spec, &doc->gpu_resources, ct->increase, ct->total, s->headroom, ct->key, ct->before};
     struct capacity_request asked = rq;
     struct capacity_result res;
+    struct growth *gr = NULL;
     int judged;
 
     /* all but the preemption's text, as capacity_judge() does */
@@ -536,9 +741,10 @@ static void capacity_rule(struct cap_pass *cp, const struct policy_doc *doc, con
     cp->why[0] = '\0';
     /* a pod is one pod; a Job's clamped width changes rq, not what it asked for */
     asked.increase = ct->pod ? 1 : ct->increase;
-    judged = capacity_findings(cp, doc, ru, eff, ct, &rq, &res);
+    judged = capacity_findings(cp, doc, ru, eff, ct, &rq, &res, &gr);
     if (judged != 0 && rn->trace != NULL)
-        trace_capacity(cp, ru, ct, &asked, &res, asked.increase, judged);
+        trace_capacity(cp, ru, ct, &asked, &res, asked.increase, judged, &gr);
+    free(gr);
 }
 
 /* The pod spec a capacity rule judges: what the scheduler will get (eval_predict()). A template's
@@ -645,6 +851,10 @@ static void capacity_pass(struct run *rn, const struct policy *p, enum rule_type
 
 static void settings_free(void *settings)
 {
+    struct capacity_settings *s = settings;
+
+    if (s != NULL)
+        strlist_free(&s->group_labels);
     free(settings);
 }
 

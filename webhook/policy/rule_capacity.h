@@ -16,10 +16,12 @@ struct capacity_settings {
     bool owned_replicasets; /* judge ReplicaSets a Deployment controls (else at the Deployment) */
     enum stale_mode when_stale;
     int64_t max_view_age_s;
-    bool deny_shared_multiple; /* more than one shared GPU per container where all are shared */
-    bool autoscaling;          /* nodes can be added: "can never fit" is only a warning */
-    bool autoscaling_set;      /* autoscaling written in the rule: false then says no node
-                                  autoscaler runs, so no matching node at all is "never" */
+    bool deny_shared_multiple;   /* more than one shared GPU per container where all are shared */
+    bool autoscaling;            /* nodes can be added: "can never fit" is only a warning */
+    bool autoscaling_set;        /* autoscaling written in the rule: false then says no node
+                                    autoscaler runs, so no matching node at all is "never" */
+    struct strlist group_labels; /* nodeGroupLabels: node label keys naming a Cluster Autoscaler
+                                    node group, beyond the providers' (cluster/growth.h) */
 };
 
 /* r's settings; NULL when r is not a capacity rule. */

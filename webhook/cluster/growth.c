@@ -1,0 +1,519 @@
+/*
+ * growth.c: what the node autoscalers the view reads may still add for a pod template (see
+ * growth.h). Judged only when a decision needs it (a workload that does not fit the nodes
+ * there are): it reads every node once per CA node group and NodePool.
+ */
+#include "growth.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "placement.h"
+
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a >= GROWTH_UNBOUNDED - b ? GROWTH_UNBOUNDED : a + b;
+}
+
+static int64_t sat_mul(int64_t nodes, int64_t per)
+{
+    if (nodes <= 0 || per <= 0)
+        return 0;
+    return nodes >= GROWTH_UNBOUNDED / per ? GROWTH_UNBOUNDED : nodes * per;
+}
+
+static const char *label_of(yyjson_val *labels, const char *key)
+{
+    return yyjson_get_str(yyjson_obj_get(labels, key));
+}
+
+int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t n_ask,
+                         const struct node *n, int64_t headroom)
+{
+    yyjson_val *tols = yyjson_obj_get(spec, "tolerations");
+    const char *key, *value;
+    int64_t pods = INT64_MAX;
+
+    for (size_t i = 0; i < n->n_taints; i++) {
+        const struct node_taint *t = &n->taints[i];
+
+        /* a new node is Ready and not cordoned: the lifecycle taints are not its own */
+        if ((strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0) &&
+            !placement_lifecycle_taint(t->key) &&
+            !placement_tolerated(tols, t->key, t->value, t->effect))
+            return 0;
+    }
+    if (placement_selector_miss(spec, n->labels, &key, &value) ||
+        !placement_affinity_ok(spec, n->name, n->labels))
+        return 0;
+    for (size_t i = 0; i < n_ask; i++) {
+        const struct node_res *nr = node_res_find(n, ask[i].rn);
+        int64_t has;
+
+        if (nr == NULL || ask[i].per_pod <= 0)
+            return 0;
+        /* a new node's device plugin advertises all its GPUs: an unhealthy one of this node,
+         * or a plugin not up yet, is not the template's */
+        has = (nr->allocatable > nr->capacity ? nr->allocatable : nr->capacity) - headroom;
+        if (has < ask[i].per_pod)
+            return 0;
+        if (has / ask[i].per_pod < pods)
+            pods = has / ask[i].per_pod;
+    }
+    return n_ask > 0 ? pods : 0;
+}
+
+/* Whether node n is CA node group g's: autoscaler.h's provider labels, or one of the labels
+ * the policy names, whose value is g's Id() or its last path segment. */
+static bool group_node(const struct ca_group *g, const struct node *n,
+                       const struct strlist *group_labels)
+{
+    const char *seg = strrchr(g->name, '/');
+
+    if (ca_group_has_node(g, n->name, n->labels))
+        return true;
+    if (group_labels == NULL || label_of(n->labels, "karpenter.sh/nodepool") != NULL)
+        return false;
+    for (size_t i = 0; i < group_labels->n; i++) {
+        const char *v = label_of(n->labels, group_labels->v[i]);
+
+        if (v != NULL && v[0] != '\0' &&
+            (strcmp(v, g->name) == 0 || (seg != NULL && strcmp(v, seg + 1) == 0)))
+            return true;
+    }
+    return false;
+}
+
+static int state_rank(enum growth_state s)
+{
+    return (int)s;
+}
+
+/* Keeps gg among the GROWTH_GROUPS_MAX named, growing first, then by state and name. */
+static void keep(struct growth *out, const struct growth_group *gg)
+{
+    size_t at = out->n;
+
+    while (at > 0 &&
+           (state_rank(out->g[at - 1].state) > state_rank(gg->state) ||
+            (out->g[at - 1].state == gg->state && strcmp(out->g[at - 1].name, gg->name) > 0)))
+        at--;
+    if (at == GROWTH_GROUPS_MAX) {
+        out->n_more++;
+        return;
+    }
+    if (out->n == GROWTH_GROUPS_MAX)
+        out->n_more++; /* the last named makes room */
+    else
+        out->n++;
+    memmove(&out->g[at + 1], &out->g[at], (out->n - 1 - at) * sizeof(out->g[0]));
+    out->g[at] = *gg;
+}
+
+static void count(struct growth *out, const struct growth_group *gg)
+{
+    out->pods_now = sat_add(out->pods_now, sat_mul(gg->nodes_now, gg->per_node_now));
+    out->pods_ever = sat_add(out->pods_ever, sat_mul(gg->nodes_ever, gg->per_node));
+    keep(out, gg);
+}
+
+/* Whether this is the first group that cannot be sized: the one named in unknown_why. */
+static bool first_unknown(struct growth *out)
+{
+    bool first = !out->unknown;
+
+    out->unknown = true;
+    return first;
+}
+
+double growth_ca_age_s(const char *s, double now)
+{
+    struct tm tm;
+    int y, mo, d, h, mi, sec, n = 0;
+    long off = 0;
+    const char *z;
+
+    if (s == NULL ||
+        sscanf(s, "%4d-%2d-%2d%*[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 || n == 0)
+        return -1;
+    /* fractional seconds, then " +HHMM" (Go's String()) or "Z" (RFC 3339) */
+    z = s + n;
+    if (*z == '.')
+        while (*++z >= '0' && *z <= '9')
+            ;
+    while (*z == ' ')
+        z++;
+    if ((z[0] == '+' || z[0] == '-') && z[1] >= '0' && z[1] <= '9') {
+        int hh = 0, mm = 0;
+
+        if (sscanf(z + 1, "%2d%*[:]%2d", &hh, &mm) < 1 && sscanf(z + 1, "%2d%2d", &hh, &mm) < 1)
+            return -1;
+        off = (hh * 60L + mm) * 60L * (z[0] == '-' ? -1 : 1);
+    }
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return -1;
+    return now - ((double)timegm(&tm) - (double)off);
+}
+
+/* Cluster Autoscaler's node groups. */
+static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct growth_ask *ask,
+                      size_t n_ask, int64_t headroom, const struct strlist *group_labels,
+                      double now, struct growth *out)
+{
+    const struct table *t = &c->kinds[CLUSTER_AUTOSCALER_STATUS];
+    const struct table *nodes = &c->kinds[CLUSTER_NODES];
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vautoscaler *a = e->value;
+            double age = growth_ca_age_s(a->updated, now);
+
+            if (!c->snapshot && age > GROWTH_STALE_S) {
+                snprintf(out->stale_why, sizeof(out->stale_why),
+                         "the Cluster Autoscaler status was last updated %.0f minutes ago (%.64s): "
+                         "Cluster Autoscaler is not running, and its node groups are not counted",
+                         age / 60, a->updated);
+                continue;
+            }
+            out->readable = true;
+            if (!a->ok) {
+                if (first_unknown(out))
+                    snprintf(out->unknown_why, sizeof(out->unknown_why),
+                             "the Cluster Autoscaler status does not parse (%.300s)", a->error);
+                continue;
+            }
+            if (strcmp(a->st.autoscaler_status, "Initializing") == 0) {
+                if (first_unknown(out))
+                    snprintf(out->unknown_why, sizeof(out->unknown_why),
+                             "Cluster Autoscaler is initializing");
+                continue;
+            }
+            for (size_t g = 0; g < a->st.n_groups; g++) {
+                const struct ca_group *grp = &a->st.groups[g];
+                struct growth_group gg;
+                int64_t left;
+
+                memset(&gg, 0, sizeof(gg));
+                for (size_t i = 0; i < nodes->n_buckets; i++)
+                    for (const struct table_entry *ne = nodes->buckets[i]; ne; ne = ne->next) {
+                        const struct node *n = ne->value;
+                        int64_t p;
+
+                        if (!group_node(grp, n, group_labels))
+                            continue;
+                        gg.in_view++;
+                        if ((p = growth_node_pods(spec, ask, n_ask, n, 0)) > gg.per_node)
+                            gg.per_node = p;
+                        if ((p = growth_node_pods(spec, ask, n_ask, n, headroom)) > gg.per_node_now)
+                            gg.per_node_now = p;
+                    }
+                if (gg.in_view == 0) {
+                    /* scaled to zero, or nodes no label names it by: CA sizes it from the
+                     * cloud's template, which gpuadmit cannot read */
+                    if (grp->max_size > 0 && first_unknown(out))
+                        snprintf(out->unknown_why, sizeof(out->unknown_why),
+                                 "node group %.255s has no node in the view to show what its "
+                                 "nodes hold (a group at zero, or nodes no label maps to it: see "
+                                 "nodeGroupLabels)",
+                                 grp->name);
+                    continue;
+                }
+                if (gg.per_node == 0)
+                    continue; /* its nodes would not take the pods */
+                snprintf(gg.name, sizeof(gg.name), "%s", grp->name);
+                gg.target = grp->target;
+                gg.max_size = grp->max_size;
+                /* CA grows a group to maxSize; its nodes on their way (target above what the
+                 * view holds) come too */
+                left = grp->max_size > gg.in_view ? grp->max_size - gg.in_view : 0;
+                gg.nodes_ever = left;
+                if (!grp->healthy || strcmp(grp->scale_up, "Unhealthy") == 0) {
+                    gg.state = GROWTH_UNHEALTHY;
+                } else if (strcmp(grp->scale_up, "Backoff") == 0) {
+                    gg.state = GROWTH_BACKOFF;
+                } else {
+                    gg.state = grp->target >= grp->max_size ? GROWTH_AT_MAX : GROWTH_GROWS;
+                    gg.nodes_now = left;
+                }
+                if (gg.state == GROWTH_AT_MAX && left > 0)
+                    gg.state = GROWTH_GROWS; /* at its target max, its last nodes on the way */
+                if (gg.state == GROWTH_GROWS && left == 0)
+                    gg.state = GROWTH_AT_MAX;
+                if ((gg.state == GROWTH_BACKOFF || gg.state == GROWTH_UNHEALTHY) &&
+                    (grp->backoff_code[0] || grp->backoff_msg[0]))
+                    snprintf(gg.why, sizeof(gg.why), " (%.63s%s%.511s)", grp->backoff_code,
+                             grp->backoff_code[0] && grp->backoff_msg[0] ? ": " : "",
+                             grp->backoff_msg);
+                count(out, &gg);
+            }
+        }
+}
+
+/* Whether a node of NodePool p would take pods of spec: its taints and the labels its
+ * nodeSelector asks for (growth.h); why not, into why (len bytes), when it would not. */
+static bool pool_admits(const struct karpenter_pool *p, yyjson_val *spec, char *why, size_t len)
+{
+    yyjson_val *tols = yyjson_obj_get(spec, "tolerations");
+    yyjson_val *sel = yyjson_obj_get(spec, "nodeSelector"), *k, *v;
+    size_t i, max;
+
+    for (size_t x = 0; x < p->n_taints; x++) {
+        const struct karpenter_taint *tt = &p->taints[x];
+
+        if ((strcmp(tt->effect, "NoSchedule") == 0 || strcmp(tt->effect, "NoExecute") == 0) &&
+            !placement_tolerated(tols, tt->key, tt->value ? tt->value : "", tt->effect)) {
+            snprintf(why, len,
+                     "NodePool %.253s taints its nodes %.100s%s%.100s:%.20s, which the pods do "
+                     "not tolerate",
+                     p->name, tt->key, tt->value ? "=" : "", tt->value ? tt->value : "",
+                     tt->effect);
+            return false;
+        }
+    }
+    /* the macro steps past a NULL: an object only */
+    if (yyjson_is_obj(sel))
+        yyjson_obj_foreach (sel, i, max, k, v) {
+            if (yyjson_is_str(k) && yyjson_is_str(v) &&
+                !karpenter_pool_may_label(p, yyjson_get_str(k), yyjson_get_str(v))) {
+                /* Karpenter: "label ... does not have known values"
+                 * (pkg/scheduling/requirements.go) */
+                snprintf(
+                    why, len,
+                    "NodePool %.253s does not give its nodes the label %.150s=%.63s that the "
+                    "nodeSelector asks for (add it to spec.template.metadata.labels): Karpenter "
+                    "launches no node for the pods",
+                    p->name, yyjson_get_str(k), yyjson_get_str(v));
+                return false;
+            }
+        }
+    return true;
+}
+
+/* Karpenter's NodePools. */
+static void nodepools(const struct cluster *c, yyjson_val *spec, const struct growth_ask *ask,
+                      size_t n_ask, int64_t headroom, struct growth *out)
+{
+    const struct table *t = &c->kinds[CLUSTER_NODEPOOLS];
+    const struct table *nodes = &c->kinds[CLUSTER_NODES];
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vnodepool *np = e->value;
+            const struct karpenter_pool *p = &np->p;
+            int64_t gpn[CAPACITY_RESOURCES_MAX] = {0}, nodes_max = GROWTH_UNBOUNDED;
+            struct growth_group gg;
+            bool known = false, fits = true;
+            size_t na = n_ask < CAPACITY_RESOURCES_MAX ? n_ask : CAPACITY_RESOURCES_MAX;
+
+            out->readable = true;
+            if (!np->ok) {
+                if (first_unknown(out))
+                    snprintf(out->unknown_why, sizeof(out->unknown_why),
+                             "NodePool %.150s does not parse (%.300s)", e->key, np->error);
+                continue;
+            }
+            if (!pool_admits(p, spec, out->miss_why[0] ? NULL : out->miss_why,
+                             out->miss_why[0] ? 0 : sizeof(out->miss_why)))
+                continue;
+            memset(&gg, 0, sizeof(gg));
+            gg.nodepool = true;
+            snprintf(gg.name, sizeof(gg.name), "%s", p->name);
+            /* a new node holds what the pool's nodes hold */
+            for (size_t i = 0; i < nodes->n_buckets; i++)
+                for (const struct table_entry *ne = nodes->buckets[i]; ne; ne = ne->next) {
+                    const struct node *n = ne->value;
+
+                    if (!karpenter_pool_has_node(p, n->labels))
+                        continue;
+                    gg.in_view++;
+                    for (size_t r = 0; r < na; r++) {
+                        const struct node_res *nr = node_res_find(n, ask[r].rn);
+                        int64_t has = nr == NULL                       ? 0
+                                      : nr->allocatable > nr->capacity ? nr->allocatable
+                                                                       : nr->capacity;
+
+                        if (has > gpn[r])
+                            gpn[r] = has;
+                    }
+                }
+            known = gg.in_view > 0;
+            for (size_t r = 0; r < na; r++) {
+                if (!known) /* the smallest node that holds one pod, or what the pool asks */
+                    gpn[r] = r == 0 && p->gpu_count_min > ask[r].per_pod ? p->gpu_count_min
+                                                                         : ask[r].per_pod;
+                if (r == 0 && p->gpu_count_max >= 0 && p->gpu_count_max < ask[r].per_pod)
+                    fits = false;
+                if (gpn[r] < ask[r].per_pod)
+                    fits = false;
+            }
+            if (!fits)
+                continue;
+            gg.per_node = INT64_MAX;
+            gg.per_node_now = INT64_MAX;
+            for (size_t r = 0; r < na; r++) {
+                int64_t k = gpn[r] / ask[r].per_pod;
+                int64_t kn = gpn[r] > headroom ? (gpn[r] - headroom) / ask[r].per_pod : 0;
+
+                gg.per_node = k < gg.per_node ? k : gg.per_node;
+                gg.per_node_now = kn < gg.per_node_now ? kn : gg.per_node_now;
+            }
+            /* every limit bounds a launch: one spent stops it; GPUs and nodes count whole nodes */
+            for (size_t l = 0; l < p->n_limits; l++) {
+                const char *res = p->limits[l].name;
+                bool bounded;
+                int64_t left = karpenter_pool_headroom(p, res, &bounded), n = GROWTH_UNBOUNDED;
+
+                if (!bounded)
+                    continue;
+                if (strcmp(res, "nodes") == 0)
+                    n = left;
+                for (size_t r = 0; r < na; r++)
+                    if (strcmp(ask[r].name, res) == 0)
+                        n = left / gpn[r];
+                if (left == 0)
+                    n = 0;
+                if (n < nodes_max) {
+                    nodes_max = n;
+                    snprintf(gg.bound, sizeof(gg.bound), "%s", res);
+                    gg.left = left;
+                    gg.limit = p->limits[l].milli / 1000;
+                }
+            }
+            gg.nodes_now = gg.nodes_ever = nodes_max;
+            gg.state = nodes_max > 0 ? GROWTH_GROWS : GROWTH_LIMIT;
+            count(out, &gg);
+        }
+}
+
+void growth_of(const struct cluster *c, yyjson_val *spec, const struct growth_ask *ask,
+               size_t n_ask, int64_t headroom, const struct strlist *group_labels, double now,
+               struct growth *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (n_ask == 0)
+        return;
+    ca_groups(c, spec, ask, n_ask, headroom, group_labels, now, out);
+    nodepools(c, spec, ask, n_ask, headroom, out);
+}
+
+static size_t put(char *buf, size_t len, size_t at, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static size_t put(char *buf, size_t len, size_t at, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (at >= len)
+        return at;
+    va_start(ap, fmt);
+    n = vsnprintf(buf + at, len - at, fmt, ap);
+    va_end(ap);
+    return n < 0 ? at : at + (size_t)n;
+}
+
+static const char *plural(int64_t n)
+{
+    return n == 1 ? "" : "s";
+}
+
+void growth_grows_text(const struct growth *g, int64_t need, bool ever, char *buf, size_t len)
+{
+    size_t at = 0;
+    int64_t rest = need;
+    const char *verb;
+
+    if (len > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; i < g->n && rest > 0; i++) {
+        const struct growth_group *gg = &g->g[i];
+        int64_t per = ever ? gg->per_node : gg->per_node_now;
+        int64_t nodes = ever ? gg->nodes_ever : gg->nodes_now, k;
+
+        if ((!ever && gg->state != GROWTH_GROWS) || per <= 0 || nodes <= 0)
+            continue;
+        k = rest >= GROWTH_UNBOUNDED ? nodes : (rest + per - 1) / per;
+        k = k < nodes ? k : nodes;
+        rest = rest >= GROWTH_UNBOUNDED ? rest : rest - sat_mul(k, per);
+        at = put(buf, len, at, "%s", at > 0 ? ", " : "");
+        verb =
+            ever ? (gg->nodepool ? "may launch" : "may add") : (gg->nodepool ? "launches" : "adds");
+        if (k >= GROWTH_UNBOUNDED)
+            at = put(buf, len, at, "NodePool %s %s any number of nodes of %" PRId64 " pod%s each",
+                     gg->name, verb, per, plural(per));
+        else if (!gg->nodepool)
+            at = put(buf, len, at,
+                     "node group %s %s %" PRId64 " node%s of %" PRId64 " pod%s each (%" PRId64
+                     " to %" PRId64 " of maxSize %" PRId64 ")",
+                     gg->name, verb, k, plural(k), per, plural(per), gg->in_view, gg->in_view + k,
+                     gg->max_size);
+        else if (gg->bound[0])
+            at =
+                put(buf, len, at,
+                    "NodePool %s %s %" PRId64 " node%s of %" PRId64 " pod%s each (%" PRId64
+                    " %s left of its limit of %" PRId64 ")",
+                    gg->name, verb, k, plural(k), per, plural(per), gg->left, gg->bound, gg->limit);
+        else
+            at = put(buf, len, at,
+                     "NodePool %s %s %" PRId64 " node%s of %" PRId64 " pod%s each (no limit "
+                     "bounds it)",
+                     gg->name, verb, k, plural(k), per, plural(per));
+    }
+}
+
+void growth_stuck_text(const struct growth *g, char *buf, size_t len)
+{
+    size_t at = 0;
+
+    if (len > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; i < g->n; i++) {
+        const struct growth_group *gg = &g->g[i];
+
+        if (gg->state == GROWTH_GROWS)
+            continue;
+        at = put(buf, len, at, "%s", at > 0 ? "; " : "");
+        switch (gg->state) {
+        case GROWTH_AT_MAX:
+            at = put(buf, len, at,
+                     "node group %s is at its max size (%" PRId64 " of maxSize %" PRId64
+                     "): Cluster Autoscaler adds no node to it (max node group size reached)",
+                     gg->name, gg->target, gg->max_size);
+            break;
+        case GROWTH_LIMIT:
+            at = put(buf, len, at,
+                     "NodePool %s has %" PRId64 " %s left of its limit of %" PRId64
+                     " (spec.limits less status.resources), less than a node: Karpenter launches "
+                     "none (all available instance types exceed limits for nodepool)",
+                     gg->name, gg->left, gg->bound, gg->limit);
+            break;
+        case GROWTH_BACKOFF:
+            at = put(buf, len, at,
+                     "node group %s is in backoff after a failed scale-up%s: Cluster Autoscaler "
+                     "adds no node to it until the backoff ends (then up to %" PRId64 " node%s)",
+                     gg->name, gg->why, gg->nodes_ever, plural(gg->nodes_ever));
+            break;
+        case GROWTH_UNHEALTHY:
+            at = put(buf, len, at,
+                     "node group %s is unhealthy%s: Cluster Autoscaler does not scale it up (not "
+                     "ready for scale-up)",
+                     gg->name, gg->why);
+            break;
+        case GROWTH_GROWS: break;
+        }
+    }
+    if (g->n_more > 0 && at > 0)
+        at = put(buf, len, at, "; and %zu more group%s", g->n_more, g->n_more == 1 ? "" : "s");
+    if (g->miss_why[0] && g->pods_ever == 0)
+        put(buf, len, at, "%s%s", at > 0 ? "; " : "", g->miss_why);
+}
