@@ -301,10 +301,11 @@ def test_a_explain_seed_benchmark():
 # clusterstate/utils/status_test.yaml) for one EKS managed node group, whose nodes the GPU nodes
 # become by the label EKS puts on them.
 CA_GROUP = "eks-gpu-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11"
+T4_GROUP = "eks-gpu-t4-1cc7a3f2-0e5d-4b8e-9f36-6b1d2a7c4e90"  # seed-003.yaml's nodes' group
 GPU_NODES = ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
 
 
-def ca_status_install(target, max_size):
+def ca_status_apply(group, target, max_size, scale_up="NoActivity", backoff=""):
     status = ("time: \"2026-12-02 03:00:00.0 +0000 UTC\"\nautoscalerStatus: \"Running\"\n"
               "nodeGroups:\n  - name: \"%s\"\n    health:\n      status: \"Healthy\"\n"
               "      nodeCounts:\n        registered:\n          total: %d\n"
@@ -312,12 +313,16 @@ def ca_status_install(target, max_size):
               "            total: 0\n            resourceUnready: 0\n"
               "        longUnregistered: 0\n        unregistered: 0\n"
               "      cloudProviderTarget: %d\n      minSize: 1\n      maxSize: %d\n"
-              "    scaleUp:\n      status: \"NoActivity\"\n"
-              % (CA_GROUP, target, target, target, max_size))
+              "    scaleUp:\n      status: \"%s\"\n%s"
+              % (group, target, target, target, max_size, scale_up, backoff))
     kubectl("apply", "-f", "-", stdin=json.dumps({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "cluster-autoscaler-status", "namespace": "kube-system"},
         "data": {"status": status}}))
+
+
+def ca_status_install(target, max_size):
+    ca_status_apply(CA_GROUP, target, max_size)
     for n in GPU_NODES:
         kubectl("label", "--overwrite", "node", n, "eks.amazonaws.com/nodegroup=gpu")
 
@@ -618,6 +623,9 @@ def test_c_seed003_time_sliced():
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     shutil.copy(os.path.join(ROOT, "rules", "examples", "eks-time-sliced-t4.yaml"), d)
+    # and the default policy's capacity rule, which the example leaves out
+    with open(os.path.join(d, "eks-time-sliced-t4.yaml"), "a") as f:
+        f.write("    - name: capacity\n      type: capacity\n      action: Deny\n")
     cluster("gpuadmit-start", "--rules", d)
     webhook_live()
     kubectl("apply", "-f", "-", stdin=deployment("gpu-inference-app", 8))
@@ -634,6 +642,42 @@ def test_c_seed003_time_sliced():
     check(per_node == {"g4dn-0": 4, "g4dn-1": 4}, "pods per node %r" % per_node)
     p = kubectl("apply", "-f", "-", stdin=deployment("two-slices", 1, gpus=2), ok=False)
     check(p.returncode != 0 and "denied the request" in p.stderr, "2 slices: %r" % p.stderr)
+    # Seed 003's Cluster Autoscaler: "pod didn't trigger scale-up: ... max node group size
+    # reached". Its status says the T4 nodes' group (eks.amazonaws.com/nodegroup=gpu-t4, ASG
+    # eks-gpu-t4-UUID) is at its max: 4 more replicas are refused, naming it
+    ca_status_apply(T4_GROUP, 2, 2)
+    try:
+        def scaled(n, want):
+            p = kubectl("-n", "ml", "scale", "deployment", "gpu-inference-app",
+                        "--replicas=%d" % n, "--dry-run=server", ok=False)
+            return p if want in p.stderr else None
+        p = wait("kubectl scale refused naming the group at its max", lambda: scaled(
+            12, "node group %s is at its max size (2 of maxSize 2): Cluster Autoscaler adds no "
+            "node to it (max node group size reached)" % T4_GROUP), limit=30)
+        check(p.returncode != 0 and "denied the request" in p.stderr and
+              "deployments ml/gpu-inference-app (scale) can never fit: 12 pods at once, at most 8 "
+              "fit (8 on the eligible nodes, none on new ones)" in p.stderr, "scale at max: %r" % p.stderr)
+        # the group may grow by one node: the same 4 more are admitted, told how it grows
+        ca_status_apply(T4_GROUP, 2, 3)
+        wait("the group's new max in the view", lambda: scaled(12, "fits after scale-up"),
+             limit=30)
+        p = kubectl("-n", "ml", "scale", "deployment", "gpu-inference-app", "--replicas=12")
+        check("deployments ml/gpu-inference-app (scale) fits after scale-up: node group %s adds 1 "
+              "node of 4 pods each (2 to 3 of maxSize 3); 0 of its 4 more pods fit now"
+              % T4_GROUP in p.stderr,
+              "scale after scale-up: %r" % p.stderr)
+        dep = kjson("-n", "ml", "get", "deployment", "gpu-inference-app")
+        check(dep["spec"]["replicas"] == 12, "replicas %r" % dep["spec"]["replicas"])
+        # and kube-scheduler leaves those 4 Pending on the full T4s: the node that would take
+        # them is the autoscaler's to add
+        ps = wait("4 pods Pending, Insufficient nvidia.com/gpu", lambda: (
+            lambda x: x if len(x) == 12 and sum(1 for q in x if unschedulable(q) and
+                                                 "Insufficient nvidia.com/gpu" in unschedulable(q))
+            == 4 else None)(pods("ml", "app=gpu-inference-app")), limit=60)
+        check(len(bound(ps)) == 8, "bound %d" % len(bound(ps)))
+    finally:
+        kubectl("-n", "kube-system", "delete", "configmap", "cluster-autoscaler-status",
+                "--ignore-not-found")
     delete_and_wait("ml", "deployment", "gpu-inference-app", "app=gpu-inference-app")
     cluster("nodes", "seed-000")
     kubectl("apply", "-f", "-", stdin=replicaset("busy", 12, priority="batch-low"))
@@ -1016,6 +1060,59 @@ def test_l_autoscalers_read_with_the_manifests_rbac():
     wait("the CA status gone from the view",
          lambda: "ConfigMap/kube-system/cluster-autoscaler-status" not in json.loads(
              gpuadmit_get("/debug/view")).get("autoscalers", {}), limit=30)
+
+
+NODEPOOL_CRD = os.path.join(ROOT, "tests", "cluster", "karpenter", "karpenter.sh_nodepools.yaml")
+
+
+def test_l_karpenter_nodepool_limit():
+    """Karpenter's own NodePool CRD served by the apiserver, and a NodePool with a GPU limit:
+    gpuadmit reads it with the manifests' RBAC, and a ReplicaSet that fits once Karpenter
+    launches 2 whole nodes is admitted, told so; past the limit it is refused."""
+    kubectl("apply", "--server-side", "-f", NODEPOOL_CRD)
+    try:
+        kubectl("wait", "--for=condition=Established", "crd/nodepools.karpenter.sh",
+                "--timeout=60s")
+        pool = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "gpu"},
+                "spec": {"limits": {"cpu": "1000", "nvidia.com/gpu": "20"},
+                         "template": {"metadata": {"labels": {"nvidia.com/gpu.present": "true"}},
+                                      "spec": {"nodeClassRef": {"group": "karpenter.k8s.aws",
+                                                                "kind": "EC2NodeClass",
+                                                                "name": "gpu"},
+                                               "requirements": [{
+                                                   "key": "karpenter.k8s.aws/instance-gpu-count",
+                                                   "operator": "In", "values": ["4"]}],
+                                               "taints": [{"key": "nvidia.com/gpu",
+                                                           "value": "true",
+                                                           "effect": "NoSchedule"}]}}}}
+        kubectl("apply", "-f", "-", stdin=json.dumps(pool))
+        # what its nodes and claims hold, as Karpenter's counter writes it (status subresource)
+        kubectl("patch", "nodepool", "gpu", "--subresource=status", "--type=merge", "-p",
+                json.dumps({"status": {"resources": {"cpu": "96", "nvidia.com/gpu": "12"}}}))
+        # the CRD came after gpuadmit started: its view lists NodePools from the next start
+        cluster("gpuadmit-start")
+        webhook_live()
+        v = json.loads(gpuadmit_get("/debug/view")).get("autoscalers", {})
+        check(any("gpu" in k and "NodePool" in k for k in v), "NodePool not in the view: %r" % v)
+        # 16 GPUs on the 4 nodes, 12 held by busy (batch-low): 4 fit now, and 20 - 12 = 8 left
+        # of the limit, 2 whole 4-GPU nodes
+        p = kubectl("apply", "--dry-run=server", "-f", "-",
+                    stdin=replicaset("grow", 12, priority="batch-low"))
+        check("replicasets ml/grow fits after scale-up: NodePool gpu launches 2 nodes of 4 pods "
+              "each (8 nvidia.com/gpu left of its limit of 20); 4 of its 12 more pods fit now"
+              in p.stderr,
+              "after scale-up: %r" % p.stderr)
+        p = kubectl("apply", "--dry-run=server", "-f", "-",
+                    stdin=replicaset("grow", 25, priority="batch-low"), ok=False)
+        check(p.returncode != 0 and "replicasets ml/grow can never fit: 25 pods at once, at most "
+              "24 fit (16 on the eligible nodes" in p.stderr and "NodePool gpu may launch 2 nodes "
+              "of 4 pods each (8 nvidia.com/gpu left of its limit of 20)" in p.stderr,
+              "past the limit: %r" % p.stderr)
+    finally:
+        kubectl("delete", "nodepool", "gpu", "--ignore-not-found")
+        kubectl("delete", "-f", NODEPOOL_CRD, "--ignore-not-found")
+    cluster("gpuadmit-start")
+    webhook_live()
 
 
 def test_e_rbac_removed():
@@ -1527,6 +1624,7 @@ TESTS = [
     test_e_apiserver_restart,
     test_e_compaction_without_watch_cache,
     test_l_autoscalers_read_with_the_manifests_rbac,
+    test_l_karpenter_nodepool_limit,
     test_e_rbac_removed,
     test_i_reinvocation,
     test_h_rotation,

@@ -516,22 +516,22 @@ def autoscalers_judged_from_a_watched_status():
             for s in (srv, deny):
                 r = answer(s, "is at its max size")
                 check(r["allowed"] is False and "deployments ml/train can never fit: 10 pods at "
-                      "once, at most 8 fit: 8 on the eligible nodes (8 nvidia.com/gpu in all, "
-                      "cordoned and not Ready nodes included), and the node autoscalers add none: "
-                      "node group %s is at its max size (2 of maxSize 2): Cluster Autoscaler adds "
-                      "no node to it (max node group size reached)" % CA_GROUP
+                      "once, at most 8 fit (8 on the eligible nodes, none on new ones): node "
+                      "group %s is at its max size (2 of maxSize 2): Cluster Autoscaler adds no "
+                      "node to it (max node group size reached)" % CA_GROUP
                       in r["status"]["message"], "at its max: %r" % r)
             status(at_max.replace("maxSize: 2", "maxSize: 6"))
             for s in (srv, deny):
                 r = answer(s, "fits after scale-up")
                 w = warnings_of(r)
+                # the growth first: it is what the 256 characters of a warning keep
                 check(r["allowed"] is True and len(w) == 1 and w[0].startswith(
-                    "gpuadmit [capacity]: deployments ml/train fits after scale-up: 0 of its 10 "
-                    "more pods fit now, the other 10 wait Pending until the node autoscalers add "
-                    "nodes"), "room to grow: %r" % r)
-                check("after the 2 pods already waiting for them: node group %s adds 3 nodes of "
-                      "4 pods each (2 to 5 of maxSize 6)" % CA_GROUP
-                      in r["auditAnnotations"]["capacity"], "annotation %r" % r)
+                    "gpuadmit [capacity]: deployments ml/train fits after scale-up: node group %s "
+                    "adds 3 nodes of 4 pods each (2 to 5 of maxSize 6); 0 of its 10 more pods fit "
+                    "now" % CA_GROUP), "room to grow: %r" % r)
+                check("the other 10 wait Pending until the nodes come, after the 2 pods already "
+                      "waiting for them" in r["auditAnnotations"]["capacity"],
+                      "annotation %r" % r)
             status(at_max.replace("maxSize: 2", "maxSize: 6").replace(
                 '    scaleUp:\n      status: "NoActivity"',
                 '    scaleUp:\n      status: "Backoff"\n      backoffInfo:\n'
@@ -571,7 +571,7 @@ def karpenter_nodepool_limit_from_a_snapshot():
               "nvidia.com/gpu left of its limit of 12)" in r["auditAnnotations"]["capacity"],
               "8 after scale-up: %r" % r)
         r = validate(srv.port, review(deployment("train", 13), "apps/deployments"))
-        check(r["allowed"] is False and "at most 12 fit: 4 on the eligible nodes" in
+        check(r["allowed"] is False and "at most 12 fit (4 on the eligible nodes" in
               r["status"]["message"] and "NodePool gpu may launch 2 nodes" in
               r["status"]["message"], "13 past the limit: %r" % r)
 

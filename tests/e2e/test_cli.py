@@ -403,7 +403,7 @@ def capacity_takes_every_file_in_order_and_the_strongest_code():
         for w in doc["workloads"]],
        [(stall, 3, "stall", "notNow", 4), (clean, 3, "trainer", "fits", 16),
         (clean, 28, "trainer", None, None)], "workloads")
-    eq(doc["summary"], {"fits": 1, "notNow": 1, "never": 0, "notJudged": 1, "errors": 0},
+    eq(doc["summary"], {"fits": 1, "afterScaleUp": 0, "notNow": 1, "never": 0, "notJudged": 1, "errors": 0},
        "summary")
     # usage: standard input once, and no stray option
     rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-", "-f", "-", stdin=b"")

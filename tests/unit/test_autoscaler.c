@@ -84,6 +84,7 @@ static void test_text_eks(void)
     CHECK(s.text_format);
     CHECK_STR(s.autoscaler_status, "");
     CHECK_STR(s.time, "2019-09-02 14:57:47.683724023 +0000 UTC");
+    CHECK(!s.cluster_unhealthy); /* its Cluster-wide: Health: Healthy */
     CHECK(s.n_groups == 1);
     if (s.n_groups == 1) {
         const struct ca_group *g = &s.groups[0];
@@ -97,6 +98,35 @@ static void test_text_eks(void)
         CHECK_STR(g->backoff_msg, "");
         CHECK(ca_group_headroom(g) == 6);
     }
+    ca_status_free(&s);
+}
+
+/* The cluster-wide health in both formats: Unhealthy stops every scale-up. */
+static void test_cluster_wide_health(void)
+{
+    static const char text[] =
+        "Cluster-autoscaler status at 2019-09-02 14:57:47.683724023 +0000 UTC:\n"
+        "Cluster-wide:\n"
+        "  Health:      Unhealthy (ready=2 unready=8 notStarted=0 longNotStarted=0 registered=10 "
+        "longUnregistered=0)\n"
+        "NodeGroups:\n"
+        "  Name:        ng\n"
+        "  Health:      Healthy (ready=2 unready=8 notStarted=0 longNotStarted=0 registered=10 "
+        "longUnregistered=0 cloudProviderTarget=10 (minSize=1, maxSize=20))\n";
+    static const char yaml[] = "autoscalerStatus: Running\nclusterWide:\n  health:\n"
+                               "    status: Unhealthy\nnodeGroups: []\n";
+    static const char healthy[] = "autoscalerStatus: Running\nclusterWide:\n  health:\n"
+                                  "    status: Healthy\n";
+    struct ca_status s;
+    struct diag d;
+
+    diag_clear(&d);
+    CHECK(ca_status_parse(text, sizeof(text) - 1, &s, &d) == 0 && s.cluster_unhealthy);
+    CHECK(s.n_groups == 1 && s.groups[0].healthy); /* the group's own Health is apart */
+    ca_status_free(&s);
+    CHECK(ca_status_parse(yaml, sizeof(yaml) - 1, &s, &d) == 0 && s.cluster_unhealthy);
+    ca_status_free(&s);
+    CHECK(ca_status_parse(healthy, sizeof(healthy) - 1, &s, &d) == 0 && !s.cluster_unhealthy);
     ca_status_free(&s);
 }
 
@@ -725,6 +755,7 @@ int main(void)
     RUN(test_group_nodes);
     RUN(test_yaml_status_test);
     RUN(test_text_eks);
+    RUN(test_cluster_wide_health);
     RUN(test_text_aks_cut);
     RUN(test_text_aks_resource_unready);
     RUN(test_detection);

@@ -259,6 +259,11 @@ static void test_ca_age(void)
     CHECK(growth_ca_age_s("2026-12-02 04:00:00.123456789 +0100 CET", AT_UPDATE + 60) == 60);
     CHECK(growth_ca_age_s("2026-12-02T03:00:00Z", AT_UPDATE) == 0);
     CHECK(growth_ca_age_s("2026-12-01 22:00:00 -0500 EST", AT_UPDATE) == 0);
+    /* half-hour zones: Go writes -0700 without a colon */
+    CHECK(growth_ca_age_s("2026-12-02 08:30:00 +0530 IST", AT_UPDATE) == 0);
+    CHECK(growth_ca_age_s("2026-12-01 23:30:00 -0330 NST", AT_UPDATE) == 0);
+    CHECK(growth_ca_age_s("2026-12-02 03:00:00 +05:45", AT_UPDATE) == 20700);
+    CHECK(growth_ca_age_s("2026-12-02 03:00:00 +5", AT_UPDATE) < 0);
     CHECK(growth_ca_age_s("yesterday", AT_UPDATE) < 0);
     CHECK(growth_ca_age_s("2026-13-02 03:00:00", AT_UPDATE) < 0);
     CHECK(growth_ca_age_s("", AT_UPDATE) < 0);
@@ -390,6 +395,148 @@ static void test_nodepools(void)
     cluster_free(c);
 }
 
+/* What the template node drops, and a node that says nothing yet of its GPUs. */
+static void test_template_node(void)
+{
+    struct cluster *c = empty_view();
+    char g1[512];
+    struct growth g;
+
+    /* CA is removing this node: its template drops the taint (SanitizeTaints) */
+    gpu_node(c, "gpu-a", 4, ",'eks.amazonaws.com/nodegroup':'gpu'",
+             "'taints':[{'key':'ToBeDeletedByClusterAutoscaler','value':'1','effect':"
+             "'NoSchedule'}]");
+    ca_status(c, "Running", group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(g.n == 1 && g.pods_now == 8 && !g.unknown);
+    cluster_free(c);
+    /* near miss: a taint of the user's own is kept */
+    c = empty_view();
+    gpu_node(c, "gpu-a", 4, ",'eks.amazonaws.com/nodegroup':'gpu'",
+             "'taints':[{'key':'dedicated','value':'a100','effect':'NoSchedule'}]");
+    ca_status(c, "Running", group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(g.n == 0 && !g.unknown);
+    cluster_free(c);
+    /* the group's only node has no nvidia.com/gpu yet (its device plugin is starting): the
+     * group cannot be sized, which is not "it does not admit the pods" */
+    c = empty_view();
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'fresh','labels':{'eks.amazonaws.com/nodegroup':"
+          "'gpu'}},'spec':{},'status':{'conditions':[{'type':'Ready','status':'True'}],"
+          "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
+          "'example.com/other':'1'}}}");
+    gpu_node(c, "elsewhere", 1, "", "");
+    ca_status(c, "Running", group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(g.unknown && g.n == 0);
+    CHECK_CONTAINS(g.unknown_why, "or nodes whose device plugin is not up");
+    cluster_free(c);
+}
+
+/* CA scales nothing up while the cluster-wide health is Unhealthy (static_autoscaler.go). */
+static void test_cluster_unhealthy(void)
+{
+    struct cluster *c = empty_view();
+    char yaml[1024], g1[512];
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_doc *doc;
+    struct diag d;
+    struct growth g;
+
+    gpu_node(c, "gpu-a", 4, ",'eks.amazonaws.com/nodegroup':'gpu'", "");
+    snprintf(yaml, sizeof(yaml),
+             "autoscalerStatus: Running\nclusterWide:\n  health:\n    status: Unhealthy\n"
+             "nodeGroups:\n%s",
+             group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
+    doc = json_freeze(json_pack(m, "{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
+                                "ConfigMap", "metadata", "name", "cluster-autoscaler-status",
+                                "namespace", "kube-system", "data", "status", yaml));
+    diag_clear(&d);
+    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
+    yyjson_doc_free(doc);
+    yyjson_mut_doc_free(m);
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(g.n == 1 && g.g[0].state == GROWTH_PAUSED && g.pods_now == 0 && g.pods_ever == 8);
+    {
+        char text[1024];
+
+        growth_stuck_text(&g, text, sizeof(text));
+        CHECK_CONTAINS(text, "node group gpu adds no node while Cluster Autoscaler's cluster-wide "
+                             "health is Unhealthy");
+    }
+    cluster_free(c);
+    /* near miss: Healthy */
+    c = eks(1, 3, "Healthy", "NoActivity", "");
+    g = grow(c, POD_SPEC(TOLERATE), 1);
+    CHECK(g.g[0].state == GROWTH_GROWS);
+    cluster_free(c);
+}
+
+/* A NodePool's cpu limit counts whole nodes as its nodes in the view are; required node
+ * affinity is judged as a nodeSelector is (Karpenter reads both as requirements). */
+static void test_nodepool_cpu_and_affinity(void)
+{
+    struct cluster *c = empty_view();
+    struct growth g;
+    char text[1024];
+
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'k-0','labels':{'karpenter.sh/nodepool':'gpu'}},"
+          "'spec':{},'status':{'conditions':[{'type':'Ready','status':'True'}],"
+          "'capacity':{'cpu':'48','memory':'192Gi','nvidia.com/gpu':'4'},"
+          "'allocatable':{'cpu':'47','nvidia.com/gpu':'4'}}}");
+    pool(c, "gpu", "'cpu':'52'", "'cpu':'48'", "");
+    g = grow(c, POD_SPEC(TOLERATE), 1);
+    /* 4 cpu left, and a node has 48: Karpenter launches none */
+    CHECK(g.n == 1 && g.g[0].state == GROWTH_LIMIT && g.pods_now == 0 && g.pods_ever == 0);
+    growth_stuck_text(&g, text, sizeof(text));
+    CHECK_CONTAINS(text, "NodePool gpu has 4 cpu left of its limit of 52");
+    /* near miss: 100 cpu left, 2 nodes */
+    apply(c, CLUSTER_NODEPOOLS, "DELETED",
+          "{'apiVersion':'karpenter.sh/v1','kind':'NodePool','metadata':{'name':'gpu'}}");
+    pool(c, "gpu", "'cpu':'148'", "'cpu':'48'", "");
+    g = grow(c, POD_SPEC(TOLERATE), 1);
+    CHECK(g.g[0].state == GROWTH_GROWS && g.g[0].nodes_now == 2 && g.pods_now == 8);
+    /* a memory limit the same way: 200Gi less 192Gi is no node of 192Gi */
+    apply(c, CLUSTER_NODEPOOLS, "DELETED",
+          "{'apiVersion':'karpenter.sh/v1','kind':'NodePool','metadata':{'name':'gpu'}}");
+    pool(c, "gpu", "'memory':'200Gi'", "'memory':'192Gi'", "");
+    g = grow(c, POD_SPEC(TOLERATE), 1);
+    CHECK(g.g[0].state == GROWTH_LIMIT && g.pods_now == 0);
+    cluster_free(c);
+
+    c = empty_view();
+    pool(c, "gpu", "'nvidia.com/gpu':'16'", "'nvidia.com/gpu':'0'",
+         "{'key':'node.kubernetes.io/instance-type','operator':'In','values':['g5.12xlarge']}");
+    /* required affinity on an instance type the pool never launches */
+    g = grow(c,
+             POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                               "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{"
+                               "'key':'node.kubernetes.io/instance-type','operator':'In',"
+                               "'values':['p4d.24xlarge']}]}]}}}"),
+             1);
+    CHECK(g.n == 0 && g.pods_now == 0);
+    CHECK_CONTAINS(g.miss_why, "NodePool gpu's nodes would not match the pods' required node "
+                               "affinity");
+    /* near miss: one of the values is the pool's */
+    g = grow(c,
+             POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                               "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{"
+                               "'key':'node.kubernetes.io/instance-type','operator':'In',"
+                               "'values':['p4d.24xlarge','g5.12xlarge']}]}]}}}"),
+             1);
+    CHECK(g.n == 1 && g.pods_now == 16);
+    /* Exists on a label the pool never gives */
+    g = grow(c,
+             POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                               "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{"
+                               "'key':'example.com/team','operator':'Exists'}]}]}}}"),
+             1);
+    CHECK(g.n == 0);
+    cluster_free(c);
+}
+
 /* Growing groups are named first, and at most GROWTH_GROUPS_MAX of them. */
 static void test_many_groups(void)
 {
@@ -415,6 +562,15 @@ static void test_many_groups(void)
         CHECK(g.g[i].state == GROWTH_GROWS);
     CHECK_STR(g.g[0].name, "g01");
     CHECK(g.g[6].state == GROWTH_AT_MAX);
+    /* 12 pods need the 6 growing groups; 6 are named, the other 4 named groups are at max, and
+     * 4 groups are past the list */
+    {
+        char text[2048];
+
+        growth_grows_text(&g, 100, false, text, sizeof(text));
+        CHECK_CONTAINS(text, "node group g11 adds 2 nodes of 1 pod each (1 to 3 of maxSize 3), and "
+                             "4 more groups");
+    }
     cluster_free(c);
 }
 
@@ -428,6 +584,9 @@ int main(void)
     RUN(test_ca_age);
     RUN(test_group_labels);
     RUN(test_nodepools);
+    RUN(test_template_node);
+    RUN(test_cluster_unhealthy);
+    RUN(test_nodepool_cpu_and_affinity);
     RUN(test_many_groups);
     TEST_MAIN_END("test_growth");
 }

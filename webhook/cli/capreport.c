@@ -322,6 +322,7 @@ struct judging {
     yyjson_mut_val *list;
     const struct offline_opts *oo;
     size_t fits, not_now, never, not_judged, errors;
+    size_t after;   /* of fits, those that fit only once the node autoscalers add nodes */
     size_t objects; /* every object read, workload or not */
     int code;
 };
@@ -451,6 +452,9 @@ static yyjson_mut_val *judged_entry(struct judging *j, yyjson_val *admit, yyjson
         verdict = "fits";
     if (!gpus || strcmp(verdict, "fits") == 0) {
         j->fits++;
+        if (gpus && yyjson_obj_get(cap, "autoscalers") != NULL &&
+            int_of(yyjson_obj_get(cap, "fitNow")) < int_of(yyjson_obj_get(cap, "pods")))
+            j->after++;
     } else if (strcmp(verdict, "notNow") == 0) {
         j->not_now++;
         j->code = cap_exit_worse(j->code, CAP_EXIT_NOT_NOW);
@@ -801,10 +805,13 @@ static void print_text(yyjson_val *report, const char *source)
                       int_of(yyjson_obj_get(sum, "never")) +
                       int_of(yyjson_obj_get(sum, "notJudged"));
 
-        printf("\n%lld workload%s: %lld fit%s now, %lld do%s not fit now, %lld never fit%s, %lld "
-               "not judged",
-               (long long)all, all == 1 ? "" : "s", (long long)int_of(yyjson_obj_get(sum, "fits")),
-               int_of(yyjson_obj_get(sum, "fits")) == 1 ? "s" : "",
+        printf("\n%lld workload%s: %lld fit%s now", (long long)all, all == 1 ? "" : "s",
+               (long long)int_of(yyjson_obj_get(sum, "fits")),
+               int_of(yyjson_obj_get(sum, "fits")) == 1 ? "s" : "");
+        if (int_of(yyjson_obj_get(sum, "afterScaleUp")) > 0)
+            printf(" (%lld of them after scale-up)",
+                   (long long)int_of(yyjson_obj_get(sum, "afterScaleUp")));
+        printf(", %lld do%s not fit now, %lld never fit%s, %lld not judged",
                (long long)int_of(yyjson_obj_get(sum, "notNow")),
                int_of(yyjson_obj_get(sum, "notNow")) == 1 ? "es" : "",
                (long long)int_of(yyjson_obj_get(sum, "never")),
@@ -823,16 +830,17 @@ static int add_workloads(yyjson_mut_doc *doc, yyjson_mut_val *report, const stru
                          const struct policy *p, struct cluster *view)
 {
     struct offline_opts oo = {p, view, false, NULL, NULL};
-    struct judging j = {doc, yyjson_mut_arr(doc), &oo, 0, 0, 0, 0, 0, 0, CAP_EXIT_FITS};
+    struct judging j = {doc, yyjson_mut_arr(doc), &oo, 0, 0, 0, 0, 0, 0, 0, CAP_EXIT_FITS};
 
     if (j.list == NULL)
         return CAP_EXIT_USAGE;
     workload_report(&j, o);
     if (json_mut_set(doc, report, "workloads", j.list) < 0 ||
         json_mut_set(doc, report, "summary",
-                     json_pack(doc, "{s:I, s:I, s:I, s:I, s:I}", "fits", (int64_t)j.fits, "notNow",
-                               (int64_t)j.not_now, "never", (int64_t)j.never, "notJudged",
-                               (int64_t)j.not_judged, "errors", (int64_t)j.errors)) < 0) {
+                     json_pack(doc, "{s:I, s:I, s:I, s:I, s:I, s:I}", "fits", (int64_t)j.fits,
+                               "afterScaleUp", (int64_t)j.after, "notNow", (int64_t)j.not_now,
+                               "never", (int64_t)j.never, "notJudged", (int64_t)j.not_judged,
+                               "errors", (int64_t)j.errors)) < 0) {
         fprintf(stderr, "gpuadmit capacity: out of memory\n");
         return CAP_EXIT_USAGE;
     }

@@ -282,6 +282,14 @@ static int text_parse(const char *text, size_t len, struct ca_status *s, struct 
         }
         if (!in_groups) {
             in_groups = eat(&c, "NodeGroups:");
+            /* Cluster-wide:'s "  Health:      Unhealthy (ready=...)" */
+            while (c.p < c.end && *c.p == ' ')
+                c.p++;
+            if (eat(&c, "Health:")) {
+                while (c.p < c.end && *c.p == ' ')
+                    c.p++;
+                s->cluster_unhealthy = c.end - c.p >= 9 && memcmp(c.p, "Unhealthy", 9) == 0;
+            }
             continue;
         }
         if (text_group_line(&c, s, &cap, &health, &name_line, d) < 0)
@@ -528,6 +536,14 @@ static int yaml_status(const struct yamltree_node *root, struct ca_status *s, st
     if (yword(root, "autoscalerStatus", "", s->autoscaler_status, sizeof(s->autoscaler_status), d) <
         0)
         return -1;
+    {
+        const struct yamltree_node *cw = yget(root, "clusterWide"), *h, *st;
+
+        h = cw != NULL && cw->kind == YAMLTREE_MAP ? yget(cw, "health") : NULL;
+        st = h != NULL && h->kind == YAMLTREE_MAP ? yget(h, "status") : NULL;
+        s->cluster_unhealthy = st != NULL && st->kind == YAMLTREE_SCALAR && st->len == 9 &&
+                               memcmp(st->s, "Unhealthy", 9) == 0;
+    }
     groups = yget(root, "nodeGroups");
     if (groups == NULL)
         return 0;
@@ -846,6 +862,19 @@ static bool well_known(const char *key)
         if (strncmp(key, prefixes[i], strlen(prefixes[i])) == 0)
             return true;
     return false;
+}
+
+bool karpenter_pool_may_have(const struct karpenter_pool *p, const char *key)
+{
+    if (strcmp(key, "karpenter.sh/nodepool") == 0)
+        return true;
+    for (size_t i = 0; i < p->n_labels; i++)
+        if (strcmp(p->labels[i].key, key) == 0)
+            return true;
+    for (size_t i = 0; i < p->n_reqs; i++)
+        if (strcmp(p->reqs[i].key, key) == 0)
+            return strcmp(p->reqs[i].op, "DoesNotExist") != 0;
+    return well_known(key);
 }
 
 bool karpenter_pool_may_label(const struct karpenter_pool *p, const char *key, const char *value)

@@ -51,6 +51,8 @@ struct ca_status {
     char autoscaler_status[16]; /* Initializing|Running; "" when the text format says neither */
     char time[64];              /* as written (cut to fit) */
     bool text_format;
+    bool cluster_unhealthy; /* clusterWide.health (text: Cluster-wide: Health:) is Unhealthy: CA
+                               then scales nothing up (static_autoscaler.go, IsClusterHealthy) */
     struct ca_group *groups;
     size_t n_groups; /* at most AUTOSCALER_GROUPS_MAX */
 };
@@ -137,6 +139,11 @@ const struct karpenter_amount *karpenter_pool_limit(const struct karpenter_pool 
  * and the result 0, when the pool has no limit on resource. */
 int64_t karpenter_pool_headroom(const struct karpenter_pool *p, const char *resource,
                                 bool *bounded);
+
+/* Whether a node of p may carry label key with some value: its template's labels or a
+ * requirement other than DoesNotExist name it, it is karpenter.sh/nodepool, or one of the
+ * well-known labels. */
+bool karpenter_pool_may_have(const struct karpenter_pool *p, const char *key);
 
 /* Whether a node of p may carry label key=value: its template's labels and requirements (In,
  * NotIn, Exists, DoesNotExist; Gt and Lt are not judged) and karpenter.sh/nodepool=NAME, the label

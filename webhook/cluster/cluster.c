@@ -506,6 +506,9 @@ static int node_read_amounts(struct cluster *c, struct node *n, yyjson_val *map,
 
     yyjson_obj_foreach (map, i, max, k, v) {
         name = yyjson_get_str(k);
+        if (!alloc && (strcmp(name, "cpu") == 0 || strcmp(name, "memory") == 0) &&
+            quantity_json_milli(v, &milli) == 0 && milli > 0)
+            *(name[0] == 'c' ? &n->cpu_milli : &n->memory_milli) = milli;
         if (strlen(name) != yyjson_get_len(k) || !pod_is_extended(name) ||
             quantity_json_milli(v, &milli) < 0 || milli < 0)
             continue;

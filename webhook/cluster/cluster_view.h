@@ -69,7 +69,9 @@ struct node {
     size_t n_taints;
     struct node_res *res;
     size_t n_res;
-    struct binding *binding; /* the pods bound to it, or NULL: kept by cluster.c */
+    int64_t cpu_milli, memory_milli; /* status.capacity's cpu and memory (milli-units; 0 when
+                                        absent): what a NodePool's limits on them count */
+    struct binding *binding;         /* the pods bound to it, or NULL: kept by cluster.c */
 };
 
 struct pod_res {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "json.h"
 #include "placement.h"
 
 static int64_t sat_add(int64_t a, int64_t b)
@@ -30,6 +31,38 @@ static const char *label_of(yyjson_val *labels, const char *key)
     return yyjson_get_str(yyjson_obj_get(labels, key));
 }
 
+/* Taints a template node does not keep: Cluster Autoscaler's own, which its template node
+ * drops (simulator SanitizeTaints: ToBeDeleted, DeletionCandidate, and its startup-, status-
+ * and ignore-taint prefixes), Karpenter's while it starts or disrupts a node
+ * (pkg/apis/v1/taints.go), and the cloud controller's until it initialises one. */
+static bool passing_taint(const char *key)
+{
+    static const char *const exact[] = {"ToBeDeletedByClusterAutoscaler",
+                                        "DeletionCandidateOfClusterAutoscaler",
+                                        "karpenter.sh/disrupted", "karpenter.sh/unregistered",
+                                        "node.cloudprovider.kubernetes.io/uninitialized"};
+    static const char *const prefix[] = {"startup-taint.cluster-autoscaler.kubernetes.io/",
+                                         "status-taint.cluster-autoscaler.kubernetes.io/",
+                                         "ignore-taint.cluster-autoscaler.kubernetes.io/"};
+
+    for (size_t i = 0; i < sizeof(exact) / sizeof(exact[0]); i++)
+        if (strcmp(key, exact[i]) == 0)
+            return true;
+    for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+        if (strncmp(key, prefix[i], strlen(prefix[i])) == 0)
+            return true;
+    return false;
+}
+
+/* Whether n advertises the first GPU resource asked (capacity or allocatable): a node whose
+ * device plugin has not started says nothing of a new node's GPUs. */
+static bool sized(const struct node *n, const struct growth_ask *ask)
+{
+    const struct node_res *nr = node_res_find(n, ask[0].rn);
+
+    return nr != NULL && (nr->capacity > 0 || nr->allocatable > 0);
+}
+
 int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t n_ask,
                          const struct node *n, int64_t headroom)
 {
@@ -40,9 +73,10 @@ int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t 
     for (size_t i = 0; i < n->n_taints; i++) {
         const struct node_taint *t = &n->taints[i];
 
-        /* a new node is Ready and not cordoned: the lifecycle taints are not its own */
+        /* a new node is Ready and not cordoned: the lifecycle taints are not its own, nor
+         * those the autoscalers and the cloud put on a node while they start or remove it */
         if ((strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0) &&
-            !placement_lifecycle_taint(t->key) &&
+            !placement_lifecycle_taint(t->key) && !passing_taint(t->key) &&
             !placement_tolerated(tols, t->key, t->value, t->effect))
             return 0;
     }
@@ -146,12 +180,16 @@ double growth_ca_age_s(const char *s, double now)
             ;
     while (*z == ' ')
         z++;
-    if ((z[0] == '+' || z[0] == '-') && z[1] >= '0' && z[1] <= '9') {
-        int hh = 0, mm = 0;
+    if (z[0] == '+' || z[0] == '-') {
+        /* [+-]HHMM (Go's -0700) or [+-]HH:MM */
+        const char *m = z + 3 + (z[3] == ':');
+        bool digits = z[1] >= '0' && z[1] <= '9' && z[2] >= '0' && z[2] <= '9' && m[0] >= '0' &&
+                      m[0] <= '9' && m[1] >= '0' && m[1] <= '9';
 
-        if (sscanf(z + 1, "%2d%*[:]%2d", &hh, &mm) < 1 && sscanf(z + 1, "%2d%2d", &hh, &mm) < 1)
+        if (!digits)
             return -1;
-        off = (hh * 60L + mm) * 60L * (z[0] == '-' ? -1 : 1);
+        off = (((z[1] - '0') * 10L + (z[2] - '0')) * 60L + (m[0] - '0') * 10L + (m[1] - '0')) *
+              60L * (z[0] == '-' ? -1 : 1);
     }
     memset(&tm, 0, sizeof(tm));
     tm.tm_year = y - 1900;
@@ -203,6 +241,8 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                 struct growth_group gg;
                 int64_t left;
 
+                size_t n_sized = 0;
+
                 memset(&gg, 0, sizeof(gg));
                 for (size_t i = 0; i < nodes->n_buckets; i++)
                     for (const struct table_entry *ne = nodes->buckets[i]; ne; ne = ne->next) {
@@ -212,19 +252,23 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                         if (!group_node(grp, n, group_labels))
                             continue;
                         gg.in_view++;
+                        if (!sized(n, ask))
+                            continue; /* its device plugin is not up: no template */
+                        n_sized++;
                         if ((p = growth_node_pods(spec, ask, n_ask, n, 0)) > gg.per_node)
                             gg.per_node = p;
                         if ((p = growth_node_pods(spec, ask, n_ask, n, headroom)) > gg.per_node_now)
                             gg.per_node_now = p;
                     }
-                if (gg.in_view == 0) {
-                    /* scaled to zero, or nodes no label names it by: CA sizes it from the
-                     * cloud's template, which gpuadmit cannot read */
+                if (gg.in_view == 0 || n_sized == 0) {
+                    /* scaled to zero, nodes no label names it by, or nodes whose device plugin
+                     * is not up: CA sizes it from the cloud's template, which gpuadmit cannot
+                     * read */
                     if (grp->max_size > 0 && first_unknown(out))
                         snprintf(out->unknown_why, sizeof(out->unknown_why),
                                  "node group %.255s has no node in the view to show what its "
-                                 "nodes hold (a group at zero, or nodes no label maps to it: see "
-                                 "nodeGroupLabels)",
+                                 "nodes hold (a group at zero, nodes no label maps to it (see "
+                                 "nodeGroupLabels), or nodes whose device plugin is not up)",
                                  grp->name);
                     continue;
                 }
@@ -237,7 +281,9 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                  * view holds) come too */
                 left = grp->max_size > gg.in_view ? grp->max_size - gg.in_view : 0;
                 gg.nodes_ever = left;
-                if (!grp->healthy || strcmp(grp->scale_up, "Unhealthy") == 0) {
+                if (a->st.cluster_unhealthy) {
+                    gg.state = GROWTH_PAUSED;
+                } else if (!grp->healthy || strcmp(grp->scale_up, "Unhealthy") == 0) {
                     gg.state = GROWTH_UNHEALTHY;
                 } else if (strcmp(grp->scale_up, "Backoff") == 0) {
                     gg.state = GROWTH_BACKOFF;
@@ -249,6 +295,8 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                     gg.state = GROWTH_GROWS; /* at its target max, its last nodes on the way */
                 if (gg.state == GROWTH_GROWS && left == 0)
                     gg.state = GROWTH_AT_MAX;
+                if (gg.target < gg.in_view) /* scaling down: its nodes are what it has */
+                    gg.target = gg.in_view;
                 if ((gg.state == GROWTH_BACKOFF || gg.state == GROWTH_UNHEALTHY) &&
                     (grp->backoff_code[0] || grp->backoff_msg[0]))
                     snprintf(gg.why, sizeof(gg.why), " (%.63s%s%.511s)", grp->backoff_code,
@@ -257,6 +305,53 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                 count(out, &gg);
             }
         }
+}
+
+/* Whether a node of p may satisfy one term of a required node affinity (a
+ * NodeSelectorTerm): each expression, In by one of its values, Exists by a label the pool may
+ * carry, the others taken as satisfiable; a term with matchFields names existing nodes, never a
+ * new one, and a term with no expression matches no node (the scheduler's own reading). */
+static bool pool_term(const struct karpenter_pool *p, yyjson_val *term)
+{
+    yyjson_val *exprs = yyjson_obj_get(term, "matchExpressions"), *x, *v;
+    size_t i, max, j, vmax;
+
+    if (yyjson_arr_size(yyjson_obj_get(term, "matchFields")) > 0 || yyjson_arr_size(exprs) == 0)
+        return false;
+    yyjson_arr_foreach (exprs, i, max, x) {
+        const char *key = yyjson_get_str(yyjson_obj_get(x, "key"));
+        yyjson_val *op = yyjson_obj_get(x, "operator");
+        bool any = false;
+
+        if (key == NULL)
+            return false;
+        if (json_str_is(op, "Exists") && !karpenter_pool_may_have(p, key))
+            return false;
+        if (!json_str_is(op, "In"))
+            continue;
+        yyjson_arr_foreach (yyjson_obj_get(x, "values"), j, vmax, v) {
+            any = any || (yyjson_is_str(v) && karpenter_pool_may_label(p, key, yyjson_get_str(v)));
+        }
+        if (!any)
+            return false;
+    }
+    return true;
+}
+
+/* Whether a node of p may satisfy spec's required node affinity (one of its terms). */
+static bool pool_affinity(const struct karpenter_pool *p, yyjson_val *spec)
+{
+    yyjson_val *na = yyjson_obj_get(yyjson_obj_get(spec, "affinity"), "nodeAffinity");
+    yyjson_val *req = yyjson_obj_get(na, "requiredDuringSchedulingIgnoredDuringExecution"), *t;
+    size_t i, max;
+
+    if (req == NULL || yyjson_is_null(req))
+        return true;
+    yyjson_arr_foreach (yyjson_obj_get(req, "nodeSelectorTerms"), i, max, t) {
+        if (pool_term(p, t))
+            return true;
+    }
+    return false;
 }
 
 /* Whether a node of NodePool p would take pods of spec: its taints and the labels its
@@ -290,12 +385,22 @@ static bool pool_admits(const struct karpenter_pool *p, yyjson_val *spec, char *
                 snprintf(
                     why, len,
                     "NodePool %.253s does not give its nodes the label %.150s=%.63s that the "
-                    "nodeSelector asks for (add it to spec.template.metadata.labels): Karpenter "
-                    "launches no node for the pods",
+                    "pods' nodeSelector (as the policy patches it) asks for: add it to the pool's "
+                    "spec.template.metadata.labels, or its requirements for a well-known label; "
+                    "Karpenter launches no node for the pods",
                     p->name, yyjson_get_str(k), yyjson_get_str(v));
                 return false;
             }
         }
+    if (!pool_affinity(p, spec)) {
+        /* Karpenter reads required node affinity as requirements, as it does the selector */
+        snprintf(why, len,
+                 "NodePool %.253s's nodes would not match the pods' required node affinity (its "
+                 "labels and spec.template.spec.requirements allow no such node): Karpenter "
+                 "launches no node for the pods",
+                 p->name);
+        return false;
+    }
     return true;
 }
 
@@ -314,6 +419,8 @@ static void nodepools(const struct cluster *c, yyjson_val *spec, const struct gr
             struct growth_group gg;
             bool known = false, fits = true;
             size_t na = n_ask < CAPACITY_RESOURCES_MAX ? n_ask : CAPACITY_RESOURCES_MAX;
+            size_t n_sized = 0;
+            int64_t cpu = 0, mem = 0; /* the largest of its nodes', milli-units */
 
             out->readable = true;
             if (!np->ok) {
@@ -336,6 +443,11 @@ static void nodepools(const struct cluster *c, yyjson_val *spec, const struct gr
                     if (!karpenter_pool_has_node(p, n->labels))
                         continue;
                     gg.in_view++;
+                    if (!sized(n, ask))
+                        continue; /* its device plugin is not up: no template */
+                    n_sized++;
+                    cpu = n->cpu_milli > cpu ? n->cpu_milli : cpu;
+                    mem = n->memory_milli > mem ? n->memory_milli : mem;
                     for (size_t r = 0; r < na; r++) {
                         const struct node_res *nr = node_res_find(n, ask[r].rn);
                         int64_t has = nr == NULL                       ? 0
@@ -346,7 +458,7 @@ static void nodepools(const struct cluster *c, yyjson_val *spec, const struct gr
                             gpn[r] = has;
                     }
                 }
-            known = gg.in_view > 0;
+            known = n_sized > 0;
             for (size_t r = 0; r < na; r++) {
                 if (!known) /* the smallest node that holds one pod, or what the pool asks */
                     gpn[r] = r == 0 && p->gpu_count_min > ask[r].per_pod ? p->gpu_count_min
@@ -377,6 +489,12 @@ static void nodepools(const struct cluster *c, yyjson_val *spec, const struct gr
                     continue;
                 if (strcmp(res, "nodes") == 0)
                     n = left;
+                /* a node takes as much cpu and memory as the pool's nodes in the view have;
+                 * with none in the view, only a spent limit is judged */
+                if (strcmp(res, "cpu") == 0 && cpu > 0)
+                    n = left / (cpu < 1000 ? 1 : cpu / 1000);
+                if (strcmp(res, "memory") == 0 && mem >= 1000)
+                    n = left / (mem / 1000);
                 for (size_t r = 0; r < na; r++)
                     if (strcmp(ask[r].name, res) == 0)
                         n = left / gpn[r];
@@ -469,6 +587,10 @@ void growth_grows_text(const struct growth *g, int64_t need, bool ever, char *bu
                      "bounds it)",
                      gg->name, verb, k, plural(k), per, plural(per));
     }
+    /* the groups past the named ones add the rest (counted in pods_now and pods_ever) */
+    if (rest > 0 && g->n_more > 0)
+        put(buf, len, at, "%sand %zu more group%s", at > 0 ? ", " : "", g->n_more,
+            g->n_more == 1 ? "" : "s");
 }
 
 void growth_stuck_text(const struct growth *g, char *buf, size_t len)
@@ -508,6 +630,13 @@ void growth_stuck_text(const struct growth *g, char *buf, size_t len)
                      "node group %s is unhealthy%s: Cluster Autoscaler does not scale it up (not "
                      "ready for scale-up)",
                      gg->name, gg->why);
+            break;
+        case GROWTH_PAUSED:
+            at = put(buf, len, at,
+                     "node group %s adds no node while Cluster Autoscaler's cluster-wide health "
+                     "is Unhealthy (too many unready nodes: it scales nothing up until it is "
+                     "Healthy; then up to %" PRId64 " node%s)",
+                     gg->name, gg->nodes_ever, plural(gg->nodes_ever));
             break;
         case GROWTH_GROWS: break;
         }

@@ -44,6 +44,9 @@ enum growth_state {
     GROWTH_LIMIT,     /* a NodePool whose limits leave less than one node */
     GROWTH_BACKOFF,   /* a CA group in backoff after a failed scale-up: nothing until it ends */
     GROWTH_UNHEALTHY, /* a CA group CA does not scale up (not ready for scale-up) */
+    GROWTH_PAUSED,    /* a CA group while CA's cluster-wide health is Unhealthy: CA scales
+                         nothing up (static_autoscaler.go: "Cluster is not ready for
+                         autoscaling") */
 };
 
 /* A node group or NodePool that would admit the template. */
@@ -69,7 +72,7 @@ struct growth {
     bool unknown;  /* one may add what gpuadmit cannot size (in unknown_why) */
     char unknown_why[512];
     char stale_why[256]; /* a CA status left out as stale: why; "" otherwise */
-    char miss_why[640];  /* the first NodePool whose nodes would hold the pods but for a taint or
+    char miss_why[1024]; /* the first NodePool whose nodes would hold the pods but for a taint or
                             a label of the nodeSelector: why; "" otherwise */
     int64_t pods_now;    /* pods of the template the growing groups may add (at most
                             GROWTH_UNBOUNDED) */

@@ -383,8 +383,8 @@ static void growth_explain(const struct growth *gr, int64_t grow_now, char *expl
         return;
     if (gr->readable && gr->pods_ever >= GROWTH_UNBOUNDED)
         snprintf(expl + l, len - l,
-                 "; the node autoscalers may add %s more pods now, with no limit on them",
-                 grow_now >= GROWTH_UNBOUNDED ? "any number of" : "some");
+                 "; the node autoscalers may add %s pods now, with no limit on them",
+                 grow_now >= GROWTH_UNBOUNDED ? "any number of" : "more");
     else if (gr->readable)
         snprintf(expl + l, len - l,
                  "; the node autoscalers may add %lld more pod%s now, %lld at most",
@@ -494,9 +494,9 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
         else if (scales && ct->increase <= grow_now) {
             growth_grows_text(gr, owed + ct->increase, false, grows, sizeof(grows));
             say(brief, sizeof(brief),
-                "%s: no node matches %s now; it fits after scale-up, its pods waiting "
-                "Pending until the nodes come: %.800s",
-                ct->what, where, grows);
+                "%s fits after scale-up: %.800s; no node matches %s now, so its pods wait "
+                "Pending until the nodes come",
+                ct->what, grows, where);
         } else if (scales && !gr->unknown) {
             say(brief, sizeof(brief),
                 "%s: no node matches %s now, and the node autoscalers may add room for only "
@@ -564,13 +564,11 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
         if (scales) {
             growth_stuck_text(gr, stuck, sizeof(stuck));
             if (gr->pods_ever == 0)
-                say(held, sizeof(held), ", and the node autoscalers add none%s",
-                    stuck[0] ? ": " : "");
+                say(held, sizeof(held), "none on new ones");
             else {
                 growth_grows_text(gr, GROWTH_UNBOUNDED, true, grows, sizeof(grows));
-                say(held, sizeof(held),
-                    " and %lld on the nodes the node autoscalers may add (%.600s)%s",
-                    (long long)gr->pods_ever, grows, stuck[0] ? "; " : "");
+                say(held, sizeof(held), "%lld on the nodes the node autoscalers may add: %.600s",
+                    (long long)gr->pods_ever, grows);
             }
         }
         if (!scales)
@@ -579,15 +577,19 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
                 "(%lld %s in all, cordoned and not Ready nodes included); %s",
                 ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)ever,
                 (long long)res->total_gpus[0], res->res[0].name, fix);
+        else if (gr->unknown)
+            /* not "never": a group gpuadmit cannot size may hold the rest */
+            say(brief, sizeof(brief),
+                "%s may never fit: %lld pod%s at once, at most %lld fit what gpuadmit can see "
+                "(%lld on the eligible nodes, %.700s), but %.400s%s%.600s",
+                ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)ever,
+                (long long)res->fit_ever, held, gr->unknown_why, stuck[0] ? "; " : "", stuck);
         else
             say(brief, sizeof(brief),
-                "%s can never fit: %lld pod%s at once, at most %lld fit: %lld on the eligible "
-                "nodes "
-                "(%lld %s in all, cordoned and not Ready nodes included)%s%.600s; %s%s%s",
+                "%s can never fit: %lld pod%s at once, at most %lld fit (%lld on the eligible "
+                "nodes, %.700s)%s%.600s; %s",
                 ct->what, (long long)ct->total, ct->total == 1 ? "" : "s", (long long)ever,
-                (long long)res->fit_ever, (long long)res->total_gpus[0], res->res[0].name, held,
-                stuck, fix, scales && gr->unknown ? "; but " : "",
-                scales && gr->unknown ? gr->unknown_why : "");
+                (long long)res->fit_ever, held, stuck[0] ? ": " : "", stuck, fix);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         /* an autoscaled cluster can grow: a warning; a Job none of whose pods fits any node
          * never runs */
@@ -603,11 +605,12 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
         if (owed > 0)
             say(first, sizeof(first), ", after the %lld pod%s already waiting for them",
                 (long long)owed, owed == 1 ? "" : "s");
+        /* the growth first: the apiserver cuts a warning to 256 characters */
         say(brief, sizeof(brief),
-            "%s fits after scale-up: %lld of its %lld more pods fit now, the other %lld wait "
-            "Pending until the node autoscalers add nodes%s: %.800s",
-            ct->what, (long long)res->fit_now, (long long)ct->increase,
-            (long long)(ct->increase - res->fit_now), first, grows);
+            "%s fits after scale-up: %.800s; %lld of its %lld more pods fit now, the other %lld "
+            "wait Pending until the nodes come%s",
+            ct->what, grows, (long long)res->fit_now, (long long)ct->increase,
+            (long long)(ct->increase - res->fit_now), first);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         capacity_report(cp, ru, as, CAP_NOTE, text, brief, NULL);
         if (!ct->cron)
