@@ -197,6 +197,8 @@ struct pc {
 };
 
 static void vfinding(struct pc *c, bool warn, const struct yamltree_node *at, const char *fmt,
+                     va_list ap) __attribute__((format(printf, 4, 0)));
+static void vfinding(struct pc *c, bool warn, const struct yamltree_node *at, const char *fmt,
                      va_list ap)
 {
     struct plugin_finding *f;
