@@ -55,6 +55,8 @@ static const struct pcase cases[] = {
     /* version */
     {"version: v2\n", 1, 0, "data[k]:1:10: unknown version: \"v2\" (the plugin reads only v1)"},
     {"version: 1\n", 1, 0, "data[k]:1:10: version must be a string, not an integer (quote it)"},
+    {"version: \"\"\nsharing:\n  timeSlicing:\n    resources:\n" R("{name: gpu, replicas: 2}"), 0,
+     0, NULL},
     /* resources of a sharing block */
     {"sharing:\n  timeSlicing: {}\n", 1, 0,
      "data[k]:2:16: sharing.timeSlicing has no resources: no resources specified"},
@@ -281,6 +283,7 @@ static void test_caps(void)
         n += (size_t)snprintf(many + n, sizeof(many) - n, "k%d: 1\n", i);
     CHECK(plugin_config_check("data[k]", many, n, &r) == 40);
     CHECK(r.n == PLUGIN_CONFIG_FINDINGS_MAX && r.refused == 40);
+    /* refused on its length alone: not a byte of it is read */
     CHECK(plugin_config_check("data[k]", many, PLUGIN_CONFIG_MAX_BYTES + 1, &r) == 1);
     CHECK_STR(r.f[0].text, "data[k]: larger than 1048576 bytes");
 }

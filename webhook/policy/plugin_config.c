@@ -775,9 +775,9 @@ static void check_config(struct pc *c, const struct yamltree_node *root)
     walk_map(c, root, "", &TOP_S, v, k);
     if (root->kind != YAMLTREE_MAP)
         return;
-    /* config.go parseConfigFrom: empty means v1 */
+    /* config.go parseConfigFrom: absent or empty means v1 */
     if (given(v[TOP_VERSION]) && is_str(c, v[TOP_VERSION], "version") &&
-        strcmp(v[TOP_VERSION]->s, "v1") != 0)
+        v[TOP_VERSION]->s[0] != '\0' && strcmp(v[TOP_VERSION]->s, "v1") != 0)
         refuse(c, v[TOP_VERSION], "unknown version: %s (the plugin reads only v1)",
                show(b, v[TOP_VERSION]->s));
     for (size_t i = 0; i < FLAGS_N; i++)

@@ -195,7 +195,8 @@ static void report(struct run *rn, const struct rule *ru, enum rule_enforcement 
         record_report(rn, ru, eff, FINDING_WOULD_WARN, NULL, fd->warned);
         return;
     }
-    /* one warning per finding, as the apiserver shows each on its own line */
+    /* one warning per finding, as the apiserver shows each on its own line (add_problem()
+     * keeps them apart with a unit separator, eval.c's PROBLEM_SEP) */
     for (p = fd->warned; *p; p = *end ? end + 1 : end) {
         for (end = p; *end && *end != '\x1f'; end++)
             ;
