@@ -361,7 +361,7 @@ image-check-if-root:
 FUZZ_CC ?= clang
 FUZZ_SECONDS ?= 300
 FUZZ_CHECK_SECONDS ?= 15
-FUZZ_TARGETS ?= review rules watch snapshot kubeconfig bypass json
+FUZZ_TARGETS ?= review rules watch snapshot kubeconfig bypass json plugin_config
 FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=all
 FUZZ_CFLAGS := -O1 -g -fno-omit-frame-pointer $(FUZZ_SAN) -fsanitize=fuzzer-no-link
 # the HTTP server and certificate maker are not linked: no target reaches them (and clang's

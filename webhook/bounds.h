@@ -221,4 +221,13 @@
 /* gpuadmit capacity (capreport.c): how long --timeout waits for a live cluster's first list. */
 #define DEFAULT_CAPACITY_SYNC_TIMEOUT_S 30u
 
+/* The device plugin's sharing config (policy/plugin_config.c): one data key of a ConfigMap,
+ * which the apiserver caps at 1 MiB in all. The config's own schema nests 5 deep; a file twice
+ * that is refused, not read. Findings past PLUGIN_CONFIG_FINDINGS_MAX per file are counted. */
+#define PLUGIN_CONFIG_MAX_BYTES    (1024u * 1024u)
+#define PLUGIN_CONFIG_DEPTH_MAX    12u
+#define PLUGIN_CONFIG_NODES_MAX    20000u
+#define PLUGIN_CONFIG_FINDINGS_MAX 16u
+#define PLUGIN_CONFIG_TEXT_MAX     400u /* bytes of one finding, its data[KEY]:L:C included */
+
 #endif

@@ -21,9 +21,9 @@
 #include "cluster/pending.h"
 
 static const char *const kind_names[] = {
-    "Pod",   "Deployment", "ReplicaSet", "StatefulSet",
-    "Job",   "CronJob",    "Scale",      "HorizontalPodAutoscaler",
-    "other",
+    "Pod",       "Deployment", "ReplicaSet", "StatefulSet",
+    "Job",       "CronJob",    "Scale",      "HorizontalPodAutoscaler",
+    "ConfigMap", "other",
 };
 #define N_KINDS (sizeof(kind_names) / sizeof(kind_names[0]))
 

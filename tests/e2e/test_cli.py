@@ -108,7 +108,8 @@ def check_stall_denied_with_available_deny():
        "object")
     eq([(r["rule"], r["outcome"]) for r in o["rules"]],
        [("gpu-request", "pass"), ("priority-class", "pass"), ("tolerations", "pass"),
-        ("node-selector", "pass"), ("capacity", "deny")], "rules")
+        ("node-selector", "pass"), ("capacity", "deny"), ("device-plugin-config", "skip")],
+       "rules")
     check("object" not in o, "the object without --show-object")
     check(doc["capacityChecked"] is True, "capacityChecked")
 
@@ -629,14 +630,14 @@ def nested_list_items_keep_their_lines():
                 "        metadata: {name: inner, namespace: ml}\n"
                 "        spec: {replicas: 1, selector: {matchLabels: {a: b}}, template: "
                 "{metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: x}]}}}\n"
-                "  - apiVersion: v1\n    kind: ConfigMap\n"
+                "  - apiVersion: v1\n    kind: Service\n"
                 "    metadata: {name: outer, namespace: ml}\n")
     rc, out, err = run("check", nested)
     expect(rc, out, err, 0, "%s:7: Deployment ml/inner: allowed" % nested,
-           "%s:11: ConfigMap ml/outer: not judged" % nested)
+           "%s:11: Service ml/outer: not judged" % nested)
     rc, out, err = run("capacity", "--cluster-snapshot", STALL, "-f", nested)
     check(rc == 0 and ("%s:7: Deployment ml/inner:" % nested) in out and
-          ("%s:11: ConfigMap ml/outer:" % nested) in out, "capacity: exit %d\n%s" % (rc, out))
+          ("%s:11: Service ml/outer:" % nested) in out, "capacity: exit %d\n%s" % (rc, out))
 
 
 @test

@@ -125,6 +125,7 @@ RESOURCES = {  # kind -> (group, version, resource)
     "ReplicaSet": ("apps", "v1", "replicasets"),
     "StatefulSet": ("apps", "v1", "statefulsets"),
     "Job": ("batch", "v1", "jobs"),
+    "ConfigMap": ("", "v1", "configmaps"),
 }
 USER = "alice@example.com"
 
@@ -1316,6 +1317,36 @@ def fixture_tests():
         relabelled["metadata"]["labels"] = {"app": "x"}
         expect(admit(srv, conn, "/validate", relabelled, "ml", old=after))
 
+    def device_plugin_config(srv, conn):
+        # the default policy's device-plugin-config rule over TLS: seed 003's time-slicing
+        # config passes; NVIDIA/k8s-device-plugin#1433's (renameByDefault under flags) is
+        # refused at /validate, naming the data key, line and column; /mutate leaves both alone
+        def cm(config):
+            return {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
+                    "data": {"any": config}}
+        seed = cm("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                  "      - name: nvidia.com/gpu\n        replicas: 4\n")
+        bad = cm("version: v1\nflags:\n  migStrategy: none\n  renameByDefault: true\n"
+                 "sharing:\n  timeSlicing:\n    resources:\n"
+                 "      - name: nvidia.com/gpu\n        replicas: 4\n")
+        why = ("data[any]:4:3: unknown key \"renameByDefault\" in flags: it belongs in "
+               "sharing.timeSlicing or sharing.mps (the device plugin drops it without a word)")
+        for obj in (seed, bad):
+            expect(admit(srv, conn, "/mutate", obj, "gpu-operator", "ConfigMap"))
+        a = admit(srv, conn, "/validate", seed, "gpu-operator", "ConfigMap")
+        expect(a)
+        expect_log(srv, a, [])
+        v = admit(srv, conn, "/validate", bad, "gpu-operator", "ConfigMap")
+        expect(v, allowed=False, message="gpuadmit: ConfigMap gpu-operator/time-slicing-config "
+               "[device-plugin-config] " + why)
+        expect_log(srv, v, [("device-plugin-config", "Enforce", "denied", why)],
+                   ns="gpu-operator", kind="ConfigMap", name="time-slicing-config")
+        # the same ConfigMap elsewhere is not the rule's
+        other = copy.deepcopy(bad)
+        other["metadata"]["namespace"] = "ml"
+        expect(admit(srv, conn, "/validate", other, "ml", "ConfigMap"))
+
     def debug(node, allowed):
         def fn(srv, conn):
             # kubectl debug --profile=sysadmin: a privileged ephemeral container; the
@@ -1343,7 +1374,8 @@ def fixture_tests():
     group("debug_on_known_nodes", make_default_view,
           [("cpu_node_allowed", debug("cpu-0", True)), ("gpu_node_refused", debug("gpu-1", False))])
 
-    subs = [("Pod/update_aimed_at_gpu_nodes", pod_update)]
+    subs = [("Pod/update_aimed_at_gpu_nodes", pod_update),
+            ("ConfigMap/device_plugin_config", device_plugin_config)]
     for fname, kind, _, _ in FIXTURES:
         subs.append(("%s/as_is" % kind, as_is(fname, kind)))
         subs.append(("%s/gpu" % kind, gpu(fname, kind)))

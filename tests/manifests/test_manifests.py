@@ -192,6 +192,17 @@ UNFILTERABLE = {"deployments/scale", "replicasets/scale", "statefulsets/scale",
                 "horizontalpodautoscalers"}
 
 
+# The device plugin's sharing config (the device-plugin-config rule): ConfigMaps in kube-system
+# and gpu-operator, which every other entry excludes. Its matchConditions name each ConfigMap,
+# so it needs no namespaceSelector, and it fails open in every overlay.
+CONFIGMAPS_ENTRY = "configmaps.validate.gpuadmit.io"
+
+
+def is_configmaps(w):
+    return any(r == "configmaps" for rule in w.get("rules") or []
+               for r in rule.get("resources") or [])
+
+
 def is_unfiltered(w):
     return any(r in UNFILTERABLE for rule in w.get("rules") or []
                for r in rule.get("resources") or [])
@@ -437,6 +448,20 @@ def t_webhook_settings(mode, docs):
                       "%s %s: operator %r" % (n, sel, e.get("operator")))
                 check(bool(e.get("values")) == (e.get("operator") in ("In", "NotIn")),
                       "%s %s: values go with In/NotIn only" % (n, sel))
+        if is_configmaps(w):
+            eq(n, CONFIGMAPS_ENTRY, "the ConfigMaps entry's name")
+            check("namespaceSelector" not in w, n + ": a namespaceSelector (the ConfigMaps live "
+                  "in the namespaces the others exclude; matchConditions name each one)")
+            eq([c.get("name") for c in w.get("matchConditions") or []], ["device-plugin-config"],
+               n + " matchConditions")
+            eq(w.get("failurePolicy"), "Ignore", n + " failurePolicy (fails open everywhere)")
+            for rule in w["rules"]:
+                eq((rule.get("resources"), sorted(rule.get("operations") or [])),
+                   (["configmaps"], ["CREATE", "UPDATE"]), n + " rules (no DELETE: null object)")
+            oexprs = (w.get("objectSelector") or {}).get("matchExpressions") or []
+            check({"key": OPT_OUT_LABEL, "operator": "NotIn", "values": ["true"]} in oexprs,
+                  "%s: no objectSelector opt-out %s NotIn [true]" % (n, OPT_OUT_LABEL))
+            continue
         # namespaces
         exprs = (w.get("namespaceSelector") or {}).get("matchExpressions") or []
         notin = [e for e in exprs if e.get("key") == "kubernetes.io/metadata.name"
@@ -1124,6 +1149,41 @@ def t_cel_ephemeral(docs):
             expect(conds, env, want, "%s ephemeral: %s" % (config[:8], desc))
 
 
+def configmap_env(ns, name, op="CREATE", generate=False):
+    meta = {"namespace": ns}
+    if generate:
+        meta["generateName"] = name
+    else:
+        meta["name"] = name
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta,
+           "data": {"any": "version: v1\n"}}
+    env = request_env(obj, resource="configmaps", op=op)
+    env["request"]["namespace"] = ns
+    env["request"]["name"] = "" if generate else name
+    return env
+
+
+def t_cel_configmaps(docs):
+    """The ConfigMaps entry sends exactly the ConfigMaps the default policy's device-plugin-config
+    rules name (the same pairs), and no other: not the same name elsewhere, not another name
+    there, not one being created from a generateName."""
+    _, conds = entry_for(docs, "ValidatingWebhookConfiguration", "", "configmaps")
+    named = set()
+    for rule in read_policy()["spec"]["rules"]:
+        if rule.get("type") == "device-plugin-config":
+            named |= {(c["namespace"], c["name"]) for c in rule["configMaps"]}
+    check(named, "rules/default.yaml names no ConfigMap for device-plugin-config")
+    others = {("ml", "time-slicing-config"), ("gpu-operator", "nvidia-device-plugin-config"),
+              ("kube-system", "kube-proxy"), ("gpu-operator", "default-mig-parted-config")}
+    for ns, name in sorted(named):
+        for op in ("CREATE", "UPDATE"):
+            expect(conds, configmap_env(ns, name, op), True, "ConfigMap %s/%s %s" % (ns, name, op))
+        expect(conds, configmap_env(ns, name, generate=True), False,
+               "ConfigMap %s/%s from a generateName" % (ns, name))
+    for ns, name in sorted(others - named):
+        expect(conds, configmap_env(ns, name), False, "ConfigMap %s/%s" % (ns, name))
+
+
 def t_cel_upstream(docs):
     """Real objects from tests/data/k8s: NVIDIA's examples are sent; the all-fields fixtures and the
     device plugin's DaemonSet pod (by its controller) evaluate without error."""
@@ -1393,6 +1453,7 @@ def check_rendering(what, docs, mode, tls, served, policy=None, cel_checks=True,
         run("%s: CEL pod UPDATE" % what, t_cel_pod_update, docs)
         run("%s: CEL null-safety" % what, t_cel_null_safe, docs)
         run("%s: CEL on upstream objects" % what, t_cel_upstream, docs)
+        run("%s: CEL sends only the named ConfigMaps" % what, t_cel_configmaps, docs)
 
 
 class in_namespace:

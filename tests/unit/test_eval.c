@@ -2923,7 +2923,7 @@ static void test_routes(void)
     const struct eval_route *rt = eval_routes(&n);
     yyjson_doc *obj = js("{}");
 
-    CHECK(n == 12);
+    CHECK(n == 13);
     for (size_t i = 0; i < n; i++) {
         char res[96];
 
@@ -3010,6 +3010,125 @@ static void test_deny_warn_at_validate(void)
          .policy = "deny-warn.yaml",
          .object = SETTLED_POD,
          .allowed = 1},
+    };
+
+    CHECK_CASES(table);
+}
+
+/* device-plugin-config: the ConfigMaps it names, at /validate, under each enforcement. */
+#define CM(name, data)                                                                             \
+    "{'apiVersion':'v1','kind':'ConfigMap','metadata':{'name':'" name "'},'data':" data "}"
+#define BAD_CM(name) CM(name, "{'any':'version: v1\\nflags:\\n  renameByDefault: true\\n'}")
+#define GOOD_CM(name)                                                                              \
+    CM(name, "{'any':'sharing:\\n  timeSlicing:\\n    resources:\\n    - {name: nvidia.com/gpu, "  \
+             "replicas: 4}\\n'}")
+#define RENAMED_CM(name)                                                                           \
+    CM(name, "{'any':'sharing:\\n  timeSlicing:\\n    resources:\\n    - {name: nvidia.com/gpu, "  \
+             "rename: x, replicas: 4}\\n'}")
+#define DP_1433 "data[any]:3:3: unknown key \"renameByDefault\" in flags"
+static void test_device_plugin_config(void)
+{
+    static const struct ecase table[] = {
+        {.name = "Enforce denies, naming the ConfigMap, the key, its line and column",
+         .policy = "device-plugin-config.yaml",
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .object = BAD_CM("time-slicing-config"),
+         .allowed = 0,
+         .message = "gpuadmit: ConfigMap gpu-operator/time-slicing-config [dp-enforce] " DP_1433},
+        {.name = "Enforce judges an UPDATE too",
+         .policy = "device-plugin-config.yaml",
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .op = "UPDATE",
+         .object = BAD_CM("time-slicing-config"),
+         .old_object = GOOD_CM("time-slicing-config"),
+         .allowed = 0,
+         .message = DP_1433},
+        {.name = "a DELETE is not judged (its object is null)",
+         .policy = "device-plugin-config.yaml",
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .op = "DELETE",
+         .object = "null",
+         .old_object = BAD_CM("time-slicing-config"),
+         .allowed = 1},
+        {.name = "/mutate leaves ConfigMaps alone",
+         .policy = "device-plugin-config.yaml",
+         .mutating = true,
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .object = BAD_CM("time-slicing-config"),
+         .allowed = 1},
+        {.name = "a good config passes",
+         .policy = "device-plugin-config.yaml",
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .object = GOOD_CM("time-slicing-config"),
+         .allowed = 1},
+        {.name = "Enforce: what the plugin ignores is a warning",
+         .policy = "device-plugin-config.yaml",
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .object = RENAMED_CM("time-slicing-config"),
+         .allowed = 1,
+         .warning = "gpuadmit [dp-enforce]: data[any]:4:38: "
+                    "sharing.timeSlicing.resources[0].rename nvidia.com/x is ignored"},
+        {.name = "Warn warns what it would deny",
+         .policy = "device-plugin-config.yaml",
+         .ns = "kube-system",
+         .resource = "/configmaps",
+         .object = BAD_CM("time-slicing-config"),
+         .allowed = 1,
+         .warning = "gpuadmit [dp-warn]: would deny: " DP_1433},
+        {.name = "Audit annotates what it would deny",
+         .policy = "device-plugin-config.yaml",
+         .ns = "kube-system",
+         .resource = "/configmaps",
+         .object = BAD_CM("nvidia-device-plugin-config"),
+         .allowed = 1,
+         .annotation = "dp-audit=would deny: " DP_1433},
+        {.name = "Audit annotates what it would warn",
+         .policy = "device-plugin-config.yaml",
+         .ns = "kube-system",
+         .resource = "/configmaps",
+         .object = RENAMED_CM("nvidia-device-plugin-config"),
+         .allowed = 1,
+         .annotation = "dp-audit=would warn: data[any]:4:38:"},
+        {.name = "audit-only turns Enforce into Audit",
+         .policy = "device-plugin-config.yaml",
+         .audit_only = true,
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .object = BAD_CM("time-slicing-config"),
+         .allowed = 1,
+         .annotation = "dp-enforce=would deny: " DP_1433},
+        {.name = "a ConfigMap no rule names is allowed untouched",
+         .policy = "device-plugin-config.yaml",
+         .ns = "gpu-operator",
+         .resource = "/configmaps",
+         .object = BAD_CM("other"),
+         .allowed = 1},
+        {.name = "the same name in another namespace is not judged",
+         .policy = "device-plugin-config.yaml",
+         .ns = "ml",
+         .resource = "/configmaps",
+         .object = BAD_CM("time-slicing-config"),
+         .allowed = 1},
+        {.name = "the rule's own match applies: another user is not judged",
+         .policy = "device-plugin-config.yaml",
+         .ns = "kube-system",
+         .resource = "/configmaps",
+         .object = BAD_CM("scoped"),
+         .allowed = 1},
+        {.name = "the rule's own match applies: its user is judged",
+         .policy = "device-plugin-config.yaml",
+         .ns = "kube-system",
+         .resource = "/configmaps",
+         .user = "system:serviceaccount:gpu-operator:gpu-operator",
+         .object = BAD_CM("scoped"),
+         .allowed = 0,
+         .message = "[dp-scoped] " DP_1433},
     };
 
     CHECK_CASES(table);
@@ -3376,6 +3495,7 @@ int main(void)
     RUN(test_snapshot_without_classes);
     RUN(test_reservation_per_review);
     RUN(test_deny_warn_at_validate);
+    RUN(test_device_plugin_config);
     RUN(test_empty_effect_tolerates_every_effect);
     RUN(test_visible_devices_without_a_gpu);
     RUN(test_init_containers_are_judged);

@@ -53,7 +53,8 @@ static void test_fixed_label_sets(void)
 {
     CHECK(metrics_kind_index("Pod") == 0);
     CHECK(metrics_kind_index("Scale") == metrics_kind_index("Scale"));
-    CHECK(metrics_kind_index("ConfigMap") == metrics_kind_index(NULL));
+    CHECK(metrics_kind_index("ConfigMap") != metrics_kind_index(NULL)); /* device-plugin-config */
+    CHECK(metrics_kind_index("Secret") == metrics_kind_index(NULL));
     CHECK(metrics_kind_index("pod") == metrics_kind_index("Secret")); /* case matters */
     CHECK(metrics_op_index("CREATE") == 0);
     CHECK(metrics_op_index("PATCH") == metrics_op_index(NULL));

@@ -100,7 +100,7 @@ static void test_denied_and_not_judged(void)
           strstr(json_get_str(r, "message"), "gpu-request") != NULL);
     yyjson_doc_free(res);
 
-    res = admit(p, "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'cm'}}", &d);
+    res = admit(p, "{'apiVersion': 'v1', 'kind': 'Service', 'metadata': {'name': 'svc'}}", &d);
     r = harness_val(res);
     CHECK(json_str_is(yyjson_obj_get(r, "decision"), "not judged"));
     CHECK_CONTAINS(json_get_str(r, "reason"), "not sent this kind");

@@ -8,6 +8,7 @@
 
 #include "harness.h"
 #include "policy/rule_capacity.h"
+#include "policy/rule_device_plugin.h"
 #include "policy/rule_gpu_request.h"
 #include "policy/rule_node_selector.h"
 #include "policy/rule_priority_class.h"
@@ -914,9 +915,9 @@ static void test_bad_enums(void)
                                  "PreferNoSchedule, NoExecute, got \"NoSchedul\""));
     CHECK(has_err("t.yaml:8:59", "spec.priorityClasses[0].preemptionPolicy: expected one of "
                                  "PreemptLowerPriority, Never, got \"never\""));
-    CHECK(has_err("t.yaml:11:13",
-                  "spec.rules[0].type: expected one of gpu-request, "
-                  "priority-class, tolerations, node-selector, capacity, got \"gpu\""));
+    CHECK(has_err("t.yaml:11:13", "spec.rules[0].type: expected one of gpu-request, "
+                                  "priority-class, tolerations, node-selector, capacity, "
+                                  "device-plugin-config, got \"gpu\""));
     CHECK(has_err("t.yaml:12:15",
                   "spec.rules[0].action: expected one of Deny, Mutate, got \"deny\""));
     CHECK(has_err(
@@ -1065,6 +1066,68 @@ static void test_integers(void)
               gpu_request_settings(&p->docs[0].rules[0])->max_per_pod == INT64_MAX);
     }
     policy_free(p);
+}
+
+/* device-plugin-config: its ConfigMaps, and what its loader refuses. */
+static void test_device_plugin_config(void)
+{
+    const struct device_plugin_settings *s;
+    struct policy *p = load(HEAD "  rules:\n"                                           /* 6 */
+                                 "    - name: d\n"                                      /* 7 */
+                                 "      type: device-plugin-config\n"                   /* 8 */
+                                 "      configMaps:\n"                                  /* 9 */
+                                 "        - {namespace: gpu-operator, name: ts}\n"      /* 10 */
+                                 "        - {namespace: kube-system, name: plugin}\n"); /* 11 */
+
+    CHECK(p != NULL);
+    if (p == NULL) {
+        dump_errors();
+        return;
+    }
+    s = device_plugin_settings(&p->docs[0].rules[0]);
+    CHECK(s != NULL && s->n_refs == 2);
+    if (s != NULL && s->n_refs == 2) {
+        CHECK_STR(s->refs[0].ns, "gpu-operator");
+        CHECK_STR(s->refs[0].name, "ts");
+        CHECK_STR(s->refs[1].ns, "kube-system");
+        CHECK_STR(s->refs[1].name, "plugin");
+    }
+    CHECK(p->docs[0].rules[0].action == ACTION_DENY);
+    policy_unref(p);
+
+    p = load(HEAD "  rules:\n"                                      /* 6 */
+                  "    - name: a\n"                                 /* 7 */
+                  "      type: device-plugin-config\n"              /* 8 */
+                  "      action: Mutate\n"                          /* 9 */
+                  "      configMaps: [{namespace: x, name: y}]\n"   /* 10 */
+                  "    - name: b\n"                                 /* 11 */
+                  "      type: device-plugin-config\n"              /* 12 */
+                  "    - name: c\n"                                 /* 13 */
+                  "      type: device-plugin-config\n"              /* 14 */
+                  "      configMaps: []\n"                          /* 15 */
+                  "    - name: e\n"                                 /* 16 */
+                  "      type: device-plugin-config\n"              /* 17 */
+                  "      configMaps:\n"                             /* 18 */
+                  "        - {namespace: Bad_NS, name: y}\n"        /* 19 */
+                  "        - {name: y}\n"                           /* 20 */
+                  "        - {namespace: x, name: y, key: z}\n"     /* 21 */
+                  "    - name: f\n"                                 /* 22 */
+                  "      type: tolerations\n"                       /* 23 */
+                  "      configMaps: [{namespace: x, name: y}]\n"); /* 24 */
+    CHECK(p == NULL);
+    CHECK(has_err("t.yaml:9:15", "spec.rules[0].action: device-plugin-config rules judge "
+                                 "ConfigMaps at /validate and cannot patch; expected Deny"));
+    CHECK(has_err("t.yaml:11:7",
+                  "missing required key \"configMaps\" in spec.rules[1] (a device-plugin-config "
+                  "rule)"));
+    CHECK(has_err("t.yaml:15:19", "spec.rules[2].configMaps: name at least one ConfigMap"));
+    CHECK(has_err("t.yaml:19:23", "spec.rules[3].configMaps[0].namespace: bad name \"Bad_NS\""));
+    CHECK(has_err("t.yaml:20:11", "missing required key \"namespace\" in "
+                                  "spec.rules[3].configMaps[1]"));
+    CHECK(has_err("t.yaml:21:35", "unknown key \"key\" in spec.rules[3].configMaps[2]"));
+    CHECK(has_err("t.yaml:24:7", "spec.rules[4]: configMaps is only valid for "
+                                 "device-plugin-config rules, not tolerations"));
+    policy_unref(p);
 }
 
 static void test_type_specific_keys(void)
@@ -1650,6 +1713,7 @@ int main(void)
     RUN(test_bad_selectors);
     RUN(test_integers);
     RUN(test_type_specific_keys);
+    RUN(test_device_plugin_config);
     RUN(test_rule_values);
     RUN(test_policy_level_errors);
     RUN(test_pools);

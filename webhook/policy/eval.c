@@ -128,6 +128,9 @@ static const struct eval_route routes[] = {
     {"apps", "v1", "statefulsets", "scale", OP(UPDATE), false, true},
     /* an HPA whose maxReplicas cannot fit: warnings only */
     {"autoscaling", "v2", "horizontalpodautoscalers", "", OP(CREATE) | OP(UPDATE), false, true},
+    /* the device plugin's sharing config: only the ConfigMaps a device-plugin-config rule
+     * names (the webhook configuration's matchConditions send no other) */
+    {"", "v1", "configmaps", "", OP(CREATE) | OP(UPDATE), false, true},
 };
 #undef OP
 

@@ -2,7 +2,8 @@
  * eval.h: judging one AdmissionReview against a policy.
  *
  * Pods are judged on CREATE; Deployments, ReplicaSets, StatefulSets, Jobs and CronJobs on CREATE
- * and on UPDATEs that change their pod template, through the template (when autogen is on).
+ * and on UPDATEs that change their pod template, through the template (when autogen is on);
+ * the ConfigMaps a device-plugin-config rule names on CREATE and UPDATE, at /validate.
  * Everything else is allowed untouched.
  *
  * What each endpoint does with a rule that finds a problem:

@@ -16,6 +16,7 @@
     RULE_KIND(PRIORITY_CLASS, "priority-class", priority_class)                                    \
     RULE_KIND(TOLERATIONS, "tolerations", tolerations)                                             \
     RULE_KIND(NODE_SELECTOR, "node-selector", node_selector)                                       \
-    RULE_KIND(CAPACITY, "capacity", capacity)
+    RULE_KIND(CAPACITY, "capacity", capacity)                                                      \
+    RULE_KIND(DEVICE_PLUGIN_CONFIG, "device-plugin-config", device_plugin)
 
 #endif

@@ -1,0 +1,26 @@
+/*
+ * rule_device_plugin.h: the settings of a device-plugin-config rule (rule_device_plugin.c), for
+ * the tests.
+ */
+#ifndef GPUADMIT_RULE_DEVICE_PLUGIN_H
+#define GPUADMIT_RULE_DEVICE_PLUGIN_H
+
+#include <stddef.h>
+
+#include "policy.h"
+
+/* One ConfigMap the rule judges. */
+struct configmap_ref {
+    char *ns;
+    char *name;
+};
+
+struct device_plugin_settings {
+    struct configmap_ref *refs; /* configMaps, in the rule's order; at least one */
+    size_t n_refs;
+};
+
+/* r's settings; NULL when r is not a device-plugin-config rule. */
+const struct device_plugin_settings *device_plugin_settings(const struct rule *r);
+
+#endif
