@@ -1115,6 +1115,55 @@ def test_l_karpenter_nodepool_limit():
     webhook_live()
 
 
+def test_m_device_plugin_config():
+    """The device plugin's config ConfigMaps, judged at kubectl apply by the real apiserver's
+    call: seed 003's is accepted, NVIDIA/k8s-device-plugin#1433's (renameByDefault under flags,
+    which the plugin drops without a word) is refused naming its line and column; the same
+    broken config in a ConfigMap the rule does not name never reaches gpuadmit (the entry's
+    matchConditions), and nothing reaches it with gpuadmit stopped (failurePolicy Ignore)."""
+    seed = ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+            "      - name: nvidia.com/gpu\n        replicas: 4\n")
+    bad = ("version: v1\nflags:\n  migStrategy: none\n  renameByDefault: true\nsharing:\n"
+           "  timeSlicing:\n    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n")
+
+    def cm(ns, name, text):
+        return json.dumps({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": name, "namespace": ns}, "data": {"any": text}})
+
+    def reviewed():
+        return metric(gpuadmit_get("/metrics"), "gpuadmit_admission_requests_total",
+                      endpoint="validate", kind="ConfigMap")
+    kubectl("create", "namespace", "gpu-operator", ok=False)
+    try:
+        before = reviewed()
+        kubectl("apply", "-f", "-", stdin=cm("gpu-operator", "time-slicing-config", seed))
+        check(reviewed() == before + 1, "seed 003's config not reviewed once: %r -> %r" %
+              (before, reviewed()))
+        p = kubectl("apply", "-f", "-", stdin=cm("gpu-operator", "time-slicing-config", bad),
+                    ok=False)
+        check(p.returncode != 0 and "denied the request" in p.stderr and
+              "data[any]:4:3: unknown key \"renameByDefault\" in flags: it belongs in "
+              "sharing.timeSlicing or sharing.mps" in p.stderr, "#1433: %r" % p.stderr)
+        got = kjson("-n", "gpu-operator", "get", "configmap", "time-slicing-config")
+        check(got["data"]["any"] == seed, "the refused config was stored: %r" % got["data"])
+        # another ConfigMap with the same text is not the rule's, and is never sent
+        n = reviewed()
+        kubectl("apply", "-f", "-", stdin=cm("ml", "time-slicing-config", bad))
+        kubectl("apply", "-f", "-", stdin=cm("gpu-operator", "other-config", bad))
+        check(reviewed() == n, "a ConfigMap the rule does not name reached gpuadmit: %r -> %r" %
+              (n, reviewed()))
+        # with gpuadmit down the apiserver applies it (failurePolicy: Ignore)
+        sh(CLUSTER, "gpuadmit-stop")
+        try:
+            kubectl("apply", "-f", "-", stdin=cm("gpu-operator", "time-slicing-config", bad))
+        finally:
+            cluster("gpuadmit-start")
+            webhook_live()
+    finally:
+        kubectl("delete", "namespace", "gpu-operator", "--ignore-not-found", "--wait=false")
+        kubectl("-n", "ml", "delete", "configmap", "time-slicing-config", "--ignore-not-found")
+
+
 def test_e_rbac_removed():
     """Without the RBAC for jobs, /readyz stays 503 and the log names the kind; the overlay
     applied again restores it."""
@@ -1625,6 +1674,7 @@ TESTS = [
     test_e_compaction_without_watch_cache,
     test_l_autoscalers_read_with_the_manifests_rbac,
     test_l_karpenter_nodepool_limit,
+    test_m_device_plugin_config,
     test_e_rbac_removed,
     test_i_reinvocation,
     test_h_rotation,

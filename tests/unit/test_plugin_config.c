@@ -164,9 +164,10 @@ static const struct pcase cases[] = {
      1, 0,
      "data[k]:4:3: sharing.mps and sharing.timeSlicing are both set: the plugin uses MPS and drops "
      "time-slicing without a word; keep one"},
-    {"flags: {mpsRoot: \"\"}\nsharing:\n  mps: {resources: [{name: gpu, replicas: 48}]}\n", 1, 0,
-     "data[k]:3:3: sharing.mps without flags.mpsRoot: using MPS requires --mps-root to be "
-     "specified"},
+    {"flags: {mpsRoot: \"\"}\nsharing:\n  mps: {resources: [{name: gpu, replicas: 48}]}\n", 0, 1,
+     "data[k]:3:3: sharing.mps without flags.mpsRoot: unless the plugin runs with --mps-root or "
+     "MPS_ROOT (NVIDIA's Helm chart and the GPU Operator set it), it stops: using MPS requires "
+     "--mps-root to be specified"},
     {"flags: {migStrategy: mixed, mpsRoot: /m}\nsharing:\n  mps: {resources: [{name: gpu, "
      "replicas: 48}]}\n",
      1, 0,

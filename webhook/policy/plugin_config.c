@@ -760,9 +760,14 @@ static void check_sharing(struct pc *c, const struct yamltree_node *n,
         refuse(c, mig_node,
                "flags.migStrategy mixed with sharing.mps: using --mig-strategy=mixed is not "
                "supported with MPS");
+    /* a warning, not a refusal: the plugin also takes it from --mps-root or MPS_ROOT
+     * (cmd/nvidia-device-plugin/main.go), which NVIDIA's Helm chart and the GPU Operator set;
+     * without any of them it stops with this error */
     if (mps && !c->mps_root)
-        refuse(c, k[SH_MPS],
-               "sharing.mps without flags.mpsRoot: using MPS requires --mps-root to be specified");
+        warn(c, k[SH_MPS],
+             "sharing.mps without flags.mpsRoot: unless the plugin runs with --mps-root or "
+             "MPS_ROOT (NVIDIA's Helm chart and the GPU Operator set it), it stops: using MPS "
+             "requires --mps-root to be specified");
 }
 
 /* ---- the file ---- */
