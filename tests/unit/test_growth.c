@@ -264,6 +264,8 @@ static void test_ca_age(void)
     CHECK(growth_ca_age_s("2026-12-01 23:30:00 -0330 NST", AT_UPDATE) == 0);
     CHECK(growth_ca_age_s("2026-12-02 03:00:00 +05:45", AT_UPDATE) == 20700);
     CHECK(growth_ca_age_s("2026-12-02 03:00:00 +5", AT_UPDATE) < 0);
+    CHECK(growth_ca_age_s("2026-12-02 03:00:00 +05", AT_UPDATE) < 0);
+    CHECK(growth_ca_age_s("2026-12-02 03:00:00 +05:", AT_UPDATE) < 0);
     CHECK(growth_ca_age_s("yesterday", AT_UPDATE) < 0);
     CHECK(growth_ca_age_s("2026-13-02 03:00:00", AT_UPDATE) < 0);
     CHECK(growth_ca_age_s("", AT_UPDATE) < 0);

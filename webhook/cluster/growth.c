@@ -182,11 +182,13 @@ double growth_ca_age_s(const char *s, double now)
         z++;
     if (z[0] == '+' || z[0] == '-') {
         /* [+-]HHMM (Go's -0700) or [+-]HH:MM */
-        const char *m = z + 3 + (z[3] == ':');
-        bool digits = z[1] >= '0' && z[1] <= '9' && z[2] >= '0' && z[2] <= '9' && m[0] >= '0' &&
-                      m[0] <= '9' && m[1] >= '0' && m[1] <= '9';
+        const char *m;
 
-        if (!digits)
+        /* each byte read only once the one before it is a digit: never past the NUL */
+        if (!(z[1] >= '0' && z[1] <= '9' && z[2] >= '0' && z[2] <= '9'))
+            return -1;
+        m = z + 3 + (z[3] == ':');
+        if (!(m[0] >= '0' && m[0] <= '9' && m[1] >= '0' && m[1] <= '9'))
             return -1;
         off = (((z[1] - '0') * 10L + (z[2] - '0')) * 60L + (m[0] - '0') * 10L + (m[1] - '0')) *
               60L * (z[0] == '-' ? -1 : 1);
