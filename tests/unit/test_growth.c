@@ -529,6 +529,28 @@ static void test_nodepool_cpu_and_affinity(void)
                                "'values':['p4d.24xlarge','g5.12xlarge']}]}]}}}"),
              1);
     CHECK(g.n == 1 && g.pods_now == 16);
+    /* NotIn the one instance type the pool launches, DoesNotExist on its own name label */
+    g = grow(c,
+             POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                               "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{"
+                               "'key':'node.kubernetes.io/instance-type','operator':'NotIn',"
+                               "'values':['g5.12xlarge']}]}]}}}"),
+             1);
+    CHECK(g.n == 0);
+    g = grow(c,
+             POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                               "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{"
+                               "'key':'karpenter.sh/nodepool','operator':'DoesNotExist'}]}]}}}"),
+             1);
+    CHECK(g.n == 0);
+    /* near miss: NotIn another type */
+    g = grow(c,
+             POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"
+                               "DuringExecution':{'nodeSelectorTerms':[{'matchExpressions':[{"
+                               "'key':'node.kubernetes.io/instance-type','operator':'NotIn',"
+                               "'values':['p4d.24xlarge']}]}]}}}"),
+             1);
+    CHECK(g.n == 1);
     /* Exists on a label the pool never gives */
     g = grow(c,
              POD_SPEC(TOLERATE ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnored"

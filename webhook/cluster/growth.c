@@ -309,6 +309,49 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
         }
 }
 
+/* Whether every node of p carries label key: its template labels set it, or it is
+ * karpenter.sh/nodepool; with value, to that value. */
+static bool pool_sets(const struct karpenter_pool *p, const char *key, const char *value)
+{
+    if (strcmp(key, "karpenter.sh/nodepool") == 0)
+        return value == NULL || strcmp(value, p->name) == 0;
+    for (size_t i = 0; i < p->n_labels; i++)
+        if (strcmp(p->labels[i].key, key) == 0)
+            return value == NULL || strcmp(p->labels[i].value, value) == 0;
+    return false;
+}
+
+/* Whether every node of p has label key with one of values: its template fixes it to one, or
+ * a requirement In lists only values among them. */
+static bool pool_fixed_in(const struct karpenter_pool *p, const char *key, yyjson_val *values)
+{
+    yyjson_val *v;
+    size_t i, max;
+
+    yyjson_arr_foreach (values, i, max, v) {
+        if (pool_sets(p, key, yyjson_get_str(v)))
+            return true;
+    }
+    for (size_t r = 0; r < p->n_reqs; r++) {
+        const struct karpenter_req *q = &p->reqs[r];
+        bool inside = q->n_values > 0;
+
+        if (strcmp(q->key, key) != 0 || strcmp(q->op, "In") != 0)
+            continue;
+        for (size_t k = 0; inside && k < q->n_values; k++) {
+            bool found = false;
+
+            yyjson_arr_foreach (values, i, max, v) {
+                found = found || (yyjson_is_str(v) && strcmp(yyjson_get_str(v), q->values[k]) == 0);
+            }
+            inside = found;
+        }
+        if (inside)
+            return true;
+    }
+    return false;
+}
+
 /* Whether a node of p may satisfy one term of a required node affinity (a
  * NodeSelectorTerm): each expression, In by one of its values, Exists by a label the pool may
  * carry, the others taken as satisfiable; a term with matchFields names existing nodes, never a
@@ -329,6 +372,19 @@ static bool pool_term(const struct karpenter_pool *p, yyjson_val *term)
             return false;
         if (json_str_is(op, "Exists") && !karpenter_pool_may_have(p, key))
             return false;
+        /* a label every node of the pool carries: its template's, karpenter.sh/nodepool */
+        if (json_str_is(op, "DoesNotExist") && pool_sets(p, key, NULL))
+            return false;
+        if (json_str_is(op, "NotIn")) {
+            bool all = yyjson_arr_size(yyjson_obj_get(x, "values")) > 0;
+
+            /* only when the pool fixes the label to one of the values */
+            yyjson_arr_foreach (yyjson_obj_get(x, "values"), j, vmax, v)
+                all = all && yyjson_is_str(v);
+            if (all && pool_fixed_in(p, key, yyjson_obj_get(x, "values")))
+                return false;
+            continue;
+        }
         if (!json_str_is(op, "In"))
             continue;
         yyjson_arr_foreach (yyjson_obj_get(x, "values"), j, vmax, v) {
