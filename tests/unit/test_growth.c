@@ -45,20 +45,10 @@ static void gpu_node(struct cluster *c, const char *name, int cap, const char *l
 static void ca_status(struct cluster *c, const char *status, const char *groups)
 {
     char yaml[4096];
-    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
-    yyjson_doc *doc;
-    struct diag d;
 
     snprintf(yaml, sizeof(yaml), "time: \"%s\"\nautoscalerStatus: %s\nnodeGroups:\n%s", UPDATED,
              status, groups);
-    doc = json_freeze(json_pack(
-        m, "{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap",
-        "metadata", "name", "cluster-autoscaler-status", "namespace", "kube-system", "annotations",
-        "cluster-autoscaler.kubernetes.io/last-updated", UPDATED, "data", "status", yaml));
-    diag_clear(&d);
-    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
-    yyjson_doc_free(doc);
-    yyjson_mut_doc_free(m);
+    view_ca_status(c, yaml, UPDATED);
 }
 
 /* One group line: name, health, target, max, scale-up status and its backoffInfo ("" or
@@ -441,9 +431,6 @@ static void test_cluster_unhealthy(void)
 {
     struct cluster *c = empty_view();
     char yaml[1024], g1[512];
-    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
-    yyjson_doc *doc;
-    struct diag d;
     struct growth g;
 
     gpu_node(c, "gpu-a", 4, ",'eks.amazonaws.com/nodegroup':'gpu'", "");
@@ -451,13 +438,7 @@ static void test_cluster_unhealthy(void)
              "autoscalerStatus: Running\nclusterWide:\n  health:\n    status: Unhealthy\n"
              "nodeGroups:\n%s",
              group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
-    doc = json_freeze(json_pack(m, "{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
-                                "ConfigMap", "metadata", "name", "cluster-autoscaler-status",
-                                "namespace", "kube-system", "data", "status", yaml));
-    diag_clear(&d);
-    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
-    yyjson_doc_free(doc);
-    yyjson_mut_doc_free(m);
+    view_ca_status(c, yaml, NULL);
     g = grow(c, POD_SPEC(""), 1);
     CHECK(g.n == 1 && g.g[0].state == GROWTH_PAUSED && g.pods_now == 0 && g.pods_ever == 8);
     {

@@ -528,10 +528,6 @@ static void ca_status(struct cluster *c, const char *group, int target, int max,
                       const char *scale_up, const char *backoff)
 {
     char yaml[2048];
-    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
-    yyjson_mut_val *o;
-    yyjson_doc *doc;
-    struct diag d;
 
     snprintf(yaml, sizeof(yaml),
              "time: \"2026-12-02 03:00:00.0 +0000 UTC\"\nautoscalerStatus: \"Running\"\n"
@@ -542,15 +538,7 @@ static void ca_status(struct cluster *c, const char *group, int target, int max,
              "        unregistered: 0\n      cloudProviderTarget: %d\n      minSize: 1\n"
              "      maxSize: %d\n    scaleUp:\n      status: \"%s\"\n%s",
              group, target, target, target, max, scale_up, backoff);
-    o = json_pack(m, "{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s}}", "apiVersion", "v1", "kind",
-                  "ConfigMap", "metadata", "name", "cluster-autoscaler-status", "namespace",
-                  "kube-system", "annotations", "cluster-autoscaler.kubernetes.io/last-updated",
-                  "2026-12-02 03:00:00.0 +0000 UTC", "data", "status", yaml);
-    doc = json_freeze(o);
-    diag_clear(&d);
-    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
-    yyjson_doc_free(doc);
-    yyjson_mut_doc_free(m);
+    view_ca_status(c, yaml, "2026-12-02 03:00:00.0 +0000 UTC");
 }
 
 /* Two full 4-GPU nodes of the EKS managed node group gpu (ASG eks-gpu-UUID), tainted. */
@@ -613,9 +601,6 @@ static void test_other_group_grows(void)
 {
     struct cluster *c = eks_group();
     char yaml_two[2048];
-    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
-    yyjson_doc *doc;
-    struct diag d;
 
     node(c, "gpu2-0", 4, 4, ",'eks.amazonaws.com/nodegroup':'gpu2'",
          "'taints':[{'key':'nvidia.com/gpu','value':'true','effect':'NoSchedule'}]", "True");
@@ -626,13 +611,7 @@ static void test_other_group_grows(void)
              "maxSize: 2}, scaleUp: {status: NoActivity}}\n"
              "  - {name: gpu2, health: {status: Healthy, cloudProviderTarget: 1, minSize: 1, "
              "maxSize: 10}, scaleUp: {status: NoActivity}}\n");
-    doc = json_freeze(json_pack(m, "{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind",
-                                "ConfigMap", "metadata", "name", "cluster-autoscaler-status",
-                                "namespace", "kube-system", "data", "status", yaml_two));
-    diag_clear(&d);
-    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
-    yyjson_doc_free(doc);
-    yyjson_mut_doc_free(m);
+    view_ca_status(c, yaml_two, NULL);
     waiting(c, "p", 1, TOLERATES_GPU);
     CHECK_STR(codes(c, "p"), "insufficient");
     /* a pod gpu2's nodes cannot take (it selects gpu's): gpu at its max is the reason */

@@ -136,6 +136,28 @@ static inline void pod_at(struct cluster *c, const char *type, const char *name,
     apply(c, CLUSTER_PODS, type, buf);
 }
 
+/* Cluster Autoscaler's status ConfigMap kube-system/cluster-autoscaler-status with data.status
+ * yaml, and its last-updated annotation when updated is not NULL, applied to c. */
+static inline void view_ca_status(struct cluster *c, const char *yaml, const char *updated)
+{
+    yyjson_mut_doc *m = yyjson_mut_doc_new(NULL);
+    yyjson_mut_val *o = json_pack(
+        m, "{s:s, s:s, s:{s:s, s:s}, s:{s:s}}", "apiVersion", "v1", "kind", "ConfigMap", "metadata",
+        "name", "cluster-autoscaler-status", "namespace", "kube-system", "data", "status", yaml);
+    yyjson_doc *doc;
+    struct diag d;
+
+    if (updated != NULL)
+        json_mut_set(
+            m, yyjson_mut_obj_get(o, "metadata"), "annotations",
+            json_pack(m, "{s:s}", "cluster-autoscaler.kubernetes.io/last-updated", updated));
+    doc = json_freeze(o);
+    diag_clear(&d);
+    CHECK(cluster_apply(c, CLUSTER_AUTOSCALER_STATUS, "ADDED", yyjson_doc_get_root(doc), &d) == 0);
+    yyjson_doc_free(doc);
+    yyjson_mut_doc_free(m);
+}
+
 static inline struct cluster *empty_view(void)
 {
     struct cluster_config cfg = {60};

@@ -121,18 +121,13 @@ static bool group_node(const struct ca_group *g, const struct node *n,
     return false;
 }
 
-static int state_rank(enum growth_state s)
-{
-    return (int)s;
-}
-
 /* Keeps gg among the GROWTH_GROUPS_MAX named, growing first, then by state and name. */
 static void keep(struct growth *out, const struct growth_group *gg)
 {
     size_t at = out->n;
 
     while (at > 0 &&
-           (state_rank(out->g[at - 1].state) > state_rank(gg->state) ||
+           (out->g[at - 1].state > gg->state ||
             (out->g[at - 1].state == gg->state && strcmp(out->g[at - 1].name, gg->name) > 0)))
         at--;
     if (at == GROWTH_GROUPS_MAX) {
