@@ -89,7 +89,9 @@ static struct growth grow_at(struct cluster *c, const char *spec, int64_t per_po
 
     pthread_rwlock_rdlock(&c->lock);
     ask.rn = cluster_rname(c, "nvidia.com/gpu");
-    growth_of(c, s, &ask, 1, headroom, labels, now, &g);
+    struct growth_policy pol = {labels, NULL, 0};
+
+    growth_of(c, s, &ask, 1, headroom, &pol, now, &g);
     pthread_rwlock_unlock(&c->lock);
     js_free(s);
     return g;
@@ -410,19 +412,133 @@ static void test_template_node(void)
     g = grow(c, POD_SPEC(""), 1);
     CHECK(g.n == 0 && !g.unknown);
     cluster_free(c);
-    /* the group's only node has no nvidia.com/gpu yet (its device plugin is starting): the
-     * group cannot be sized, which is not "it does not admit the pods" */
+    /* the group's only node has no nvidia.com/gpu yet while CA's AWS GPU label marks it as a
+     * GPU node (its device plugin is starting): CA does not take it as the template
+     * (NodeHasGpu), and the group cannot be sized, which is not "it does not admit the pods" */
     c = empty_view();
     apply(c, CLUSTER_NODES, "ADDED",
           "{'kind':'Node','metadata':{'name':'fresh','labels':{'eks.amazonaws.com/nodegroup':"
-          "'gpu'}},'spec':{},'status':{'conditions':[{'type':'Ready','status':'True'}],"
+          "'gpu','k8s.amazonaws.com/accelerator':'nvidia-tesla-t4'}},'spec':{},'status':{"
+          "'conditions':[{'type':'Ready','status':'True'}],"
           "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
           "'example.com/other':'1'}}}");
     gpu_node(c, "elsewhere", 1, "", "");
     ca_status(c, "Running", group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
     g = grow(c, POD_SPEC(""), 1);
     CHECK(g.unknown && g.n == 0);
-    CHECK_CONTAINS(g.unknown_why, "or nodes whose device plugin is not up");
+    CHECK_CONTAINS(g.unknown_why, "or GPU nodes whose device plugin is not up");
+    cluster_free(c);
+    /* near miss: the same node without a GPU label is a CPU node, of a group whose nodes hold
+     * no GPU: known to add none */
+    c = empty_view();
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'cpu-a','labels':{'eks.amazonaws.com/nodegroup':"
+          "'cpu'}},'spec':{},'status':{'conditions':[{'type':'Ready','status':'True'}],"
+          "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
+          "'example.com/other':'1'}}}");
+    gpu_node(c, "elsewhere", 1, "", "");
+    ca_status(c, "Running", group(g1, sizeof(g1), "cpu", "Healthy", 1, 30, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(g.readable && !g.unknown && g.n == 0 && g.pods_ever == 0);
+    cluster_free(c);
+    /* near miss: a GPU-labelled node whose device plugin is up and serves MIG slices only:
+     * its group's nodes hold no whole GPU */
+    c = empty_view();
+    apply(c, CLUSTER_NODES, "ADDED",
+          "{'kind':'Node','metadata':{'name':'mig-a','labels':{'eks.amazonaws.com/nodegroup':"
+          "'mig','nvidia.com/gpu.present':'true'}},'spec':{},'status':{'conditions':[{'type':"
+          "'Ready','status':'True'}],'capacity':{'nvidia.com/mig-1g.10gb':'7'},"
+          "'allocatable':{'nvidia.com/mig-1g.10gb':'7'}}}");
+    gpu_node(c, "elsewhere", 1, "", "");
+    ca_status(c, "Running", group(g1, sizeof(g1), "mig", "Healthy", 1, 4, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(!g.unknown && g.n == 0);
+    cluster_free(c);
+}
+
+/* A template of the policy's (rule_capacity.c's nodeGroups): labels as a JSON object. */
+static struct growth_template tmpl(const char *glob, const char *labels, struct node_taint *taint,
+                                   struct node_res *res)
+{
+    struct growth_template t;
+
+    memset(&t, 0, sizeof(t));
+    t.glob = (char *)glob;
+    t.node.name = (char *)glob;
+    t.node.labels = js(labels);
+    t.node.taints = taint;
+    t.node.n_taints = taint != NULL;
+    t.node.res = res;
+    t.node.n_res = res != NULL;
+    return t;
+}
+
+/* A group with no node in the view is sized from the policy's template for it, as CA sizes it
+ * from the cloud's (an ASG's node-template tags, the instance type's GPUs). */
+static void test_group_templates(void)
+{
+    struct cluster *c = empty_view();
+    char g1[512], g2[512], both[1024];
+    struct node_taint taint = {"nvidia.com/gpu", "true", "NoSchedule"};
+    struct node_res a100 = {"nvidia.com/gpu", 8, 8, 0, 0, 0};
+    struct growth_template t[2] = {
+        tmpl("eks-a100-*", "{'nvidia.com/gpu.product':'NVIDIA-A100-SXM4-80GB'}", &taint, &a100),
+        tmpl("*", "{}", NULL, NULL)};
+    struct growth_policy pol = {NULL, t, 2}, none = {NULL, t + 1, 1};
+    struct growth g;
+    char text[1024];
+    const char *sel_a100 = POD_SPEC(TOLERATE ",'nodeSelector':{'nvidia.com/gpu.product':"
+                                             "'NVIDIA-A100-SXM4-80GB'}");
+
+    gpu_node(c, "t4-a", 1, ",'eks.amazonaws.com/nodegroup':'t4'", TAINT_GPU);
+    snprintf(both, sizeof(both), "%s%s",
+             group(g1, sizeof(g1), "eks-t4-3ec8e5b6-24f7-8d73-4f5e-aa6e0c3f8d11", "Healthy", 1, 1,
+                   "NoActivity", ""),
+             group(g2, sizeof(g2), "eks-a100-2", "Healthy", 0, 3, "NoActivity", ""));
+    ca_status(c, "Running", both);
+    /* without a template the group at zero cannot be sized */
+    g = grow(c, sel_a100, 2);
+    CHECK(g.unknown && g.n == 0);
+    CHECK_CONTAINS(g.unknown_why, "node group eks-a100-2 has no node in the view");
+    CHECK_CONTAINS(g.unknown_why, "describe it in the capacity rule's nodeGroups");
+    /* with one: 3 new nodes of 8 GPUs, 4 two-GPU pods each */
+    pthread_rwlock_rdlock(&c->lock);
+    {
+        yyjson_val *s = js(sel_a100);
+        struct growth_ask ask = {"nvidia.com/gpu", cluster_rname(c, "nvidia.com/gpu"), 2};
+
+        growth_of(c, s, &ask, 1, 0, &pol, AT_UPDATE + 30, &g);
+        CHECK(!g.unknown && g.n == 1 && g.g[0].per_node == 4 && g.g[0].nodes_now == 3);
+        CHECK(g.pods_now == 12 && g.pods_ever == 12);
+        growth_grows_text(&g, 5, false, text, sizeof(text));
+        CHECK_STR(text, "node group eks-a100-2 adds 2 nodes of 4 pods each (0 to 2 of maxSize 3)");
+        /* the headroom kept free: 6 of the 8 GPUs, 3 pods a node now */
+        growth_of(c, s, &ask, 1, 2, &pol, AT_UPDATE + 30, &g);
+        CHECK(g.g[0].per_node_now == 3 && g.pods_now == 9 && g.pods_ever == 12);
+        /* a template matched by the catch-all without resources holds no GPU: known, none */
+        growth_of(c, s, &ask, 1, 0, &none, AT_UPDATE + 30, &g);
+        CHECK(!g.unknown && g.n == 0 && g.pods_ever == 0);
+        js_free(s);
+        /* near miss: a pod that does not tolerate the template's taint */
+        s = js(POD_SPEC(",'nodeSelector':{'nvidia.com/gpu.product':'NVIDIA-A100-SXM4-80GB'}"));
+        growth_of(c, s, &ask, 1, 0, &pol, AT_UPDATE + 30, &g);
+        CHECK(!g.unknown && g.n == 0);
+        js_free(s);
+        /* near miss: a nodeSelector the template's labels do not carry */
+        s = js(POD_SPEC(TOLERATE ",'nodeSelector':{'nvidia.com/gpu.product':'Tesla-T4'}"));
+        growth_of(c, s, &ask, 1, 0, &pol, AT_UPDATE + 30, &g);
+        CHECK(!g.unknown && g.n == 0);
+        js_free(s);
+        /* near miss: larger than the template's node */
+        s = js(sel_a100);
+        ask.per_pod = 9;
+        growth_of(c, s, &ask, 1, 0, &pol, AT_UPDATE + 30, &g);
+        CHECK(!g.unknown && g.n == 0);
+        js_free(s);
+    }
+    pthread_rwlock_unlock(&c->lock);
+    js_free(t[0].node.labels);
+    js_free(t[1].node.labels);
     cluster_free(c);
 }
 
@@ -590,6 +706,7 @@ int main(void)
     RUN(test_group_labels);
     RUN(test_nodepools);
     RUN(test_template_node);
+    RUN(test_group_templates);
     RUN(test_cluster_unhealthy);
     RUN(test_nodepool_cpu_and_affinity);
     RUN(test_many_groups);

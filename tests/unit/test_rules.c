@@ -927,6 +927,81 @@ static void test_bad_enums(void)
                   "spec.rules[1].action: expected one of Deny, Mutate, got a sequence"));
 }
 
+/* The capacity rule's nodeGroups: CA's node-template tags, as the policy writes them. */
+static void test_capacity_node_groups(void)
+{
+    struct policy *p = load("apiVersion: gpuadmit.io/v1alpha1\n"
+                            "kind: GPUPolicy\n"
+                            "metadata: {name: t}\n"
+                            "spec:\n"
+                            "  rules:\n"
+                            "    - name: capacity\n"
+                            "      type: capacity\n"
+                            "      nodeGroups:\n"
+                            "        - name: eks-a100-*\n"
+                            "          labels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}\n"
+                            "          taints: [{key: nvidia.com/gpu, value: 'true'}]\n"
+                            "          resources: {nvidia.com/gpu: 8}\n"
+                            "        - name: '*'\n");
+    const struct capacity_settings *s;
+
+    CHECK(p != NULL);
+    if (p == NULL) {
+        dump_errors();
+        return;
+    }
+    s = capacity_settings(&p->docs[0].rules[0]);
+    CHECK(s != NULL && s->n_templates == 2 && s->growth.n_templates == 2);
+    if (s != NULL && s->n_templates == 2) {
+        const struct node *n = &s->templates[0].node;
+
+        CHECK_STR(s->templates[0].glob, "eks-a100-*");
+        CHECK_STR(yyjson_get_str(yyjson_obj_get(n->labels, "nvidia.com/gpu.product")),
+                  "NVIDIA-A100-SXM4-80GB");
+        CHECK(n->n_taints == 1 && n->n_res == 1);
+        if (n->n_taints == 1) {
+            CHECK_STR(n->taints[0].key, "nvidia.com/gpu");
+            CHECK_STR(n->taints[0].value, "true");
+            CHECK_STR(n->taints[0].effect, "NoSchedule");
+        }
+        if (n->n_res == 1) {
+            CHECK_STR(n->res[0].name, "nvidia.com/gpu");
+            CHECK(n->res[0].capacity == 8 && n->res[0].allocatable == 8);
+        }
+        CHECK_STR(s->templates[1].glob, "*");
+        CHECK(s->templates[1].node.n_res == 0 && s->templates[1].node.n_taints == 0);
+        CHECK(yyjson_obj_size(s->templates[1].node.labels) == 0);
+        CHECK(s->growth.group_labels == &s->group_labels);
+    }
+    policy_free(p);
+
+    p = load("apiVersion: gpuadmit.io/v1alpha1\n"                         /* 1 */
+             "kind: GPUPolicy\n"                                          /* 2 */
+             "metadata: {name: t}\n"                                      /* 3 */
+             "spec:\n"                                                    /* 4 */
+             "  rules:\n"                                                 /* 5 */
+             "    - name: capacity\n"                                     /* 6 */
+             "      type: capacity\n"                                     /* 7 */
+             "      nodeGroups:\n"                                        /* 8 */
+             "        - labels: {a: b}\n"                                 /* 9 */
+             "        - name: g\n"                                        /* 10 */
+             "          resources: {nvidia.com/gpu: -1, 'bad name': 1}\n" /* 11 */
+             "          taints: [{key: k, effect: Never}]\n"              /* 12 */
+             "          gpus: 4\n");                                      /* 13 */
+    CHECK(p == NULL);
+    CHECK(has_err("t.yaml:9:11", "missing required key \"name\""));
+    CHECK(has_err("t.yaml:11:39", "spec.rules[0].nodeGroups[1].resources[\"nvidia.com/gpu\"]: "
+                                  "integer -1 out of range"));
+    CHECK(has_err("t.yaml:11:43", "bad resource name \"bad name\""));
+    CHECK(has_err("t.yaml:12:37", "spec.rules[0].nodeGroups[1].taints[0].effect: expected one of "
+                                  "NoSchedule, PreferNoSchedule, NoExecute, got \"Never\""));
+    CHECK(has_err("t.yaml:13:11", "unknown key \"gpus\""));
+    if (E.n != 5)
+        dump_errors();
+    CHECK(E.n == 5);
+    policy_free(p);
+}
+
 static void test_bad_globs(void)
 {
     struct policy *p =
@@ -1708,6 +1783,7 @@ int main(void)
     RUN(test_missing_keys);
     RUN(test_wrong_types);
     RUN(test_bad_enums);
+    RUN(test_capacity_node_groups);
     RUN(test_bad_globs);
     RUN(test_bad_label_keys);
     RUN(test_bad_selectors);

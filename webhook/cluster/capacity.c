@@ -1570,7 +1570,7 @@ bool capacity_autoscalers(struct cluster *c)
 }
 
 void capacity_growth(struct cluster *c, const struct capacity_request *rq,
-                     const struct capacity_result *res, const struct strlist *group_labels,
+                     const struct capacity_result *res, const struct growth_policy *pol,
                      struct growth *out)
 {
     struct growth_ask ask[CAPACITY_RESOURCES_MAX];
@@ -1581,7 +1581,7 @@ void capacity_growth(struct cluster *c, const struct capacity_request *rq,
     for (size_t r = 0; r < res->n_res; r++)
         ask[r] = (struct growth_ask){res->res[r].name, cluster_rname(c, res->res[r].name),
                                      res->res[r].per_pod};
-    growth_of(c, rq->pod_spec, ask, res->n_res, rq->headroom, group_labels,
+    growth_of(c, rq->pod_spec, ask, res->n_res, rq->headroom, pol,
               (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, out);
     pthread_rwlock_unlock(&c->lock);
 }

@@ -99,12 +99,12 @@ int capacity_judge(struct cluster *c, const struct capacity_request *rq,
                    struct capacity_result *out);
 
 /* What the node autoscalers in the view may still add for rq's template (growth.h), res being
- * capacity_judge()'s judgement of it; group_labels as growth_of() takes them (may be NULL). The
+ * capacity_judge()'s judgement of it; pol as growth_of() takes it (may be NULL). The
  * view is read-locked for the call. A slow path: for a decision that does not fit the nodes
  * there are. */
 bool capacity_autoscalers(struct cluster *c); /* the view holds a CA status or a NodePool */
 void capacity_growth(struct cluster *c, const struct capacity_request *rq,
-                     const struct capacity_result *res, const struct strlist *group_labels,
+                     const struct capacity_result *res, const struct growth_policy *pol,
                      struct growth *out);
 
 /* The pods that wait first in words, "4 Pending pods (ReplicaSet ml/trainer-7f9)", into buf:

@@ -5,9 +5,11 @@
  */
 #include "growth.h"
 
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -54,8 +56,7 @@ static bool passing_taint(const char *key)
     return false;
 }
 
-/* Whether n advertises the first GPU resource asked (capacity or allocatable): a node whose
- * device plugin has not started says nothing of a new node's GPUs. */
+/* Whether n advertises the first GPU resource asked (capacity or allocatable). */
 static bool sized(const struct node *n, const struct growth_ask *ask)
 {
     const struct node_res *nr = node_res_find(n, ask[0].rn);
@@ -63,12 +64,39 @@ static bool sized(const struct node *n, const struct growth_ask *ask)
     return nr != NULL && (nr->capacity > 0 || nr->allocatable > 0);
 }
 
-int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t n_ask,
-                         const struct node *n, int64_t headroom)
+/* Whether n is a GPU node whose GPUs are still to come: it advertises none of the NVIDIA
+ * resources while a label says it has GPU hardware. Cluster Autoscaler does not take such a
+ * node as its group's template (utils/gpu NodeHasGpu and processors/customresources
+ * FilterOutNodesWithUnreadyResources, with the cloud's GPULabel(): AWS
+ * k8s.amazonaws.com/accelerator, GCE cloud.google.com/gke-accelerator, Alibaba
+ * aliyun.accelerator/nvidia_name); the GPU Operator's nvidia.com/gpu.present and NFD's PCI
+ * vendor label (10de: NVIDIA) say the same. A node without either, and without GPUs, is one of
+ * a group whose nodes hold none. */
+static bool gpus_to_come(const struct node *n, const struct growth_ask *ask)
+{
+    static const char *const hw[] = {"k8s.amazonaws.com/accelerator",
+                                     "cloud.google.com/gke-accelerator",
+                                     "aliyun.accelerator/nvidia_name", "nvidia.com/gpu.present",
+                                     "feature.node.kubernetes.io/pci-10de.present"};
+    bool labelled = false;
+
+    if (sized(n, ask))
+        return false;
+    for (size_t i = 0; i < sizeof(hw) / sizeof(hw[0]) && !labelled; i++)
+        labelled = label_of(n->labels, hw[i]) != NULL;
+    for (size_t i = 0; labelled && i < n->n_res; i++)
+        if (strncmp(n->res[i].name, "nvidia.com/", 11) == 0 &&
+            (n->res[i].capacity > 0 || n->res[i].allocatable > 0))
+            return false; /* its device plugin is up, and serves other resources */
+    return labelled;
+}
+
+/* Whether a new node like n admits pods of spec: its taints but the lifecycle ones, its labels
+ * (nodeSelector and required node affinity). */
+static bool admits(yyjson_val *spec, const struct node *n)
 {
     yyjson_val *tols = yyjson_obj_get(spec, "tolerations");
     const char *key, *value;
-    int64_t pods = INT64_MAX;
 
     for (size_t i = 0; i < n->n_taints; i++) {
         const struct node_taint *t = &n->taints[i];
@@ -78,15 +106,30 @@ int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t 
         if ((strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0) &&
             !placement_lifecycle_taint(t->key) && !passing_taint(t->key) &&
             !placement_tolerated(tols, t->key, t->value, t->effect))
-            return 0;
+            return false;
     }
-    if (placement_selector_miss(spec, n->labels, &key, &value) ||
-        !placement_affinity_ok(spec, n->name, n->labels))
-        return 0;
+    return !placement_selector_miss(spec, n->labels, &key, &value) &&
+           placement_affinity_ok(spec, n->name, n->labels);
+}
+
+/* Pods of the asks n's resources hold, headroom kept free on each; a template's resources are
+ * found by name (they are not interned), a node's by the interned name. */
+static int64_t res_pods(const struct growth_ask *ask, size_t n_ask, const struct node *n,
+                        int64_t headroom, bool by_name)
+{
+    int64_t pods = INT64_MAX;
+
     for (size_t i = 0; i < n_ask; i++) {
-        const struct node_res *nr = node_res_find(n, ask[i].rn);
+        const struct node_res *nr = NULL;
         int64_t has;
 
+        if (by_name) {
+            for (size_t r = 0; r < n->n_res && nr == NULL; r++)
+                if (strcmp(n->res[r].name, ask[i].name) == 0)
+                    nr = &n->res[r];
+        } else {
+            nr = node_res_find(n, ask[i].rn);
+        }
         if (nr == NULL || ask[i].per_pod <= 0)
             return 0;
         /* a new node's device plugin advertises all its GPUs: an unhealthy one of this node,
@@ -98,6 +141,39 @@ int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t 
             pods = has / ask[i].per_pod;
     }
     return n_ask > 0 ? pods : 0;
+}
+
+int64_t growth_node_pods(yyjson_val *spec, const struct growth_ask *ask, size_t n_ask,
+                         const struct node *n, int64_t headroom)
+{
+    return admits(spec, n) ? res_pods(ask, n_ask, n, headroom, false) : 0;
+}
+
+/* The policy's template for CA node group name, or NULL. */
+static const struct growth_template *template_for(const struct growth_policy *pol, const char *name)
+{
+    for (size_t i = 0; pol != NULL && i < pol->n_templates; i++)
+        if (pol->templates[i].glob != NULL && fnmatch(pol->templates[i].glob, name, 0) == 0)
+            return &pol->templates[i];
+    return NULL;
+}
+
+void growth_templates_free(struct growth_template *t, size_t n)
+{
+    for (size_t i = 0; t != NULL && i < n; i++) {
+        free(t[i].glob);
+        yyjson_doc_free(t[i].node.labels_doc);
+        for (size_t k = 0; k < t[i].node.n_taints; k++) {
+            free(t[i].node.taints[k].key);
+            free(t[i].node.taints[k].value);
+            free(t[i].node.taints[k].effect);
+        }
+        free(t[i].node.taints);
+        for (size_t r = 0; r < t[i].node.n_res; r++)
+            free((char *)t[i].node.res[r].name);
+        free(t[i].node.res);
+    }
+    free(t);
 }
 
 /* Whether node n is CA node group g's: autoscaler.h's provider labels, or one of the labels
@@ -202,8 +278,8 @@ double growth_ca_age_s(const char *s, double now)
 
 /* Cluster Autoscaler's node groups. */
 static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct growth_ask *ask,
-                      size_t n_ask, int64_t headroom, const struct strlist *group_labels,
-                      double now, struct growth *out)
+                      size_t n_ask, int64_t headroom, const struct growth_policy *pol, double now,
+                      struct growth *out)
 {
     const struct table *t = &c->kinds[CLUSTER_AUTOSCALER_STATUS];
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
@@ -246,10 +322,10 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                         const struct node *n = ne->value;
                         int64_t p;
 
-                        if (!group_node(grp, n, group_labels))
+                        if (!group_node(grp, n, pol ? pol->group_labels : NULL))
                             continue;
                         gg.in_view++;
-                        if (!sized(n, ask))
+                        if (gpus_to_come(n, ask))
                             continue; /* its device plugin is not up: no template */
                         n_sized++;
                         if ((p = growth_node_pods(spec, ask, n_ask, n, 0)) > gg.per_node)
@@ -257,17 +333,26 @@ static void ca_groups(const struct cluster *c, yyjson_val *spec, const struct gr
                         if ((p = growth_node_pods(spec, ask, n_ask, n, headroom)) > gg.per_node_now)
                             gg.per_node_now = p;
                     }
-                if (gg.in_view == 0 || n_sized == 0) {
-                    /* scaled to zero, nodes no label names it by, or nodes whose device plugin
-                     * is not up: CA sizes it from the cloud's template, which gpuadmit cannot
-                     * read */
-                    if (grp->max_size > 0 && first_unknown(out))
-                        snprintf(out->unknown_why, sizeof(out->unknown_why),
-                                 "node group %.255s has no node in the view to show what its "
-                                 "nodes hold (a group at zero, nodes no label maps to it (see "
-                                 "nodeGroupLabels), or nodes whose device plugin is not up)",
-                                 grp->name);
-                    continue;
+                if (n_sized == 0) {
+                    /* scaled to zero, nodes no label names it by, or GPU nodes whose device
+                     * plugin is not up: CA sizes it from the cloud's template, which gpuadmit
+                     * reads only as the policy writes it */
+                    const struct growth_template *tp = template_for(pol, grp->name);
+
+                    if (tp == NULL) {
+                        if (grp->max_size > 0 && first_unknown(out))
+                            snprintf(out->unknown_why, sizeof(out->unknown_why),
+                                     "node group %.255s has no node in the view to show what "
+                                     "its nodes hold (a group at zero, nodes no label maps to "
+                                     "it, or GPU nodes whose device plugin is not up); describe "
+                                     "it in the capacity rule's nodeGroups",
+                                     grp->name);
+                        continue;
+                    }
+                    if (admits(spec, &tp->node)) {
+                        gg.per_node = res_pods(ask, n_ask, &tp->node, 0, true);
+                        gg.per_node_now = res_pods(ask, n_ask, &tp->node, headroom, true);
+                    }
                 }
                 if (gg.per_node == 0)
                     continue; /* its nodes would not take the pods */
@@ -567,13 +652,13 @@ static void nodepools(const struct cluster *c, yyjson_val *spec, const struct gr
 }
 
 void growth_of(const struct cluster *c, yyjson_val *spec, const struct growth_ask *ask,
-               size_t n_ask, int64_t headroom, const struct strlist *group_labels, double now,
+               size_t n_ask, int64_t headroom, const struct growth_policy *pol, double now,
                struct growth *out)
 {
     memset(out, 0, sizeof(*out));
     if (n_ask == 0)
         return;
-    ca_groups(c, spec, ask, n_ask, headroom, group_labels, now, out);
+    ca_groups(c, spec, ask, n_ask, headroom, pol, now, out);
     nodepools(c, spec, ask, n_ask, headroom, out);
 }
 

@@ -15,10 +15,13 @@
  * affinity (a NodePool: the labels its template and requirements allow; required affinity is
  * not judged against them), and it holds the pod's GPUs. A new node holds what the group's
  * nodes in the view hold (allocatable, or capacity when the device plugin has not advertised
- * it yet): a CA group none of whose nodes the view holds, or can match to it by label, cannot
- * be sized, and makes the answer unknown rather than zero. A NodePool without nodes in the view
- * is sized from its karpenter.k8s.aws/instance-gpu-count requirement, else as the smallest node
- * that holds one pod.
+ * it yet); a node without GPUs, which no GPU label marks as one whose GPUs are still to come
+ * (CA's NodeHasGpu: its cloud's GPU label), shows a group whose nodes hold none. A CA group with
+ * no such node in the view (at zero, nodes no label maps to it, only GPU nodes whose device
+ * plugin is not up) is sized from the policy's template for it (struct growth_template), and
+ * without one cannot be sized: it makes the answer unknown rather than zero. A NodePool without
+ * nodes in the view is sized from its karpenter.k8s.aws/instance-gpu-count requirement, else as the
+ * smallest node that holds one pod.
  *
  * The caller holds the view's read lock.
  */
@@ -89,14 +92,34 @@ struct growth_ask {
     int64_t per_pod;
 };
 
+/* A CA node group's new node as the policy describes it (the capacity rule's nodeGroups), for a
+ * group with no node in the view to show it: what CA itself reads from the cloud (an ASG's
+ * k8s.io/cluster-autoscaler/node-template/{label,taint,resources}/ tags, a managed node group's
+ * labels and taints, the instance type's GPUs) and gpuadmit cannot. */
+struct growth_template {
+    char *glob;       /* the node group names it describes (fnmatch, no flags) */
+    struct node node; /* its labels, taints and resources (res[].name not interned: matched by
+                         name); name is the glob */
+};
+
+/* What the policy says of CA node groups. */
+struct growth_policy {
+    const struct strlist *group_labels;      /* node label keys that name a CA node group beyond
+                                                those autoscaler.h knows (the label's value is the
+                                                group's Id(), or its last path segment); may be NULL */
+    const struct growth_template *templates; /* the first whose glob matches a group's name */
+    size_t n_templates;
+};
+
 /* What the autoscalers in view c may still add for pods of spec asking ask[0..n_ask) into out.
- * headroom: GPUs kept free on each node (counted in pods_now only). group_labels: node label
- * keys that name a CA node group beyond those autoscaler.h knows (the label's value is the
- * group's Id(), or its last path segment); may be NULL. now: wall-clock seconds, for the CA
- * status's age (not judged in a view loaded from a snapshot). */
+ * headroom: GPUs kept free on each node (counted in pods_now only). pol may be NULL. now:
+ * wall-clock seconds, for the CA status's age (not judged in a view loaded from a snapshot). */
 void growth_of(const struct cluster *c, yyjson_val *spec, const struct growth_ask *ask,
-               size_t n_ask, int64_t headroom, const struct strlist *group_labels, double now,
+               size_t n_ask, int64_t headroom, const struct growth_policy *pol, double now,
                struct growth *out);
+
+/* Frees the templates t[0..n) and t. */
+void growth_templates_free(struct growth_template *t, size_t n);
 
 /* Pods of spec a new node like n holds (its taints but the lifecycle ones, its labels, its
  * GPUs, headroom kept free), 0 when it admits none. */

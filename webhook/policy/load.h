@@ -85,6 +85,19 @@ bool map_fields(struct loader *L, const struct yamltree_node *map, const char *p
 void load_label_map(struct loader *L, const struct yamltree_node *n, const char *path,
                     bool value_required, struct node_label **out, size_t *n_out);
 
+/* Taints: a sequence of {key, value, effect} (effect NoSchedule when left out), one of each. */
+void load_taints(struct loader *L, const struct yamltree_node *n, const char *path,
+                 struct taint **out, size_t *n_out);
+
+/* A name of the user's choosing and a count. */
+struct name_count {
+    char *name;
+    int64_t n;
+};
+/* A mapping of names checked by c to integers in [0, max]: *out holds the *n_out that load. */
+void load_count_map(struct loader *L, const struct yamltree_node *n, const char *path,
+                    const struct check *c, int64_t max, struct name_count **out, size_t *n_out);
+
 /* Key paths for messages, into out (RULES_PATH_MAX bytes): base.key, base[i]. */
 void path_key(char *out, const char *base, const char *key);
 void path_index(char *out, const char *base, size_t i);
@@ -101,5 +114,6 @@ void *xcalloc(struct loader *L, size_t n, size_t size);
 
 void strlist_free(struct strlist *l);
 void node_labels_free(struct node_label *l, size_t n);
+void taints_free(struct taint *t, size_t n);
 
 #endif

@@ -34,13 +34,89 @@ enum {
     CAP_SHARED,
     CAP_AUTOSCALING,
     CAP_GROUP_LABELS,
+    CAP_GROUPS,
     CAP_N
 };
 static const struct field KEYS[CAP_N] = {
     {"available", false},          {"headroom", false},    {"reserveSeconds", false},
     {"ownedReplicaSets", false},   {"whenStale", false},   {"maxViewAge", false},
     {"denySharedMultiple", false}, {"autoscaling", false}, {"nodeGroupLabels", false},
+    {"nodeGroups", false},
 };
+
+enum { NG_NAME, NG_LABELS, NG_TAINTS, NG_RESOURCES, NG_N };
+static const struct field NODE_GROUP_KEYS[NG_N] = {
+    {"name", true}, {"labels", false}, {"taints", false}, {"resources", false}};
+
+/* nodeGroups[i] at n (path p) into t: the node CA would add to the groups its name matches. */
+static void load_node_group(struct loader *L, const struct yamltree_node *n, const char *path,
+                            struct growth_template *t)
+{
+    const struct yamltree_node *v[NG_N], *k[NG_N];
+    char p[RULES_PATH_MAX];
+    struct node_label *labels = NULL;
+    struct taint *taints = NULL;
+    struct name_count *res = NULL;
+    size_t n_labels = 0, n_taints = 0, n_res = 0;
+    yyjson_mut_doc *md;
+    yyjson_mut_val *obj;
+
+    if (!map_fields(L, n, path, NODE_GROUP_KEYS, NG_N, v, k))
+        return;
+    path_key(p, path, "name");
+    if (v[NG_NAME] != NULL)
+        get_str(L, v[NG_NAME], p, &VAL_GLOB, &t->glob);
+    path_key(p, path, "labels");
+    if (given(v[NG_LABELS]))
+        load_label_map(L, v[NG_LABELS], p, false, &labels, &n_labels);
+    path_key(p, path, "taints");
+    if (given(v[NG_TAINTS]))
+        load_taints(L, v[NG_TAINTS], p, &taints, &n_taints);
+    path_key(p, path, "resources");
+    if (given(v[NG_RESOURCES]))
+        load_count_map(L, v[NG_RESOURCES], p, &VAL_RESOURCE, 1000000, &res, &n_res);
+
+    /* the node: its labels as a view's node holds them, its taints, its resources */
+    t->node.name = t->glob;
+    md = yyjson_mut_doc_new(NULL);
+    obj = md ? yyjson_mut_obj(md) : NULL;
+    if (obj != NULL) {
+        yyjson_mut_doc_set_root(md, obj);
+        for (size_t i = 0; i < n_labels; i++)
+            if (labels[i].key != NULL)
+                yyjson_mut_obj_add_strcpy(md, obj, labels[i].key,
+                                          labels[i].value ? labels[i].value : "");
+        t->node.labels_doc = yyjson_mut_doc_imut_copy(md, NULL);
+    }
+    yyjson_mut_doc_free(md);
+    if (t->node.labels_doc == NULL)
+        err_node(L, n, "%s: out of memory", path);
+    else
+        t->node.labels = yyjson_doc_get_root(t->node.labels_doc);
+    if (n_taints > 0 && (t->node.taints = xcalloc(L, n_taints, sizeof(*t->node.taints)))) {
+        for (size_t i = 0; i < n_taints; i++) {
+            if (taints[i].key == NULL || taints[i].effect == NULL)
+                continue;
+            struct node_taint *nt = &t->node.taints[t->node.n_taints++];
+            nt->key = xstrdup(L, taints[i].key);
+            nt->value = xstrdup(L, taints[i].value ? taints[i].value : "");
+            nt->effect = xstrdup(L, taints[i].effect);
+        }
+    }
+    if (n_res > 0 && (t->node.res = xcalloc(L, n_res, sizeof(*t->node.res)))) {
+        for (size_t i = 0; i < n_res; i++) {
+            t->node.res[i].name = res[i].name; /* moved */
+            t->node.res[i].capacity = t->node.res[i].allocatable = res[i].n;
+            res[i].name = NULL;
+        }
+        t->node.n_res = n_res;
+    }
+    node_labels_free(labels, n_labels);
+    taints_free(taints, n_taints);
+    for (size_t i = 0; i < n_res; i++)
+        free(res[i].name);
+    free(res);
+}
 
 static void *load(struct loader *L, const struct rule_input *in)
 {
@@ -97,6 +173,20 @@ static void *load(struct loader *L, const struct rule_input *in)
     path_key(p, path, "nodeGroupLabels");
     if (given(v[CAP_GROUP_LABELS]))
         load_strlist(L, v[CAP_GROUP_LABELS], p, &VAL_LABEL_KEY, &r->group_labels);
+    path_key(p, path, "nodeGroups");
+    if (given(v[CAP_GROUPS]) && want_seq(L, v[CAP_GROUPS], p) && v[CAP_GROUPS]->n > 0 &&
+        (r->templates = xcalloc(L, v[CAP_GROUPS]->n, sizeof(*r->templates))) != NULL) {
+        r->n_templates = v[CAP_GROUPS]->n;
+        for (size_t i = 0; i < r->n_templates; i++) {
+            char q[RULES_PATH_MAX];
+
+            path_index(q, p, i);
+            load_node_group(L, v[CAP_GROUPS]->kids[i], q, &r->templates[i]);
+            if (r->templates[i].glob == NULL) /* refused: never matches */
+                r->templates[i].glob = xstrdup(L, "");
+        }
+    }
+    r->growth = (struct growth_policy){&r->group_labels, r->templates, r->n_templates};
     return r;
 }
 
@@ -350,7 +440,7 @@ static struct growth *growth_for(struct cap_pass *cp, const struct rule *ru,
     if ((s->autoscaling_set && !s->autoscaling) || !capacity_autoscalers(cp->rn->view) ||
         (g = malloc(sizeof(*g))) == NULL)
         return NULL;
-    capacity_growth(cp->rn->view, rq, res, &s->group_labels, g);
+    capacity_growth(cp->rn->view, rq, res, &s->growth, g);
     if (!g->readable && g->stale_why[0] == '\0') {
         free(g);
         return NULL;
@@ -856,8 +946,10 @@ static void settings_free(void *settings)
 {
     struct capacity_settings *s = settings;
 
-    if (s != NULL)
+    if (s != NULL) {
         strlist_free(&s->group_labels);
+        growth_templates_free(s->templates, s->n_templates);
+    }
     free(settings);
 }
 

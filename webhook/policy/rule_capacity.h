@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cluster/growth.h"
 #include "policy.h"
 
 struct capacity_settings {
@@ -22,6 +23,10 @@ struct capacity_settings {
                                     autoscaler runs, so no matching node at all is "never" */
     struct strlist group_labels; /* nodeGroupLabels: node label keys naming a Cluster Autoscaler
                                     node group, beyond the providers' (cluster/growth.h) */
+    struct growth_template *templates; /* nodeGroups: what a new node of a CA node group holds,
+                                          for one with no node in the view to show it */
+    size_t n_templates;
+    struct growth_policy growth; /* the two above, as growth_of() takes them */
 };
 
 /* r's settings; NULL when r is not a capacity rule. */

@@ -880,6 +880,30 @@ void load_label_map(struct loader *L, const struct yamltree_node *n, const char 
     }
 }
 
+void load_count_map(struct loader *L, const struct yamltree_node *n, const char *path,
+                    const struct check *c, int64_t max, struct name_count **out, size_t *n_out)
+{
+    char p[RULES_PATH_MAX];
+    const char *k;
+
+    if (!want_map(L, n, path))
+        return;
+    *out = xcalloc(L, n->n / 2, sizeof(**out));
+    if (*out == NULL)
+        return;
+    for (size_t i = 0; i + 1 < n->n; i += 2) {
+        struct name_count *nc = &(*out)[*n_out];
+
+        k = free_key(L, n, i, path);
+        if (k == NULL || !check_text(L, n->kids[i], path, c, k))
+            continue;
+        path_mapkey(p, path, k);
+        if (get_int(L, n->kids[i + 1], p, 0, max, &nc->n) == 0 &&
+            (nc->name = xstrdup(L, k)) != NULL)
+            (*n_out)++;
+    }
+}
+
 enum { SEL_MATCH_LABELS, SEL_MATCH_EXPRESSIONS, SEL_N };
 static const struct field SELECTOR_FIELDS[SEL_N] = {{"matchLabels", false},
                                                     {"matchExpressions", false}};
@@ -1041,8 +1065,8 @@ static bool same_taint(const struct taint *a, const struct taint *b)
             (a->value != NULL && b->value != NULL && strcmp(a->value, b->value) == 0));
 }
 
-static void load_taints(struct loader *L, const struct yamltree_node *n, const char *path,
-                        struct taint **out, size_t *n_out)
+void load_taints(struct loader *L, const struct yamltree_node *n, const char *path,
+                 struct taint **out, size_t *n_out)
 {
     const struct yamltree_node *v[T_N], *k[T_N];
     char p[RULES_PATH_MAX], q[RULES_PATH_MAX];
@@ -1926,7 +1950,7 @@ void node_labels_free(struct node_label *l, size_t n)
     free(l);
 }
 
-static void taints_free(struct taint *t, size_t n)
+void taints_free(struct taint *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         free(t[i].key);
