@@ -40,12 +40,19 @@ static const struct pcase cases[] = {
     {"version: v1\nflags:\n  renameByDefault: true\n", 1, 0,
      "data[k]:3:3: unknown key \"renameByDefault\" in flags: it belongs in sharing.timeSlicing or "
      "sharing.mps (the device plugin drops it without a word)"},
-    {"version: v1\nFlags: {}\n", 1, 0,
-     "data[k]:2:1: unknown key \"Flags\" in the top level: did you mean \"flags\"? (the device "
-     "plugin drops it without a word)"},
-    {"sharing:\n  timeslicing: {}\n", 1, 0,
-     "data[k]:2:3: unknown key \"timeslicing\" in sharing: did you mean \"timeSlicing\"? (the "
-     "device plugin drops it without a word)"},
+    /* a Go struct's keys match regardless of case (encoding/json): read, and warned */
+    {"version: v1\nFlags: {}\n", 0, 1,
+     "data[k]:2:1: key \"Flags\" in the top level is read as \"flags\" (the plugin matches the "
+     "keys here regardless of case, other readers of the file do not); write \"flags\""},
+    {TS(R("{name: gpu, replicas: 2}")) "  MPS: null\n", 0, 1,
+     "data[k]:6:3: key \"MPS\" in sharing is read as \"mps\" (the plugin matches the keys here "
+     "regardless of case, other readers of the file do not); write \"mps\""},
+    /* ... and so read, timeSlicing {} has no resources */
+    {"sharing:\n  timeslicing: {}\n", 1, 1, NULL},
+    /* near miss: replicas.go looks a resource's keys up exactly */
+    {TS(R("{name: gpu, Replicas: 2}")), 2, 0,
+     "data[k]:5:21: unknown key \"Replicas\" in sharing.timeSlicing.resources[0]: did you mean "
+     "\"replicas\"? (the device plugin drops it without a word)"},
     {"version: v1\nversion: v1\n", 1, 0,
      "data[k]:2:1: duplicate key \"version\" in the top level (first at line 1, column 1; the "
      "plugin would take the last)"},
@@ -94,10 +101,10 @@ static const struct pcase cases[] = {
      "for the plugin's integers"},
     /* devices */
     {TS(R("{name: gpu, replicas: 2, devices: none}")), 1, 0,
-     "data[k]:5:43: sharing.timeSlicing.resources[0].devices: devices set as 'none' but the only "
+     "data[k]:5:43: sharing.timeSlicing.resources[0].devices: devices set as \"none\" but the only "
      "valid string input is 'all'"},
     {TS(R("{name: gpu, replicas: 2, devices: 0}")), 1, 0,
-     "data[k]:5:43: sharing.timeSlicing.resources[0].devices: devices set as '0' but a count of "
+     "data[k]:5:43: sharing.timeSlicing.resources[0].devices: devices set as \"0\" but a count of "
      "devices must be > 0"},
     {TS(R("{name: gpu, replicas: 2, devices: [-1]}")), 1, 0,
      "data[k]:5:44: sharing.timeSlicing.resources[0].devices[0]: unsupported type for device in "
@@ -172,7 +179,8 @@ static const struct pcase cases[] = {
      "replicas: 48}]}\n",
      1, 0,
      "data[k]:1:22: flags.migStrategy mixed with sharing.mps: using --mig-strategy=mixed is not "
-     "supported with MPS"},
+     "supported with MPS (unless --mig-strategy or MIG_STRATEGY sets another strategy, which wins "
+     "over the file)"},
     {"flags: {mpsRoot: /m}\nsharing:\n  mps: {resources: [{name: gpu, replicas: 49}]}\n", 1, 0,
      "data[k]:3:43: sharing.mps.resources[0].replicas: maximum allowed replicas exceeded: 49 > 48 "
      "(MPS)"},
@@ -210,16 +218,58 @@ static const struct pcase cases[] = {
      "only)"},
     {"flags: {failOnInitError: \"true\"}\n", 1, 0,
      "data[k]:1:26: flags.failOnInitError must be true or false, not a string"},
-    {"flags: {gfd: {sleepInterval: 60}}\n", 1, 0,
-     "data[k]:1:30: flags.gfd.sleepInterval must be a string, not an integer (quote it)"},
-    {"flags: {gfd: {sleepInterval: 60s, oneshot: false}}\nimex: {channelIDs: [0, 1], required: "
-     "true}\n",
+    /* duration.go: a number is nanoseconds, a string goes to time.ParseDuration */
+    {"flags: {gfd: {sleepInterval: 60000000000}}\n", 0, 0, NULL},
+    {"flags: {gfd: {sleepInterval: banana}}\n", 1, 0,
+     "data[k]:1:30: flags.gfd.sleepInterval \"banana\": time: invalid duration (a Go duration "
+     "such as 30s, 5m or 1h30m)"},
+    {"flags: {gfd: {sleepInterval: 60}}\n", 0, 0, NULL},
+    {"flags: {gfd: {sleepInterval: \"60\"}}\n", 1, 0,
+     "data[k]:1:30: flags.gfd.sleepInterval \"60\": time: invalid duration (a Go duration such "
+     "as 30s, 5m or 1h30m)"},
+    {"flags: {gfd: {sleepInterval: 1h2m0.5s, oneshot: false}}\nimex: {channelIDs: [0], "
+     "required: true}\n",
      0, 0, NULL},
+    {"flags: {gfd: {sleepInterval: \"-1.5h\"}}\nimex: {channelIDs: []}\n", 0, 0, NULL},
+    /* imex.go AssertChannelIDsValid, run by validateFlags */
+    {"imex: {channelIDs: [0, 1]}\n", 1, 0,
+     "data[k]:1:24: imex.channelIDs[1] is 1: channelIDs must be [] or [0]"},
+    {"imex: {channelIDs: [2]}\n", 1, 0,
+     "data[k]:1:21: imex.channelIDs[0] is 2: channelIDs must be [] or [0]"},
     {"imex: {channelIDs: [0, x]}\n", 1, 0,
      "data[k]:1:24: imex.channelIDs[1] must be an integer, not a string"},
     {"resources: {gpus: [{pattern: '*', name: gpu}]}\n", 0, 1,
      "data[k]:1:1: resources is ignored: the plugin drops it (Customizing the 'resources' field is "
      "not yet supported in the config)"},
+    /* near miss: config.go warns only when it lists patterns */
+    {"resources: {gpus: []}\n", 0, 0, NULL},
+    /* a Resource's name is a ResourceName, refused as one before the list is dropped */
+    {"resources: {gpus: [{pattern: '*', name: BAD NAME}]}\n", 1, 1,
+     "data[k]:1:41: resources.gpus[0].name \"BAD NAME\": incorrect format for resource name "
+     "'nvidia.com/BAD NAME': after nvidia.com/ it must be a DNS-1123 subdomain (lowercase "
+     "letters, digits, '-' and '.')"},
+    /* null where encoding/json hands it to an UnmarshalJSON that refuses it */
+    {"sharing: {timeSlicing: null}\n", 1, 0,
+     "data[k]:1:24: sharing.timeSlicing is null or empty: no resources specified (leave the key "
+     "out or list its resources)"},
+    {"sharing: {mps: null}\n", 0, 0, NULL},
+    {TS(R("{name: gpu, replicas: 2, devices: null}")), 1, 0,
+     "data[k]:5:43: sharing.timeSlicing.resources[0].devices is null: devices set as '' but the "
+     "only valid string input is 'all' (leave the key out, or write all)"},
+    {TS(R("{name: gpu, replicas: 2, rename: }")), 1, 0,
+     "data[k]:5:42: sharing.timeSlicing.resources[0].rename is null: incorrect format for "
+     "resource name 'nvidia.com/' (leave the key out)"},
+    /* YAML 1.1 reads 060 as octal 48 */
+    {TS(R("{name: gpu, replicas: 060}")), 1, 0,
+     "data[k]:5:31: sharing.timeSlicing.resources[0].replicas is 060: a leading zero makes it "
+     "octal to the plugin's YAML 1.1 reader; write the number without it"},
+    /* uuid.Parse's other forms */
+    {TS(R("{name: gpu, replicas: 2, devices: [GPU-b1028956cfa20990bf4a5da9abb51763, "
+          "'GPU-{b1028956-cfa2-0990-bf4a-5da9abb51763}', "
+          "'MIG-urn:uuid:b1028956-cfa2-0990-bf4a-5da9abb51763']}")),
+     0, 1, NULL},
+    {TS(R("{name: gpu, replicas: 2, devices: ['GPU-{b1028956-cfa2-0990-bf4a-5da9abb51763']}")), 1,
+     0, NULL},
     /* YAML */
     {"a: &x 1\nb: *x\n", 1, 0, "data[k]:2:4: anchors and aliases are not supported"},
     {"version: &v v1\n", 1, 0, "data[k]:1:10: anchors and aliases are not supported"},

@@ -8,13 +8,15 @@
  * restarts on a node. This reader knows the v1 schema of v0.20.0 and refuses, with the line and
  * column in the file:
  *   - keys the schema does not have at that place (with where they belong, when they do exist);
+ *     a Go struct's key written in another case is read by encoding/json, so only warned;
  *   - duplicate keys (sigs.k8s.io/yaml.Unmarshal is not the strict variant: the last one wins);
  *   - anchors, aliases, tags other than YAML's core ones, more than one document, NUL bytes,
  *     text that is not UTF-8, nesting past PLUGIN_CONFIG_DEPTH_MAX (the schema has 5 levels);
  *   - values of the wrong type (JSON unmarshalling fails on "4" for an int);
  *   - what the plugin refuses when it starts: version (config.go), resources, names, replicas
  *     and devices (replicas.go, resources.go), the flags validateFlags() checks
- *     (cmd/nvidia-device-plugin/main.go, strategy.go), MPS's limits
+ *     (cmd/nvidia-device-plugin/main.go, strategy.go, imex.go), durations (duration.go), null
+ *     where encoding/json hands it to an UnmarshalJSON that refuses it, MPS's limits
  *     (cmd/mps-control-daemon/mps/device.go: 48 replicas at most);
  *   - MPS together with time-slicing: sharing.go's SharingStrategy() takes MPS and drops
  *     time-slicing silently.
@@ -56,6 +58,7 @@ enum vtype {
     T_INT_LIST, /* a list of integers (imex.channelIDs) */
     T_MAP,      /* a mapping of sub, walked here */
     T_SEQ_MAP,  /* a list of mappings of sub, walked here */
+    T_RES_NAME, /* a resource name (resources.go NewResourceName) */
     T_OWN,      /* a value its parent's check reads itself (sharing, resources, ...) */
 };
 
@@ -73,6 +76,8 @@ struct schema {
     const char *at; /* where its keys live, for "it belongs in ..." */
     const struct pfield *f;
     size_t n;
+    bool fold; /* a Go struct: encoding/json matches its keys regardless of case; the others
+                  (replicas.go, resources.go) look their keys up exactly */
 };
 
 static const char *const MIG_STRATEGIES[] = {"none", "single", "mixed", NULL};
@@ -96,7 +101,7 @@ static const struct pfield PLUGIN_F[] = {
     {"sharedDevicesAllocationPolicy", T_STR, NULL, ALLOCATION, NULL},
 };
 static const struct schema PLUGIN_S = {"flags.plugin", PLUGIN_F,
-                                       sizeof(PLUGIN_F) / sizeof(PLUGIN_F[0])};
+                                       sizeof(PLUGIN_F) / sizeof(PLUGIN_F[0]), true};
 
 /* flags.go: GFDCommandLineFlags */
 static const struct pfield GFD_F[] = {
@@ -104,7 +109,7 @@ static const struct pfield GFD_F[] = {
     {"sleepInterval", T_DURATION, NULL, NULL, NULL}, {"outputFile", T_STR, NULL, NULL, NULL},
     {"machineTypeFile", T_STR, NULL, NULL, NULL},
 };
-static const struct schema GFD_S = {"flags.gfd", GFD_F, sizeof(GFD_F) / sizeof(GFD_F[0])};
+static const struct schema GFD_S = {"flags.gfd", GFD_F, sizeof(GFD_F) / sizeof(GFD_F[0]), true};
 
 /* flags.go: CommandLineFlags */
 enum { FL_MIG, FL_MPS_ROOT };
@@ -123,7 +128,7 @@ static const struct pfield FLAGS_F[] = {
     {"gfd", T_MAP, &GFD_S, NULL, NULL},
 };
 #define FLAGS_N (sizeof(FLAGS_F) / sizeof(FLAGS_F[0]))
-static const struct schema FLAGS_S = {"flags", FLAGS_F, FLAGS_N};
+static const struct schema FLAGS_S = {"flags", FLAGS_F, FLAGS_N, true};
 
 /* replicas.go: ReplicatedResource (its UnmarshalJSON looks its keys up exactly) */
 enum { RS_NAME, RS_RENAME, RS_DEVICES, RS_REPLICAS, RS_N };
@@ -134,7 +139,7 @@ static const struct pfield RES_F[RS_N] = {
     {"replicas", T_OWN, NULL, NULL, "no replicas specified"},
 };
 static const struct schema RES_S = {"sharing.timeSlicing.resources[] or sharing.mps.resources[]",
-                                    RES_F, RS_N};
+                                    RES_F, RS_N, false};
 
 /* replicas.go: ReplicatedResources */
 enum { RP_RENAME_BY_DEFAULT, RP_FAIL_GT_ONE, RP_RESOURCES, RP_N };
@@ -143,7 +148,7 @@ static const struct pfield REPL_F[RP_N] = {
     {"failRequestsGreaterThanOne", T_BOOL, NULL, NULL, NULL},
     {"resources", T_OWN, NULL, NULL, "no resources specified"},
 };
-static const struct schema REPL_S = {"sharing.timeSlicing or sharing.mps", REPL_F, RP_N};
+static const struct schema REPL_S = {"sharing.timeSlicing or sharing.mps", REPL_F, RP_N, false};
 
 /* sharing.go: Sharing */
 enum { SH_TS, SH_MPS, SH_N };
@@ -151,26 +156,27 @@ static const struct pfield SHARING_F[SH_N] = {
     {"timeSlicing", T_OWN, NULL, NULL, NULL},
     {"mps", T_OWN, NULL, NULL, NULL},
 };
-static const struct schema SHARING_S = {"sharing", SHARING_F, SH_N};
+static const struct schema SHARING_S = {"sharing", SHARING_F, SH_N, true};
 
-/* resources.go: Resource and Resources (accepted, then dropped: config.go) */
+/* resources.go: Resource and Resources (accepted, then dropped: config.go); a Resource's name
+ * is read as a ResourceName before that, and refused as one */
 static const struct pfield PATTERN_F[] = {
     {"pattern", T_STR, NULL, NULL, "resources must have a 'pattern' field set"},
-    {"name", T_STR, NULL, NULL, "resources must have a 'name' field set"},
+    {"name", T_RES_NAME, NULL, NULL, "resources must have a 'name' field set"},
 };
-static const struct schema PATTERN_S = {"resources.gpus[] or resources.mig[]", PATTERN_F, 2};
+static const struct schema PATTERN_S = {"resources.gpus[] or resources.mig[]", PATTERN_F, 2, false};
 static const struct pfield RESOURCES_F[] = {
     {"gpus", T_SEQ_MAP, &PATTERN_S, NULL, NULL},
     {"mig", T_SEQ_MAP, &PATTERN_S, NULL, NULL},
 };
-static const struct schema RESOURCES_S = {"resources", RESOURCES_F, 2};
+static const struct schema RESOURCES_S = {"resources", RESOURCES_F, 2, true};
 
 /* imex.go: Imex */
 static const struct pfield IMEX_F[] = {
     {"channelIDs", T_INT_LIST, NULL, NULL, NULL},
     {"required", T_BOOL, NULL, NULL, NULL},
 };
-static const struct schema IMEX_S = {"imex", IMEX_F, 2};
+static const struct schema IMEX_S = {"imex", IMEX_F, 2, true};
 
 /* config.go: Config */
 enum { TOP_VERSION, TOP_FLAGS, TOP_RESOURCES, TOP_SHARING, TOP_IMEX, TOP_N };
@@ -179,7 +185,7 @@ static const struct pfield TOP_F[TOP_N] = {
     {"resources", T_MAP, &RESOURCES_S, NULL, NULL}, {"sharing", T_OWN, NULL, NULL, NULL},
     {"imex", T_MAP, &IMEX_S, NULL, NULL},
 };
-static const struct schema TOP_S = {"the top level", TOP_F, TOP_N};
+static const struct schema TOP_S = {"the top level", TOP_F, TOP_N, true};
 
 /* Every mapping of the schema, for "it belongs in ...". */
 static const struct schema *const ALL[] = {&TOP_S,  &FLAGS_S, &PLUGIN_S,    &GFD_S,     &SHARING_S,
@@ -376,19 +382,66 @@ static void belongs(const struct schema *s, const char *key, char *buf, size_t l
 static void walk_map(struct pc *c, const struct yamltree_node *map, const char *path,
                      const struct schema *s, const struct yamltree_node **vals,
                      const struct yamltree_node **keys);
+static bool resource_name(struct pc *c, const struct yamltree_node *n, const char *path, char *full,
+                          size_t len);
+
+/* Go's time.ParseDuration: "0", or an optional sign and one or more decimal numbers (a fraction
+ * allowed), each with a unit: ns, us, µs, μs, ms, s, m, h. */
+static bool go_duration_ok(const char *s)
+{
+    static const char *const units[] = {"ns", "us", "\xc2\xb5s", "\xce\xbcs", "ms", "s", "m", "h"};
+
+    if (*s == '+' || *s == '-')
+        s++;
+    if (strcmp(s, "0") == 0)
+        return true;
+    if (*s == '\0')
+        return false;
+    while (*s != '\0') {
+        size_t whole = strspn(s, "0123456789"), frac = 0, u, best = 0;
+
+        s += whole;
+        if (*s == '.')
+            frac = strspn(++s, "0123456789");
+        s += frac;
+        if (whole == 0 && frac == 0)
+            return false;
+        for (u = 0; u < sizeof(units) / sizeof(units[0]); u++)
+            if (strncmp(s, units[u], strlen(units[u])) == 0 && strlen(units[u]) > best)
+                best = strlen(units[u]);
+        if (best == 0)
+            return false; /* a number without its unit */
+        s += best;
+    }
+    return true;
+}
 
 static void check_value(struct pc *c, const struct pfield *f, const struct yamltree_node *v,
                         const char *path)
 {
     const struct yamltree_node *sv[FIELDS_MAX], *sk[FIELDS_MAX];
-    char p[PATH_MAX_LEN];
+    char p[PATH_MAX_LEN], b[SHOW_LEN];
 
     switch (f->type) {
     case T_STR:
         if (is_str(c, v, path))
             check_choice(c, v, path, f->choices);
         break;
-    case T_DURATION: is_str(c, v, path); break;
+    case T_DURATION:
+        /* duration.go Duration.UnmarshalJSON: a number is nanoseconds, a string goes to
+         * time.ParseDuration, whose error stops the plugin ("unable to parse config file") */
+        if (v->kind == YAMLTREE_SCALAR && (stype(v) == YAMLTREE_INT || stype(v) == YAMLTREE_FLOAT))
+            break;
+        if (is_str(c, v, path) && !go_duration_ok(v->s))
+            refuse(c, v, "%s %s: time: invalid duration (a Go duration such as 30s, 5m or 1h30m)",
+                   path, show(b, v->s));
+        break;
+    case T_RES_NAME: {
+        char full[RES_NAME_MAX + 16];
+
+        resource_name(c, v, path, full, sizeof(full));
+        break;
+    }
     case T_BOOL:
         if (v->kind == YAMLTREE_SCALAR && stype(v) == YAMLTREE_STR && v->plain && yaml11_bool(v->s))
             /* sigs.k8s.io/yaml reads YAML 1.1, where it is a boolean; YAML 1.2 and every other
@@ -425,6 +478,10 @@ static void check_value(struct pc *c, const struct pfield *f, const struct yamlt
             path_index(p, path, i);
             if (v->kids[i]->kind != YAMLTREE_SCALAR || stype(v->kids[i]) != YAMLTREE_INT)
                 refuse(c, v->kids[i], "%s must be an integer, not %s", p, kind_name(v->kids[i]));
+            else if (i > 0 || strcmp(v->kids[i]->s, "0") != 0)
+                /* imex.go AssertChannelIDsValid, which validateFlags runs at start */
+                refuse(c, v->kids[i], "%s is %.*s: channelIDs must be [] or [0]", p, VALUE_SHOWN,
+                       v->kids[i]->s);
         }
         break;
     case T_MAP: walk_map(c, v, path, f->sub, sv, sk); break;
@@ -468,6 +525,16 @@ static void walk_map(struct pc *c, const struct yamltree_node *map, const char *
         }
         for (i = 0; i < s->n && strcmp(s->f[i].name, key->s) != 0; i++)
             ;
+        if (i == s->n && s->fold) {
+            /* encoding/json's case-insensitive match: the plugin reads it */
+            for (i = 0; i < s->n && strcasecmp(s->f[i].name, key->s) != 0; i++)
+                ;
+            if (i < s->n)
+                warn(c, key,
+                     "key %s in %s is read as \"%s\" (the plugin matches the keys here "
+                     "regardless of case, other readers of the file do not); write \"%s\"",
+                     show(b, key->s), where, s->f[i].name, s->f[i].name);
+        }
         if (i == s->n) {
             belongs(s, key->s, hint, sizeof(hint));
             refuse(c, key, "unknown key %s in %s%s (the device plugin drops it without a word)",
@@ -563,20 +630,38 @@ static void served(struct pc *c, const struct yamltree_node *n, const char *path
          mps ? "" : ", or nvidia.com/mig-<profile> under migStrategy mixed");
 }
 
-/* A UUID in its usual form, 8-4-4-4-12 hex digits, then the end or a '/' (replicas.go takes
- * github.com/google/uuid's Parse, which also reads the rarer urn: and braced forms). */
+static bool hex_run(const char **p, int n)
+{
+    for (int i = 0; i < n; i++, (*p)++)
+        if (!((**p >= '0' && **p <= '9') || (**p >= 'a' && **p <= 'f') ||
+              (**p >= 'A' && **p <= 'F')))
+            return false;
+    return true;
+}
+
+/* A UUID as github.com/google/uuid's Parse reads it (replicas.go IsUUID): 8-4-4-4-12 hex
+ * digits, the same with "urn:uuid:" before it or in braces, or 32 hex digits; then the end or a
+ * '/'. */
 static bool uuid_ok(const char *s)
 {
     static const int groups[] = {8, 4, 4, 4, 12};
-    const char *p = s;
+    const char *p = s, *q = s;
+    bool braced;
 
+    if (hex_run(&q, 32) && (*q == '\0' || *q == '/'))
+        return true;
+    if (strncasecmp(p, "urn:uuid:", 9) == 0)
+        p += 9;
+    braced = *p == '{';
+    p += braced;
     for (int g = 0; g < 5; g++) {
-        for (int i = 0; i < groups[g]; i++, p++)
-            if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F')))
-                return false;
+        if (!hex_run(&p, groups[g]))
+            return false;
         if (g < 4 && *p++ != '-')
             return false;
     }
+    if (braced && *p++ != '}')
+        return false;
     return *p == '\0' || *p == '/';
 }
 
@@ -624,14 +709,14 @@ static bool devices_custom(struct pc *c, const struct yamltree_node *n, const ch
     if (n->kind == YAMLTREE_SCALAR && stype(n) == YAMLTREE_STR) {
         if (strcmp(n->s, "all") == 0)
             return false;
-        refuse(c, n, "%s: devices set as '%.*s' but the only valid string input is 'all'", path,
-               VALUE_SHOWN, n->s);
+        refuse(c, n, "%s: devices set as %s but the only valid string input is 'all'", path,
+               show(b, n->s));
         return false;
     }
     if (n->kind == YAMLTREE_SCALAR && stype(n) == YAMLTREE_INT) {
         if (n->s[0] == '-' || n->s[0] == '+' || parse_uint(n->s, 1, INT32_MAX, &u) < 0) {
-            refuse(c, n, "%s: devices set as '%.*s' but a count of devices must be > 0", path,
-                   VALUE_SHOWN, n->s);
+            refuse(c, n, "%s: devices set as %s but a count of devices must be > 0", path,
+                   show(b, n->s));
             return false;
         }
         return true;
@@ -685,6 +770,12 @@ static void check_resource(struct pc *c, const struct yamltree_node *item, const
         if (n->kind != YAMLTREE_SCALAR || stype(n) != YAMLTREE_INT || n->s[0] == '+' ||
             (n->s[0] != '-' && !digits(n->s, strlen(n->s))))
             refuse(c, n, "%s must be a whole number written in decimal, not %s", p, kind_name(n));
+        else if (n->s[0] == '0' && n->s[1] != '\0')
+            /* YAML 1.1, which sigs.k8s.io/yaml reads, takes 060 as octal (48) */
+            refuse(c, n,
+                   "%s is %.*s: a leading zero makes it octal to the plugin's YAML 1.1 reader; "
+                   "write the number without it",
+                   p, VALUE_SHOWN, n->s);
         else if (n->s[0] != '-' && parse_uint(n->s, 0, INT64_MAX, &replicas) < 0)
             refuse(c, n, "%s is %.*s: too large for the plugin's integers", p, VALUE_SHOWN, n->s);
         else if (n->s[0] == '-' || replicas < 2)
@@ -694,12 +785,22 @@ static void check_resource(struct pc *c, const struct yamltree_node *item, const
                    (unsigned long long)replicas, MPS_REPLICAS_MAX);
     }
     path_key(p, path, "devices");
+    /* replicas.go looks the key up and unmarshals what it holds: null is read as '' */
+    if (v[RS_DEVICES] != NULL && !given(v[RS_DEVICES]))
+        refuse(c, v[RS_DEVICES],
+               "%s is null: devices set as '' but the only valid string input is 'all' (leave "
+               "the key out, or write all)",
+               p);
     if (given(v[RS_DEVICES]) && devices_custom(c, v[RS_DEVICES], p))
         warn(c, v[RS_DEVICES],
              "%s is ignored: the plugin shares every GPU of the node (Customizing the 'devices' "
              "field in sharing.%s.resources is not yet supported)",
              p, mps ? "mps" : "timeSlicing");
     path_key(p, path, "rename");
+    if (v[RS_RENAME] != NULL && !given(v[RS_RENAME]))
+        refuse(c, v[RS_RENAME],
+               "%s is null: incorrect format for resource name 'nvidia.com/' (leave the key out)",
+               p);
     if (given(v[RS_RENAME]) && resource_name(c, v[RS_RENAME], p, rename, sizeof(rename)) && named) {
         snprintf(shared, sizeof(shared), "%s.shared", name);
         if (!rename_by_default || strcmp(rename, shared) != 0)
@@ -748,6 +849,12 @@ static void check_sharing(struct pc *c, const struct yamltree_node *n,
     walk_map(c, n, "sharing", &SHARING_S, v, k);
     ts = given(v[SH_TS]);
     mps = given(v[SH_MPS]);
+    /* Sharing.TimeSlicing is not a pointer: encoding/json hands null to its UnmarshalJSON,
+     * which finds no resources (sharing.mps is one, and null leaves it unset) */
+    if (v[SH_TS] != NULL && !ts)
+        refuse(c, v[SH_TS],
+               "sharing.timeSlicing is null or empty: no resources specified (leave the key out "
+               "or list its resources)");
     if (ts)
         check_block(c, v[SH_TS], "sharing.timeSlicing", false);
     if (mps)
@@ -759,7 +866,8 @@ static void check_sharing(struct pc *c, const struct yamltree_node *n,
     if (mps && c->mig != NULL && strcmp(c->mig, "mixed") == 0)
         refuse(c, mig_node,
                "flags.migStrategy mixed with sharing.mps: using --mig-strategy=mixed is not "
-               "supported with MPS");
+               "supported with MPS (unless --mig-strategy or MIG_STRATEGY sets another strategy, "
+               "which wins over the file)");
     /* a warning, not a refusal: the plugin also takes it from --mps-root or MPS_ROOT
      * (cmd/nvidia-device-plugin/main.go), which NVIDIA's Helm chart and the GPU Operator set;
      * without any of them it stops with this error */
@@ -771,6 +879,15 @@ static void check_sharing(struct pc *c, const struct yamltree_node *n,
 }
 
 /* ---- the file ---- */
+
+/* Whether the top-level resources lists a pattern (config.go warns only then). */
+static bool holds_patterns(const struct yamltree_node *res)
+{
+    for (size_t k = 0; res->kind == YAMLTREE_MAP && k + 1 < res->n; k += 2)
+        if (res->kids[k + 1]->kind == YAMLTREE_SEQ && res->kids[k + 1]->n > 0)
+            return true;
+    return false;
+}
 
 static void check_config(struct pc *c, const struct yamltree_node *root)
 {
@@ -794,7 +911,7 @@ static void check_config(struct pc *c, const struct yamltree_node *root)
         c->mig = fv[FL_MIG]->s;
     c->mps_root = given(fv[FL_MPS_ROOT]) && fv[FL_MPS_ROOT]->kind == YAMLTREE_SCALAR &&
                   fv[FL_MPS_ROOT]->s[0] != '\0';
-    if (given(v[TOP_RESOURCES]))
+    if (given(v[TOP_RESOURCES]) && holds_patterns(v[TOP_RESOURCES]))
         warn(c, k[TOP_RESOURCES],
              "resources is ignored: the plugin drops it (Customizing the 'resources' field is "
              "not yet supported in the config)");
