@@ -171,6 +171,9 @@
 /* An optional kind the apiserver does not serve (no CRD) or does not let gpuadmit read is asked
  * for again this often: a Karpenter installed later is seen within it. */
 #define KUBE_OPTIONAL_RELIST_MS 300000u
+/* The device plugin's config ConfigMaps are read this often (listed by name, not watched: a
+ * watch would take a stream a ConfigMap, and they change once in a long while). */
+#define KUBE_PLUGIN_CONFIG_POLL_MS 30000u
 /* Token files are re-read this often (client-go: every minute), and after a 401. */
 #define KUBE_TOKEN_REFRESH_S 60.0
 /* What the apiserver (or something posing as it) can make us hold. */

@@ -29,12 +29,14 @@ SNAP = os.path.join(ROOT, "tests/data/snapshots")
 DRAIN = os.path.join(SNAP, "drain.json")
 STALL = os.path.join(SNAP, "stall.json")
 SEED_PENDING = os.path.join(SNAP, "seed-000-pending.json")
+PLUGIN_CONFIG_MISSING = os.path.join(SNAP, "plugin-config-missing.json")
 DEFAULT_RULES = os.path.join(ROOT, "rules")
 SUITE_LIMIT_S = 120 if SLOW else 60
 CODES = ["scheduling-gated", "other-scheduler", "larger-than-any-node", "shared-request-gt-one",
-         "insufficient", "device-plugin-down", "unhealthy-gpus", "selector-mismatch",
-         "untolerated-taint", "node-not-ready", "node-unschedulable", "preemption-possible",
-         "no-priority-class", "node-group-at-max", "autoscaler-backoff", "nodepool-limit"]
+         "device-plugin-config-missing", "insufficient", "device-plugin-down", "unhealthy-gpus",
+         "selector-mismatch", "untolerated-taint", "node-not-ready", "node-unschedulable",
+         "preemption-possible", "no-priority-class", "node-group-at-max", "autoscaler-backoff",
+         "nodepool-limit"]
 
 
 class E:
@@ -86,6 +88,21 @@ def test_drain_json():
     eq(p["fits"], [], "no node with room")
     eq(doc["notPending"], [], "notPending")
     eq(doc["notFound"], [], "notFound")
+
+
+# Seed 003's remedy gone wrong: the nodes pick config tesla-t4 (nvidia.com/device-plugin.config),
+# the GPU Operator's ConfigMap has only t4, so the plugin keeps advertising 1 GPU a node ("If it is
+# set to an unknown value, it will skip reconfiguration": NVIDIA/k8s-device-plugin README).
+def test_device_plugin_config_missing():
+    rc, doc = explain_json("--cluster-snapshot", PLUGIN_CONFIG_MISSING)
+    eq(rc, 1, "exit code")
+    eq([p["name"] for p in doc["pods"]], ["bench-5d8-2", "bench-5d8-3"], "pods")
+    p = doc["pods"][0]
+    eq(codes_of(p), ["device-plugin-config-missing", "insufficient"], "codes")
+    r = p["reasons"][0]
+    eq(r["nodes"], ["t4-0", "t4-1"], "the nodes whose key is missing")
+    check("nvidia.com/device-plugin.config=tesla-t4" in r["message"] and
+          "gpu-operator/time-slicing-config: t4" in r["message"], r["message"])
 
 
 # kube-scheduler's per-node reasons (pkg/scheduler/framework/plugins: noderesources/fit.go,
@@ -293,7 +310,8 @@ def setup(work):
     E.ca, E.crt, E.key = make_certs(os.path.join(work, "pki"))
 
 
-TESTS = [test_seed_000_pending, test_node_group_at_max, test_drain_text, test_drain_json, test_names_and_namespace,
+TESTS = [test_seed_000_pending, test_node_group_at_max, test_drain_text, test_drain_json,
+         test_device_plugin_config_missing, test_names_and_namespace,
          test_pods_of_no_controller_told_together, test_nothing_pending,
          test_usage_errors, test_broken_snapshot, test_server_gauge_and_debug_explain]
 

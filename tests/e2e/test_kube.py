@@ -1003,9 +1003,10 @@ def optional_kinds_absent_forbidden_and_served():
         eq(len(ev), 1, "one line for the 403")
         eq(ev[0].get("level"), "warn", "level of the 403 line")
         lists = fake.requests_since(0, "configmaps", "list")
-        check(lists and lists[0]["query"].get("fieldSelector")
-              == "metadata.name=cluster-autoscaler-status",
-              "the ConfigMap list names the one ConfigMap (RBAC resourceNames): %r" % lists[:1])
+        sels = {r["query"].get("fieldSelector") for r in lists}
+        check("metadata.name=cluster-autoscaler-status" in sels and
+              all(s and s.startswith("metadata.name=") for s in sels),
+              "every ConfigMap list names one ConfigMap (RBAC resourceNames): %r" % sels)
         groups = srv.view()["autoscalers"]["ConfigMap/kube-system/cluster-autoscaler-status"]
         eq(sorted(groups["groups"]), ["sample-node-group"], "the status's node groups")
         eq(groups["groups"]["sample-node-group"]["headroom"], 0, "a group in Backoff")
@@ -1016,6 +1017,51 @@ def optional_kinds_absent_forbidden_and_served():
         check(wait_for(lambda: "error" in srv.view()["autoscalers"].get(
             "ConfigMap/kube-system/cluster-autoscaler-status", {}), t(5)),
             "a status that does not parse is kept with its error")
+
+
+@test
+def device_plugin_configs_read_by_name():
+    """The device plugin's config ConfigMaps the policy names are read by name, each a list
+    with a metadata.name field selector (what RBAC's resourceNames match), never all
+    ConfigMaps: gpuadmit explain then names a node whose nvidia.com/device-plugin.config label
+    picks a key the config lacks. A namespace the apiserver does not serve (404 here) is read
+    as none, and another ConfigMap with that key is no config the policy names."""
+    fake = new_fake(optional=("configmaps",))
+    labels = {"kubernetes.io/hostname": "t4-0", "nvidia.com/gpu.present": "true",
+              "nvidia.com/device-plugin.config": "tesla-t4"}
+    fake.add("nodes", mk_node("t4-0", gpus=1, labels=labels))
+    fake.add("pods", mk_pod("bench-0", node="t4-0"))
+    fake.add("pods", mk_pod("bench-1", phase="Pending"))
+    ts = ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n"
+          "      replicas: 4\n")
+    fake.put("configmaps", {"metadata": {"name": "nvidia-device-plugin-config",
+                                         "namespace": "kube-system"}, "data": {"t4": ts}})
+    fake.put("configmaps", {"metadata": {"name": "other", "namespace": "kube-system"},
+                            "data": {"tesla-t4": ts}})
+    kc = fake.kubeconfig(os.path.join(E.work, "plugin.kubeconfig"), ca_file=E.api.ca,
+                         token=TOKEN)
+    p = subprocess.run([BIN, "explain", "--kubeconfig", kc, "-o", "json"],
+                       capture_output=True, text=True, timeout=t(30))
+    eq(p.returncode, 1, "exit code (a pod is Pending); stderr: %s" % p.stderr[-400:])
+    pods = json.loads(p.stdout)["pods"]
+    eq([x["name"] for x in pods], ["bench-1"], "Pending pods")
+    reasons = {r["code"]: r for r in pods[0]["reasons"]}
+    check("device-plugin-config-missing" in reasons, "codes: %r" % sorted(reasons))
+    msg = reasons["device-plugin-config-missing"]["message"]
+    check("kube-system/nvidia-device-plugin-config: t4" in msg and "tesla-t4" in msg, msg)
+    sels = sorted(r["query"].get("fieldSelector") for r in fake.requests_since(0, "configmaps",
+                                                                            "list"))
+    for name in ("nvidia-device-plugin-config", "time-slicing-config", "cluster-autoscaler-status"):
+        check("metadata.name=" + name in sels, "no list naming %s: %r" % (name, sels))
+    check(all(s.startswith("metadata.name=") for s in sels), "a list of every ConfigMap: %r" % sels)
+    # near miss: with the key there, the node is only full
+    fake.put("configmaps", {"metadata": {"name": "nvidia-device-plugin-config",
+                                         "namespace": "kube-system"},
+                            "data": {"t4": ts, "tesla-t4": ts}})
+    p = subprocess.run([BIN, "explain", "--kubeconfig", kc, "-o", "json"],
+                       capture_output=True, text=True, timeout=t(30))
+    codes = [r["code"] for r in json.loads(p.stdout)["pods"][0]["reasons"]]
+    eq(codes, ["insufficient"], "codes with the key there")
 
 
 @test

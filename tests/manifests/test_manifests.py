@@ -56,8 +56,10 @@ MODES = {"audit": "audit", "enforce": "enforce", "cert-manager": "audit",
 RBAC = {("", "nodes"), ("", "pods"), ("scheduling.k8s.io", "priorityclasses"),
         ("apps", "replicasets"), ("apps", "deployments"), ("apps", "statefulsets"),
         ("batch", "jobs"), ("", "configmaps"), ("karpenter.sh", "nodepools")}
-# the only rule limited to names: Cluster Autoscaler's status, never every ConfigMap
-RBAC_NAMES = {("", "configmaps"): ["cluster-autoscaler-status"]}
+# the only rule limited to names: Cluster Autoscaler's status and the device plugin configs the
+# default policy names (rules/default.yaml), never every ConfigMap
+RBAC_NAMES = {("", "configmaps"): ["cluster-autoscaler-status", "time-slicing-config",
+                                   "nvidia-device-plugin-config"]}
 
 CORE = "api__v1_openapi.json"
 SCHEMAS = {
@@ -635,6 +637,13 @@ def t_rbac(docs):
                 eq(rule.get("resourceNames"), RBAC_NAMES.get((g, r)),
                    "resourceNames of %s/%s" % (g, r))
     eq(got, RBAC, "ClusterRole resources")
+    # every device plugin config the default policy names is readable by name (the view lists
+    # it with a metadata.name field selector: RBAC's resourceNames match that)
+    named = {cm["name"] for r in read_policy()["spec"]["rules"]
+             if r.get("type") == "device-plugin-config"
+             for cm in r["configMaps"]}
+    check(named and named <= set(RBAC_NAMES[("", "configmaps")]),
+          "device plugin configs the policy names (%s) not all readable" % sorted(named))
     binding = one(docs, "ClusterRoleBinding")
     eq(binding["roleRef"], {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                             "name": role["metadata"]["name"]}, "roleRef")

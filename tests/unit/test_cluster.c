@@ -657,6 +657,9 @@ static void test_absent_optional_kinds(void)
     cluster_kind_absent(c, CLUSTER_NODEPOOLS);
     cluster_kind_absent(c, CLUSTER_AUTOSCALER_STATUS);
     cluster_kind_absent(c, CLUSTER_PODS); /* a required kind is never absent */
+    CHECK(!cluster_synced(c));            /* the device plugin's configs are not read yet */
+    CHECK(cluster_kind_optional(CLUSTER_PLUGIN_CONFIGS));
+    cluster_kind_absent(c, CLUSTER_PLUGIN_CONFIGS);
     CHECK(cluster_synced(c));
     CHECK(!c->absent[CLUSTER_PODS]);
     c->heartbeat[CLUSTER_NODEPOOLS] = c->heartbeat[CLUSTER_AUTOSCALER_STATUS] = -1e6;

@@ -894,6 +894,64 @@ static void test_review_findings(void)
     cluster_free(c);
 }
 
+/* A device plugin config ConfigMap ns/name with data keys, each holding a time-slicing config. */
+static void plugin_config(struct cluster *c, const char *ns, const char *name, const char *keys)
+{
+    char buf[2048];
+
+    snprintf(buf, sizeof(buf),
+             "{'kind':'ConfigMap','metadata':{'name':'%s','namespace':'%s'},'data':{%s}}", name, ns,
+             keys);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "ADDED", buf);
+}
+
+#define TS4                                                                                        \
+    "'version: v1\\nsharing:\\n  timeSlicing:\\n    resources:\\n    - {name: nvidia.com/gpu, "    \
+    "replicas: 4}\\n'"
+
+/* A node labelled nvidia.com/device-plugin.config=KEY with a KEY its plugin's ConfigMap lacks:
+ * the config manager skips reconfiguring it ("If it is set to an unknown value, it will skip
+ * reconfiguration": NVIDIA/k8s-device-plugin README), so the 4 replicas never come. */
+static void test_device_plugin_config_missing(void)
+{
+    struct cluster *c = two_nodes(1, 1, 5);
+    const char *msg;
+
+    node(c, "gpu-a", 1, 1, ",'nvidia.com/device-plugin.config':'tesla-t4'", "", "True");
+    node(c, "gpu-b", 1, 1, ",'nvidia.com/device-plugin.config':'a100'", "", "True");
+    plugin_config(c, "gpu-operator", "time-slicing-config", "'a100':" TS4);
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "device-plugin-config-missing,insufficient");
+    msg = message(c, "p", "device-plugin-config-missing");
+    CHECK_STR(msg, "1 node short of GPUs is labelled nvidia.com/device-plugin.config=tesla-t4, a "
+                   "config the device plugin's ConfigMap does not have (it has "
+                   "gpu-operator/time-slicing-config: a100): the plugin skips reconfiguring it "
+                   "and keeps the config it runs with; add the key or fix the label: gpu-a");
+    /* near miss: with the key there, the nodes are only full */
+    plugin_config(c, "gpu-operator", "time-slicing-config", "'a100':" TS4 ",'tesla-t4':" TS4);
+    CHECK_STR(codes(c, "p"), "insufficient");
+    /* near miss: a ConfigMap the policy does not name is not kept, so nothing is judged */
+    plugin_config(c, "gpu-operator", "time-slicing-config", "'a100':" TS4);
+    CHECK_STR(codes(c, "p"), "device-plugin-config-missing,insufficient");
+    {
+        struct cluster_cm_ref other = {"ml", "mine"};
+
+        cluster_plugin_configs_want(c, &other, 1);
+        CHECK_STR(codes(c, "p"), "insufficient"); /* the held one is no longer named: gone */
+        plugin_config(c, "gpu-operator", "time-slicing-config", "'a100':" TS4);
+        CHECK_STR(codes(c, "p"), "insufficient");
+        plugin_config(c, "ml", "mine", "'a100':" TS4);
+        CHECK_STR(codes(c, "p"), "device-plugin-config-missing,insufficient");
+    }
+    cluster_free(c);
+    /* near miss: no config in the view, nothing to judge the label by */
+    c = two_nodes(1, 1, 5);
+    node(c, "gpu-a", 1, 1, ",'nvidia.com/device-plugin.config':'tesla-t4'", "", "True");
+    waiting(c, "p", 1, "");
+    CHECK_STR(codes(c, "p"), "insufficient");
+    cluster_free(c);
+}
+
 static void test_codes_named(void)
 {
     CHECK_STR(pending_code_name(PENDING_INSUFFICIENT), "insufficient");
@@ -913,6 +971,7 @@ int main(void)
     RUN(test_node_unschedulable);
     RUN(test_node_not_ready);
     RUN(test_device_plugin_down);
+    RUN(test_device_plugin_config_missing);
     RUN(test_no_gpu_anywhere);
     RUN(test_unhealthy_gpus);
     RUN(test_shared_request_gt_one);

@@ -353,8 +353,44 @@ static void test_long_values(void)
     CHECK_CONTAINS(r.f[1].text, "version must be a string, not an integer");
 }
 
+/* What a config shares, as the plugin reads it: MPS wins over time-slicing (sharing.go), MPS
+ * fails requests for more than one device unless told otherwise, time-slicing only when told
+ * (replicas.go). */
+static void test_sharing(void)
+{
+    struct plugin_sharing sh;
+    const char *ts = TS(R("name: gpu\n        replicas: 4"));
+
+    plugin_config_sharing(ts, strlen(ts), &sh);
+    CHECK(sh.readable && sh.strategy == PLUGIN_TIME_SLICING && !sh.fail_gt_one);
+    CHECK_STR(sh.resource, "nvidia.com/gpu");
+    ts = "sharing:\n  timeSlicing:\n    failRequestsGreaterThanOne: true\n    resources: [{name: "
+         "nvidia.com/gpu, replicas: 2}]\n";
+    plugin_config_sharing(ts, strlen(ts), &sh);
+    CHECK(sh.strategy == PLUGIN_TIME_SLICING && sh.fail_gt_one);
+    ts = "sharing: {mps: {resources: [{name: gpu, replicas: 2}]}}\n";
+    plugin_config_sharing(ts, strlen(ts), &sh);
+    CHECK(sh.strategy == PLUGIN_MPS && sh.fail_gt_one);
+    ts = "sharing: {mps: {failRequestsGreaterThanOne: false, resources: [{name: gpu, replicas: "
+         "2}]}}\n";
+    plugin_config_sharing(ts, strlen(ts), &sh);
+    CHECK(sh.strategy == PLUGIN_MPS && !sh.fail_gt_one);
+    /* Sharing's keys fold case, as encoding/json does */
+    ts = "Sharing: {TimeSlicing: {resources: [{name: gpu, replicas: 2}]}}\n";
+    plugin_config_sharing(ts, strlen(ts), &sh);
+    CHECK(sh.strategy == PLUGIN_TIME_SLICING);
+    ts = "version: v1\nflags: {migStrategy: none}\n";
+    plugin_config_sharing(ts, strlen(ts), &sh);
+    CHECK(sh.readable && sh.strategy == PLUGIN_SHARES_NONE && !sh.fail_gt_one);
+    plugin_config_sharing("[1, 2]", 6, &sh);
+    CHECK(!sh.readable);
+    plugin_config_sharing("a: [", 4, &sh);
+    CHECK(!sh.readable && sh.strategy == PLUGIN_SHARES_NONE);
+}
+
 int main(void)
 {
+    RUN(test_sharing);
     RUN(test_cases);
     RUN(test_positions);
     RUN(test_caps);

@@ -33,6 +33,7 @@
 #include "mono.h"
 #include "parse.h"
 #include "policy/policy.h"
+#include "policy/rule_device_plugin.h"
 #include "policy/rules.h"
 #include "server.h"
 #include "suite.h"
@@ -395,8 +396,19 @@ static void log_view(const char *msg, const char *source, struct cluster *view)
     yyjson_mut_doc_free(dump);
 }
 
-/* Loads the rules directory and, when it is good, puts it in force. */
-static void reload_rules(struct policy_holder *h, const char *dir, struct metrics *m)
+/* The device plugin configs p names, for the view to read (NULL: none). */
+static void view_wants(struct cluster *view, const struct policy *p)
+{
+    struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
+
+    if (view != NULL)
+        cluster_plugin_configs_want(view, refs, device_plugin_refs(p, refs));
+}
+
+/* Loads the rules directory and, when it is good, puts it in force (and tells the view which
+ * device plugin configs it names). */
+static void reload_rules(struct policy_holder *h, const char *dir, struct metrics *m,
+                         struct cluster *view)
 {
     struct rules_errors errs;
     struct policy *p = rules_load_dir(dir, &errs);
@@ -412,6 +424,7 @@ static void reload_rules(struct policy_holder *h, const char *dir, struct metric
     metrics_policy_loaded(m, now->generation, time(NULL));
     metrics_rules_declare(m, now);
     log_policy("policy reloaded", dir, now);
+    view_wants(view, now);
     policy_unref(now);
 }
 
@@ -450,7 +463,8 @@ static bool drain_events(int ifd)
 
 /* Runs until SIGTERM or SIGINT. Returns the process exit code. */
 static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
-                      struct policy_holder *policies, const char *rules_dir, struct metrics *m)
+                      struct policy_holder *policies, const char *rules_dir, struct metrics *m,
+                      struct cluster *view)
 {
     struct pollfd pfd[2] = {{sfd, POLLIN, 0}, {ifd, POLLIN, 0}};
     struct signalfd_siginfo si;
@@ -485,7 +499,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
         }
         if (reload_at && now >= reload_at) {
             reload_at = first_change = 0;
-            reload_rules(policies, rules_dir, m);
+            reload_rules(policies, rules_dir, m, view);
         }
         if (now >= next_cert) {
             creds_poll(creds, false);
@@ -495,7 +509,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             if (wd < 0 && ifd >= 0 && (wd = watch_rules(ifd, rules_dir, true)) >= 0) {
                 log_event(LOG_INFO, "watching the rules directory again", "{s:s}", "rules",
                           rules_dir);
-                reload_rules(policies, rules_dir, m);
+                reload_rules(policies, rules_dir, m, view);
             }
         }
         if (n <= 0 || !(pfd[0].revents & POLLIN))
@@ -504,7 +518,7 @@ static int serve_loop(int sfd, int ifd, struct server *srv, struct creds *creds,
             continue;
         if (si.ssi_signo == SIGHUP) {
             log_event(LOG_INFO, "SIGHUP: reloading", NULL);
-            reload_rules(policies, rules_dir, m);
+            reload_rules(policies, rules_dir, m, view);
             creds_poll(creds, true);
             continue;
         }
@@ -579,6 +593,7 @@ static int cmd_serve(int argc, char **argv)
 
         /* before any other thread: kube_start initialises libcurl */
         view = cluster_new(&cc);
+        view_wants(view, policy);
         diag_clear(&d);
         if (view == NULL || (kube = kube_start(&kc, view, &d)) == NULL) {
             log_event(LOG_ERROR, "cannot watch the cluster", "{s:s}", "error",
@@ -591,6 +606,7 @@ static int cmd_serve(int argc, char **argv)
         struct cluster_config cc = {o.allocatable_grace_s};
 
         view = cluster_new(&cc);
+        view_wants(view, policy);
         diag_clear(&d);
         if (view == NULL || cluster_load_snapshot(view, o.snapshot, &d) < 0) {
             log_event(LOG_ERROR, "cannot load the cluster snapshot", "{s:s}", "error",
@@ -645,7 +661,7 @@ static int cmd_serve(int argc, char **argv)
     log_event(LOG_INFO, "serving", "{s:s, s:i, s:s, s:s, s:I, s:b}", "listen", o.server.listen,
               "port", (int)server_port(srv), "cert", o.cert, "rules", o.rules, "max_body_bytes",
               (int64_t)o.server.max_body, "audit_only", o.server.audit_only);
-    rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules, metrics);
+    rc = serve_loop(sfd, ifd, srv, creds, policies, o.rules, metrics, view);
 out:
     kube_stop(kube); /* before the view it feeds */
     creds_free(creds);

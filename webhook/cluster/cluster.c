@@ -40,6 +40,10 @@ static const struct {
                                    "configmaps",
                                    "fieldSelector=metadata.name%3Dcluster-autoscaler-status", true},
     [CLUSTER_NODEPOOLS] = {"/apis/karpenter.sh/v1/nodepools", "NodePool", "nodepools", "", true},
+    /* read ConfigMap by ConfigMap (kube.c lists each by name, which RBAC's resourceNames
+     * match): the path is a namespace's, cluster_plugin_config_path() */
+    [CLUSTER_PLUGIN_CONFIGS] = {"/api/v1/configmaps", "ConfigMap", "deviceplugin-configmaps", "",
+                                true},
     [CLUSTER_REPLICASETS] = {"/apis/apps/v1/replicasets", "ReplicaSet", "replicasets", "", false},
     [CLUSTER_DEPLOYMENTS] = {"/apis/apps/v1/deployments", "Deployment", "deployments", "", false},
     [CLUSTER_STATEFULSETS] = {"/apis/apps/v1/statefulsets", "StatefulSet", "statefulsets", "",
@@ -379,6 +383,104 @@ static void vautoscaler_free(void *ctx, void *p)
     if (v != NULL)
         ca_status_free(&v->st);
     free(v);
+}
+
+static void vplugin_free(void *ctx, void *p)
+{
+    struct vplugin_config *v = p;
+
+    (void)ctx;
+    for (size_t i = 0; v != NULL && i < v->n_keys; i++)
+        free(v->keys[i].name);
+    free(v);
+}
+
+/* Whether the view keeps ConfigMap ns/name as a device plugin config. The caller holds the
+ * lock. */
+static bool plugin_wanted(const struct cluster *c, const char *ns, const char *name)
+{
+    for (size_t i = 0; i < c->n_plugin_refs; i++)
+        if (strcmp(c->plugin_refs[i].ns, ns) == 0 && strcmp(c->plugin_refs[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* A device plugin config ConfigMap: its data keys and what each shares; NULL with *skip for one
+ * the policy does not name. */
+static struct vplugin_config *vplugin_from_json(const struct cluster *c, yyjson_val *obj,
+                                                bool *skip)
+{
+    yyjson_val *meta = yyjson_obj_get(obj, "metadata"), *key, *val;
+    yyjson_val *data = yyjson_obj_get(obj, "data");
+    struct vplugin_config *v;
+    size_t i, max;
+
+    *skip = !plugin_wanted(c, str_at(meta, "namespace"), str_at(meta, "name"));
+    if (*skip || (v = calloc(1, sizeof(*v))) == NULL)
+        return NULL;
+    yyjson_obj_foreach (data, i, max, key, val) {
+        struct vplugin_key *k;
+
+        if (!yyjson_is_str(val))
+            continue;
+        if (v->n_keys == VPLUGIN_KEYS_MAX) {
+            v->n_more++;
+            continue;
+        }
+        k = &v->keys[v->n_keys];
+        if ((k->name = strndup(yyjson_get_str(key), yyjson_get_len(key))) == NULL) {
+            vplugin_free(NULL, v);
+            return NULL;
+        }
+        plugin_config_sharing(yyjson_get_str(val), yyjson_get_len(val), &k->sh);
+        v->n_keys++;
+    }
+    return v;
+}
+
+void cluster_plugin_configs_want(struct cluster *c, const struct cluster_cm_ref *refs, size_t n)
+{
+    static const struct cluster_cm_ref defaults[] = {
+        {"gpu-operator", "time-slicing-config"},
+        {"kube-system", "time-slicing-config"},
+        {"kube-system", "nvidia-device-plugin-config"}};
+    struct table *t = &c->kinds[CLUSTER_PLUGIN_CONFIGS];
+    char gone[CLUSTER_PLUGIN_CONFIGS_MAX][320];
+    size_t n_gone = 0;
+
+    if (n == 0) {
+        refs = defaults;
+        n = sizeof(defaults) / sizeof(defaults[0]);
+    }
+    if (n > CLUSTER_PLUGIN_CONFIGS_MAX)
+        n = CLUSTER_PLUGIN_CONFIGS_MAX;
+    pthread_rwlock_wrlock(&c->lock);
+    memcpy(c->plugin_refs, refs, n * sizeof(*refs));
+    c->n_plugin_refs = n;
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const char *slash = strchr(e->key, '/');
+            char ns[64];
+
+            snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - e->key) : 0, e->key);
+            if (slash != NULL && !plugin_wanted(c, ns, slash + 1) &&
+                n_gone < CLUSTER_PLUGIN_CONFIGS_MAX)
+                snprintf(gone[n_gone++], sizeof(gone[0]), "%s", e->key);
+        }
+    for (size_t i = 0; i < n_gone; i++)
+        table_del(t, gone[i]);
+    pthread_rwlock_unlock(&c->lock);
+}
+
+size_t cluster_plugin_configs_wanted(struct cluster *c, struct cluster_cm_ref *out)
+{
+    size_t n;
+
+    pthread_rwlock_rdlock(&c->lock);
+    n = c->n_plugin_refs;
+    memcpy(out, c->plugin_refs, n * sizeof(*out));
+    pthread_rwlock_unlock(&c->lock);
+    return n;
 }
 
 static void vnodepool_free(void *ctx, void *p)
@@ -1611,6 +1713,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
     rc |= table_init(&c->kinds[CLUSTER_PRIORITYCLASSES], plain_free, c);
     rc |= table_init(&c->kinds[CLUSTER_AUTOSCALER_STATUS], vautoscaler_free, c);
     rc |= table_init(&c->kinds[CLUSTER_NODEPOOLS], vnodepool_free, c);
+    rc |= table_init(&c->kinds[CLUSTER_PLUGIN_CONFIGS], vplugin_free, c);
     for (int k = CLUSTER_REPLICASETS; k < CLUSTER_KINDS; k++)
         rc |= table_init(&c->kinds[k], workload_free, c);
     rc |= table_init(&c->bindings, binding_free, c);
@@ -1621,6 +1724,7 @@ struct cluster *cluster_new(const struct cluster_config *cfg)
         cluster_free(c);
         return NULL;
     }
+    cluster_plugin_configs_want(c, NULL, 0);
     return c;
 }
 
@@ -1750,6 +1854,13 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
     case CLUSTER_NODEPOOLS:
         rec = k == CLUSTER_NODEPOOLS ? (void *)vnodepool_from_json(obj, &skip)
                                      : (void *)vautoscaler_from_json(obj, &skip);
+        if (skip) {
+            table_del(t, key);
+            return 0;
+        }
+        break;
+    case CLUSTER_PLUGIN_CONFIGS:
+        rec = vplugin_from_json(c, obj, &skip);
         if (skip) {
             table_del(t, key);
             return 0;
@@ -2108,6 +2219,8 @@ yyjson_mut_doc *cluster_dump(struct cluster *c)
         for (int k = CLUSTER_PODS; rc == 0 && k < CLUSTER_KINDS; k++) {
             const struct table *t = &c->kinds[k];
 
+            if (k == CLUSTER_PLUGIN_CONFIGS)
+                continue; /* configs, not cluster state */
             for (size_t i = 0; rc == 0 && i < t->n_buckets; i++)
                 for (struct table_entry *e = t->buckets[i]; rc == 0 && e; e = e->next)
                     rc = k == CLUSTER_AUTOSCALER_STATUS || k == CLUSTER_NODEPOOLS
@@ -2152,6 +2265,9 @@ static int load_object(struct cluster *c, yyjson_val *obj, struct diag *d)
     k = cluster_kind_of(str_at(obj, "kind"));
     if (k < 0)
         return 0; /* something the view does not need, e.g. a Service */
+    if (k == CLUSTER_AUTOSCALER_STATUS &&
+        strcmp(str_at(yyjson_obj_get(obj, "metadata"), "name"), "cluster-autoscaler-status") != 0)
+        k = CLUSTER_PLUGIN_CONFIGS; /* a ConfigMap that may be a device plugin config */
     diag_clear(&one);
     pthread_rwlock_wrlock(&c->lock);
     /* held, also when the view keeps none of it (a pod that uses no GPU) */

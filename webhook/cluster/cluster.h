@@ -30,6 +30,8 @@ enum cluster_kind {
     CLUSTER_PRIORITYCLASSES,
     CLUSTER_AUTOSCALER_STATUS, /* the ConfigMap kube-system/cluster-autoscaler-status */
     CLUSTER_NODEPOOLS,         /* Karpenter's karpenter.sh/v1 NodePools */
+    CLUSTER_PLUGIN_CONFIGS,    /* the NVIDIA device plugin's config ConfigMaps the policy names,
+                                  read by name (cluster_plugin_configs_want) */
     CLUSTER_REPLICASETS,       /* the workload kinds, from here on */
     CLUSTER_DEPLOYMENTS,
     CLUSTER_STATEFULSETS,
@@ -44,7 +46,23 @@ struct cluster_config {
 
 struct cluster;
 
+/* A ConfigMap by namespace and name: a device plugin config the view reads. */
+#define CLUSTER_PLUGIN_CONFIGS_MAX 16
+struct cluster_cm_ref {
+    char ns[64];
+    char name[254];
+};
+
 struct cluster *cluster_new(const struct cluster_config *cfg);
+
+/* The device plugin config ConfigMaps the view keeps (the policy's device-plugin-config rules
+ * name them): those of refs[0..n), at most CLUSTER_PLUGIN_CONFIGS_MAX; n 0 keeps the default
+ * policy's three (gpu-operator/time-slicing-config, kube-system/time-slicing-config,
+ * kube-system/nvidia-device-plugin-config). Held ones no longer named go now; newly named ones
+ * come with the next read. */
+void cluster_plugin_configs_want(struct cluster *c, const struct cluster_cm_ref *refs, size_t n);
+/* Those the view keeps, into out (CLUSTER_PLUGIN_CONFIGS_MAX of them); how many. */
+size_t cluster_plugin_configs_wanted(struct cluster *c, struct cluster_cm_ref *out);
 void cluster_free(struct cluster *c);
 
 /* The kind's list/watch path on the apiserver, e.g. "/api/v1/pods"; its "kind" field as the

@@ -17,6 +17,7 @@
 #include "autoscaler.h"
 #include "cluster.h"
 #include "bounds.h"
+#include "policy/plugin_config.h"
 #include "table.h"
 
 /* One extended resource of a node. Amounts are whole units. */
@@ -141,6 +142,18 @@ struct vautoscaler {
     char updated[64];         /* the cluster-autoscaler.kubernetes.io/last-updated annotation */
 };
 
+/* A ConfigMap of the device plugin's configs: each data key is one config, which a node picks
+ * with its nvidia.com/device-plugin.config label. */
+#define VPLUGIN_KEYS_MAX 64
+struct vplugin_key {
+    char *name;
+    struct plugin_sharing sh;
+};
+struct vplugin_config {
+    size_t n_keys, n_more; /* kept, and the data keys past VPLUGIN_KEYS_MAX */
+    struct vplugin_key keys[VPLUGIN_KEYS_MAX];
+};
+
 /* A Karpenter NodePool, or why it could not be read. */
 struct vnodepool {
     struct karpenter_pool p; /* empty when !ok */
@@ -260,6 +273,8 @@ struct cluster {
     unsigned snapshot_held; /* the kinds a snapshot held objects of, bits (1u << kind) */
     char *snapshot_path;    /* the file it was loaded from (owned), or NULL */
     bool gaps_told;         /* cluster_snapshot_tell_gaps() answered true once */
+    struct cluster_cm_ref plugin_refs[CLUSTER_PLUGIN_CONFIGS_MAX]; /* cluster_plugin_configs_want */
+    size_t n_plugin_refs;
 };
 
 /* The record of resource rn on node n, or NULL; rn is interned (cluster_rname), or NULL for a

@@ -857,12 +857,86 @@ out:
     return res;
 }
 
+/* The URL listing ConfigMap ref by name (new string), or NULL when out of memory. */
+static char *config_url(struct worker *w, const struct cluster_cm_ref *ref)
+{
+    char *ns = curl_easy_escape(w->easy, ref->ns, 0),
+         *name = curl_easy_escape(w->easy, ref->name, 0);
+    char *url = NULL;
+
+    if (ns != NULL && name != NULL)
+        url = str_printf("%s/api/v1/namespaces/%s/configmaps?fieldSelector=metadata.name%%3D%s",
+                         w->k->t.server, ns, name);
+    curl_free(ns);
+    curl_free(name);
+    return url;
+}
+
+/* The device plugin's config ConfigMaps the view wants (cluster_plugin_configs_want): each
+ * listed by name every KUBE_PLUGIN_CONFIG_POLL_MS, which RBAC's resourceNames match (a list
+ * with a metadata.name field selector names it: requestinfo.go). One the apiserver does not let
+ * gpuadmit read (403) is read as absent, said once; a round that fails keeps what the view
+ * holds and is tried again after a backoff. */
+static void poll_configs(struct worker *w)
+{
+    struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
+    struct reply r = {0};
+    bool said_forbidden = false;
+
+    while (!stopping(w->k)) {
+        size_t n = cluster_plugin_configs_wanted(w->k->view, refs), items = 0;
+        bool ok = true, forbidden = false;
+        char *next = NULL;
+
+        cluster_list_begin(w->k->view, w->kind);
+        for (size_t i = 0; i < n && ok; i++) {
+            char *url = config_url(w, &refs[i]);
+
+            if (url == NULL) {
+                ok = false;
+                break;
+            }
+            request(w, url, REQ_LIST, &r);
+            free(url);
+            if (r.stopped)
+                return;
+            if (r.res == CURLE_OK && r.status == 404)
+                continue; /* not served here: read as none */
+            if (r.res == CURLE_OK && r.status == 403) {
+                forbidden = true;
+                if (!said_forbidden)
+                    log_event(LOG_WARN,
+                              "device plugin config forbidden (403): read as none; grant get, "
+                              "list and watch on configmaps with its name (resourceNames)",
+                              "{s:s, s:s}", "namespace", refs[i].ns, "name", refs[i].name);
+                continue;
+            }
+            ok = r.res == CURLE_OK && r.status == 200 && take_page(w, false, &next, &items) == 0;
+            free(next);
+            next = NULL;
+        }
+        said_forbidden = forbidden;
+        if (ok) {
+            cluster_list_end(w->k->view, w->kind);
+            w->failures = 0;
+        } else {
+            log_event(LOG_WARN, "device plugin configs not read; trying again", "{s:s, s:i}",
+                      "kind", w->plural, "status", (int)r.status);
+        }
+        buf_free(&w->body);
+        if (!sleep_ms(w->k, ok ? (long)KUBE_PLUGIN_CONFIG_POLL_MS : backoff_ms(w, &w->failures, 0)))
+            return;
+    }
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
     enum wres next = W_STOP;
 
-    while (!stopping(w->k)) {
+    if (w->kind == CLUSTER_PLUGIN_CONFIGS)
+        poll_configs(w);
+    while (w->kind != CLUSTER_PLUGIN_CONFIGS && !stopping(w->k)) {
         if (list_all(w) < 0)
             break;
         for (;;) {

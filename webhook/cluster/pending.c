@@ -38,6 +38,7 @@ static const char *const code_names[PENDING_CODES] = {
     [PENDING_LARGER_THAN_ANY_NODE] = "larger-than-any-node",
     [PENDING_SHARED_REQUEST_GT_ONE] = "shared-request-gt-one",
     [PENDING_INSUFFICIENT] = "insufficient",
+    [PENDING_DEVICE_PLUGIN_CONFIG_MISSING] = "device-plugin-config-missing",
     [PENDING_DEVICE_PLUGIN_DOWN] = "device-plugin-down",
     [PENDING_UNHEALTHY_GPUS] = "unhealthy-gpus",
     [PENDING_SELECTOR_MISMATCH] = "selector-mismatch",
@@ -329,6 +330,39 @@ static bool node_filters(struct pod_ctx *p, const struct node *n)
     return true;
 }
 
+/* The device plugin config ConfigMaps in the view have a key named key. */
+static bool config_has(const struct cluster *c, const char *key)
+{
+    const struct table *t = &c->kinds[CLUSTER_PLUGIN_CONFIGS];
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vplugin_config *v = e->value;
+
+            for (size_t i = 0; i < v->n_keys; i++)
+                if (strcmp(v->keys[i].name, key) == 0)
+                    return true;
+            if (v->n_more > 0)
+                return true; /* past what the view keeps: it may be there */
+        }
+    return false;
+}
+
+/* A node whose nvidia.com/device-plugin.config label picks a config no device plugin config
+ * ConfigMap in the view has: the plugin's config manager then skips reconfiguring it and keeps
+ * the config it has ("If it is set to an unknown value, it will skip reconfiguration":
+ * NVIDIA/k8s-device-plugin README), so the sharing the label asks for never comes. Judged only
+ * when the view holds a config. */
+static void config_missing(struct pod_ctx *p, const struct node *n)
+{
+    const char *key = yyjson_get_str(yyjson_obj_get(n->labels, "nvidia.com/device-plugin.config"));
+
+    if (key == NULL || p->c->kinds[CLUSTER_PLUGIN_CONFIGS].n == 0 || config_has(p->c, key))
+        return;
+    reason_node(p->rs, reason_of(p->rs, PENDING_DEVICE_PLUGIN_CONFIG_MISSING, key, NULL, NULL),
+                n->name, NULL);
+}
+
 /* NodeResourcesFit for the GPU resources (plugins/noderesources/fit.go): the node's first
  * resource short of one pod's ask; a node that offers none of a resource it asks for but is a
  * GPU node by its labels has a device plugin that is not serving. */
@@ -394,8 +428,31 @@ static void node_fit(struct pod_ctx *p, const struct node *n)
             short_of = true;
         }
     }
+    if (short_of)
+        config_missing(p, n);
     if (!short_of && yyjson_mut_arr_size(p->fits) < PENDING_NODES_LISTED_MAX)
         yyjson_mut_arr_add_strcpy(p->rs->doc, p->fits, n->name);
+}
+
+/* The keys of the device plugin config ConfigMaps in the view, "ns/name: a, b; ...". */
+static void config_keys(const struct cluster *c, char *buf, size_t len, size_t *at)
+{
+    const struct table *t = &c->kinds[CLUSTER_PLUGIN_CONFIGS];
+    bool first = true;
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vplugin_config *v = e->value;
+
+            add(buf, len, at, "%s%s:", first ? "" : "; ", e->key);
+            for (size_t i = 0; i < v->n_keys && i < 8; i++)
+                add(buf, len, at, "%s %s", i ? "," : "", v->keys[i].name);
+            if (v->n_keys == 0)
+                add(buf, len, at, " no key");
+            else if (v->n_keys > 8)
+                add(buf, len, at, ", ...");
+            first = false;
+        }
 }
 
 /* The reasons' messages, once every node is judged. */
@@ -433,6 +490,18 @@ static void reason_text(const struct pod_ctx *p, const struct reason *r, char *b
             "%zu GPU %s no %s: %s; the NVIDIA device plugin is not serving there (not "
             "running, restarting, or lost its state)",
             r->n_nodes, r->n_nodes == 1 ? "node advertises" : "nodes advertise", r->a, r->named);
+        break;
+    case PENDING_DEVICE_PLUGIN_CONFIG_MISSING:
+        add(buf, len, &at,
+            "%zu %s labelled nvidia.com/device-plugin.config=%s, a config the device plugin's "
+            "ConfigMap does not have (it has ",
+            r->n_nodes, r->n_nodes == 1 ? "node short of GPUs is" : "nodes short of GPUs are",
+            r->a);
+        config_keys(p->c, buf, len, &at);
+        add(buf, len, &at,
+            "): the plugin skips reconfiguring %s and keeps the config it runs with; add the key "
+            "or fix the label: %s",
+            r->n_nodes == 1 ? "it" : "them", r->named);
         break;
     case PENDING_UNHEALTHY_GPUS:
         add(buf, len, &at,

@@ -996,3 +996,60 @@ size_t plugin_config_check(const char *where, const char *text, size_t len, stru
     yamltree_free(&t);
     return r->refused;
 }
+
+/* ---- what it shares ---- */
+
+/* The value of key in map (encoding/json's case-insensitive match where fold), or NULL. */
+static const struct yamltree_node *value_of(const struct yamltree_node *map, const char *key,
+                                            bool fold)
+{
+    for (size_t k = 0; map != NULL && map->kind == YAMLTREE_MAP && k + 1 < map->n; k += 2) {
+        const struct yamltree_node *kn = map->kids[k];
+
+        if (kn->kind == YAMLTREE_SCALAR &&
+            (fold ? strcasecmp(kn->s, key) : strcmp(kn->s, key)) == 0)
+            return map->kids[k + 1];
+    }
+    return NULL;
+}
+
+static bool is_true(const struct yamltree_node *n)
+{
+    return n != NULL && n->kind == YAMLTREE_SCALAR && stype(n) == YAMLTREE_BOOL &&
+           strcasecmp(n->s, "true") == 0;
+}
+
+void plugin_config_sharing(const char *text, size_t len, struct plugin_sharing *out)
+{
+    static const struct yamltree_limits lim = {PLUGIN_CONFIG_DEPTH_MAX, PLUGIN_CONFIG_NODES_MAX, 1};
+    const struct yamltree_node *root, *sharing, *block, *res, *name, *fail;
+    struct yamltree t;
+
+    memset(out, 0, sizeof(*out));
+    if (len > PLUGIN_CONFIG_MAX_BYTES)
+        return;
+    if (yamltree_read(text, len, &lim, YAMLTREE_UTF8, &t) < 0) {
+        yamltree_free(&t);
+        return;
+    }
+    root = t.n_docs > 0 ? t.docs[0].root : NULL;
+    out->readable = root == NULL || !given(root) || root->kind == YAMLTREE_MAP;
+    sharing = value_of(root, "sharing", true);
+    block = value_of(sharing, "mps", true);
+    if (block != NULL && given(block)) {
+        out->strategy = PLUGIN_MPS;
+        fail = value_of(block, "failRequestsGreaterThanOne", false);
+        /* replicas.go: MPS fails requests greater than one unless told otherwise */
+        out->fail_gt_one = fail == NULL || !given(fail) || is_true(fail);
+    } else if ((block = value_of(sharing, "timeSlicing", true)) != NULL && given(block)) {
+        out->strategy = PLUGIN_TIME_SLICING;
+        out->fail_gt_one = is_true(value_of(block, "failRequestsGreaterThanOne", false));
+    }
+    res = value_of(block, "resources", false);
+    if (out->strategy != PLUGIN_SHARES_NONE && res != NULL && res->kind == YAMLTREE_SEQ &&
+        res->n > 0 && (name = value_of(res->kids[0], "name", false)) != NULL &&
+        name->kind == YAMLTREE_SCALAR)
+        snprintf(out->resource, sizeof(out->resource), "%s%.60s",
+                 strncmp(name->s, RES_PREFIX, strlen(RES_PREFIX)) == 0 ? "" : RES_PREFIX, name->s);
+    yamltree_free(&t);
+}

@@ -35,4 +35,20 @@ struct plugin_report {
 size_t plugin_config_check(const char *where, const char *text, size_t len,
                            struct plugin_report *r);
 
+/* What a config shares, as the plugin will read it, for the cluster view: its strategy (MPS
+ * wins over time-slicing: sharing.go SharingStrategy), whether a container asking for more
+ * than one shared device is failed (failRequestsGreaterThanOne; MPS's default is true:
+ * replicas.go), and its first resource's name ("nvidia.com/gpu"). */
+enum plugin_strategy { PLUGIN_SHARES_NONE, PLUGIN_TIME_SLICING, PLUGIN_MPS };
+
+struct plugin_sharing {
+    bool readable; /* the file is a mapping the reader took (not judged: plugin_config_check) */
+    enum plugin_strategy strategy;
+    bool fail_gt_one;
+    char resource[72];
+};
+
+/* Reads len bytes of text, one config file, into out (zeroed here). */
+void plugin_config_sharing(const char *text, size_t len, struct plugin_sharing *out);
+
 #endif

@@ -256,3 +256,28 @@ const struct device_plugin_settings *device_plugin_settings(const struct rule *r
 {
     return rule_settings_of(r, &rule_device_plugin_ops);
 }
+
+size_t device_plugin_refs(const struct policy *p, struct cluster_cm_ref *out)
+{
+    size_t n = 0;
+
+    for (size_t d = 0; p != NULL && d < p->n_docs; d++)
+        for (size_t r = 0; r < p->docs[d].n_rules; r++) {
+            const struct device_plugin_settings *s = device_plugin_settings(&p->docs[d].rules[r]);
+
+            for (size_t i = 0; s != NULL && i < s->n_refs && n < CLUSTER_PLUGIN_CONFIGS_MAX; i++) {
+                size_t k;
+
+                for (k = 0; k < n && !(strcmp(out[k].ns, s->refs[i].ns) == 0 &&
+                                       strcmp(out[k].name, s->refs[i].name) == 0);
+                     k++)
+                    ;
+                if (k < n)
+                    continue;
+                snprintf(out[n].ns, sizeof(out[n].ns), "%s", s->refs[i].ns);
+                snprintf(out[n].name, sizeof(out[n].name), "%s", s->refs[i].name);
+                n++;
+            }
+        }
+    return n;
+}

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 
+#include "cluster/cluster.h"
 #include "policy.h"
 
 /* One ConfigMap the rule judges. */
@@ -22,5 +23,10 @@ struct device_plugin_settings {
 
 /* r's settings; NULL when r is not a device-plugin-config rule. */
 const struct device_plugin_settings *device_plugin_settings(const struct rule *r);
+
+/* The ConfigMaps p's device-plugin-config rules name, each once, into out (at most
+ * CLUSTER_PLUGIN_CONFIGS_MAX): what the cluster view reads (cluster_plugin_configs_want). How
+ * many. */
+size_t device_plugin_refs(const struct policy *p, struct cluster_cm_ref *out);
 
 #endif
