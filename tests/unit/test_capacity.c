@@ -953,6 +953,64 @@ static void test_waiting_pods_land_whole(void)
     cluster_free(c);
 }
 
+/* The device plugin config a shared node picks (its nvidia.com/device-plugin.config label, else
+ * the key default, else the only key: NVIDIA/k8s-device-plugin's config manager) decides whether
+ * a container asking for more than one shared GPU fails on it (failRequestsGreaterThanOne, MPS's
+ * default: replicas.go). A config's change is seen at once: what capacity remembers of the
+ * nodes is dropped with it. */
+static void test_fail_requests_greater_than_one(void)
+{
+    struct cluster *c = empty_view();
+    const char *two = "{'containers':[{'name':'t','resources':{'limits':{'nvidia.com/gpu':'2'}}}]}";
+    const char *ts = "'version: v1\\nsharing:\\n  timeSlicing:\\n    failRequestsGreaterThanOne: "
+                     "true\\n    resources: [{name: nvidia.com/gpu, replicas: 4}]\\n'";
+    const char *mps = "'sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}'";
+    const char *plain =
+        "'sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}'";
+    char cm[1024];
+    struct capacity_result r;
+
+    apply(c, CLUSTER_NODES, "ADDED",
+          GPU_NODE("n1", "'nvidia.com/gpu.sharing-strategy':'time-slicing'", "4", ""));
+    r = judge(c, two, 1, 0);
+    CHECK(r.all_shared && !r.all_fail_gt_one); /* no config in the view */
+    snprintf(cm, sizeof(cm),
+             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
+             "'gpu-operator'},'data':{'default':%s}}",
+             ts);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "ADDED", cm);
+    r = judge(c, two, 1, 0);
+    CHECK(r.all_fail_gt_one);
+    CHECK_STR(r.fail_why,
+              "failRequestsGreaterThanOne in gpu-operator/time-slicing-config, key default");
+    /* near miss: without the flag, time-slicing allocates two replicas */
+    snprintf(cm, sizeof(cm),
+             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
+             "'gpu-operator'},'data':{'default':%s}}",
+             plain);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", cm);
+    CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
+    /* the label picks another key: MPS, whose default fails them */
+    snprintf(cm, sizeof(cm),
+             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
+             "'gpu-operator'},'data':{'default':%s,'mps':%s}}",
+             plain, mps);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", cm);
+    apply(
+        c, CLUSTER_NODES, "MODIFIED",
+        GPU_NODE("n1",
+                 "'nvidia.com/gpu.sharing-strategy':'mps','nvidia.com/device-plugin.config':'mps'",
+                 "4", ""));
+    r = judge(c, two, 1, 0);
+    CHECK(r.all_fail_gt_one);
+    CHECK_STR(r.fail_why, "MPS, which sets failRequestsGreaterThanOne in "
+                          "gpu-operator/time-slicing-config, key mps");
+    /* near miss: a second eligible node that does not share: the pod may go there */
+    apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", "'x':'y'", "4", ""));
+    CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
+    cluster_free(c);
+}
+
 /* A node shares its GPUs when gpu-feature-discovery labels a sharing strategy, or a replica
  * count past 1: a count that is not a number ("4x") says nothing, as a strategy of "none". */
 static void test_replicas_label_is_a_number(void)
@@ -1001,5 +1059,6 @@ int main(void)
     RUN(test_many_waiting_places);
     RUN(test_waiting_pods_land_whole);
     RUN(test_replicas_label_is_a_number);
+    RUN(test_fail_requests_greater_than_one);
     TEST_MAIN_END("test_capacity");
 }

@@ -798,8 +798,8 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
 {
     const struct table *nodes = &c->kinds[CLUSTER_NODES];
     struct reasons rs = {.n = 0};
-    char share[128];
-    bool all_shared = true;
+    char share[128], fail[160];
+    bool all_shared = true, all_fail = true;
     struct why w;
     struct elig_set *s;
     const struct node **later = NULL; /* the transient nodes, appended after the eligible */
@@ -843,12 +843,17 @@ static int scan_nodes(const struct cluster *c, const struct capacity_request *rq
             s->by_slot[s->n] = (struct elig_slot){s->sums[s->n * s->n_res], (uint32_t)s->n};
             s->nodes[s->n++] = nd;
             if (!cluster_node_shares(nd, share, sizeof(share)))
-                all_shared = false;
+                all_shared = all_fail = false;
             else
                 snprintf(out->shared_why, sizeof(out->shared_why), "%s", share);
+            if (all_fail && !cluster_node_fails_gt_one(c, nd, fail, sizeof(fail)))
+                all_fail = false;
+            else if (all_fail)
+                snprintf(out->fail_why, sizeof(out->fail_why), "%s", fail);
         }
     }
     out->all_shared = s->n > 0 && all_shared;
+    out->all_fail_gt_one = s->n > 0 && all_fail;
     format_reasons(&rs, out);
     qsort(s->by_slot, s->n, sizeof(*s->by_slot), by_slot_cmp);
     for (size_t i = 0; i < n_later; i++, s->n_transient++) {
@@ -884,6 +889,7 @@ static void elig_clear(struct elig_entry *e)
     elig_unref(e->set);
     free(e->reasons);
     free(e->shared_why);
+    free(e->fail_why);
     memset(e, 0, sizeof(*e));
 }
 
@@ -947,7 +953,10 @@ static void elig_store(struct capacity_cache *cache, unsigned long gen, const ch
     slot->reasons = strdup(out->reasons);
     slot->shared_why = strdup(out->shared_why);
     slot->all_shared = out->all_shared;
-    if (slot->key == NULL || slot->reasons == NULL || slot->shared_why == NULL)
+    slot->fail_why = strdup(out->fail_why);
+    slot->all_fail_gt_one = out->all_fail_gt_one;
+    if (slot->key == NULL || slot->reasons == NULL || slot->shared_why == NULL ||
+        slot->fail_why == NULL)
         elig_clear(slot);
     pthread_mutex_unlock(&cache->elig_lock);
 }
@@ -979,6 +988,8 @@ static bool elig_lookup(struct capacity_cache *cache, unsigned long gen, const c
         copy_text(out->reasons, sizeof(out->reasons), e->reasons);
         copy_text(out->shared_why, sizeof(out->shared_why), e->shared_why);
         out->all_shared = e->all_shared;
+        copy_text(out->fail_why, sizeof(out->fail_why), e->fail_why);
+        out->all_fail_gt_one = e->all_fail_gt_one;
         hit = true;
     }
     pthread_mutex_unlock(&cache->elig_lock);

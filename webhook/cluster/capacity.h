@@ -68,6 +68,10 @@ struct capacity_result {
     char waiting_who[128];                 /* the first waiting workload, "StatefulSet/ml/db" */
     bool all_shared;                 /* every eligible node shares its GPUs (time-slicing, MPS) */
     char shared_why[128];            /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
+    bool all_fail_gt_one; /* and the device plugin config each picks (in the view) fails a
+                             container asking for more than one shared GPU */
+    char fail_why[160];   /* "failRequestsGreaterThanOne in gpu-operator/time-slicing-config,
+                             key tesla-t4" */
     char nodes[CAPACITY_TEXT_MAX];   /* eligible nodes and their free/total GPUs */
     char reasons[CAPACITY_TEXT_MAX]; /* why other nodes are not eligible */
     /* Whether the increase fits only by preempting: all of it fits now, not without the GPUs of

@@ -61,7 +61,8 @@ struct elig_entry {
     size_t key_len;
     unsigned long gen, used;
     struct elig_set *set; /* shared with the decisions that found it, not copied */
-    char *reasons, *shared_why;
+    char *reasons, *shared_why, *fail_why;
+    bool all_fail_gt_one;
     bool all_shared;
 };
 

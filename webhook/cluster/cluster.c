@@ -469,6 +469,7 @@ void cluster_plugin_configs_want(struct cluster *c, const struct cluster_cm_ref 
         }
     for (size_t i = 0; i < n_gone; i++)
         table_del(t, gone[i]);
+    c->node_gen++;
     pthread_rwlock_unlock(&c->lock);
 }
 
@@ -754,6 +755,34 @@ bool cluster_node_shares(const struct node *n, char *why, size_t len)
         snprintf(why, len, "%s%s%s", strategy ? strategy : "shared",
                  replicas ? ", nvidia.com/gpu.replicas=" : "", replicas ? replicas : "");
     return shared;
+}
+
+bool cluster_node_fails_gt_one(const struct cluster *c, const struct node *n, char *why, size_t len)
+{
+    const struct table *t = &c->kinds[CLUSTER_PLUGIN_CONFIGS];
+    const char *key = json_get_str(n->labels, "nvidia.com/device-plugin.config");
+
+    for (size_t b = 0; b < t->n_buckets; b++)
+        for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
+            const struct vplugin_config *v = e->value;
+            const struct vplugin_key *k = NULL;
+
+            for (size_t i = 0; k == NULL && i < v->n_keys; i++)
+                if (strcmp(v->keys[i].name, key != NULL ? key : "default") == 0)
+                    k = &v->keys[i];
+            if (k == NULL && key == NULL && v->n_keys == 1 && v->n_more == 0)
+                k = &v->keys[0]; /* the plugin's default: the only key */
+            if (k == NULL)
+                continue;
+            if (k->sh.strategy == PLUGIN_SHARES_NONE || !k->sh.fail_gt_one)
+                return false;
+            snprintf(why, len, "%s in %.120s, key %.60s",
+                     k->sh.strategy == PLUGIN_MPS ? "MPS, which sets failRequestsGreaterThanOne"
+                                                  : "failRequestsGreaterThanOne",
+                     e->key, k->name);
+            return true;
+        }
+    return false;
 }
 
 const char *cluster_class_name(const struct cluster *c, int64_t value)
@@ -1860,6 +1889,8 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
         }
         break;
     case CLUSTER_PLUGIN_CONFIGS:
+        /* what capacity remembers of the nodes reads the configs they pick too */
+        c->node_gen++;
         rec = vplugin_from_json(c, obj, &skip);
         if (skip) {
             table_del(t, key);
@@ -1894,7 +1925,7 @@ static void remove_object(struct cluster *c, enum cluster_kind k, yyjson_val *ob
         remove_pod(c, key);
     else
         table_del(&c->kinds[k], key);
-    if (k == CLUSTER_NODES)
+    if (k == CLUSTER_NODES || k == CLUSTER_PLUGIN_CONFIGS)
         c->node_gen++;
 }
 
@@ -1945,7 +1976,7 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
         }
     }
     table_sweep(t, older_than, c->list_gen[k]);
-    if (k == CLUSTER_NODES)
+    if (k == CLUSTER_NODES || k == CLUSTER_PLUGIN_CONFIGS)
         c->node_gen++;
     if (k == CLUSTER_PRIORITYCLASSES)
         waiters_reprioritize(c);

@@ -291,6 +291,12 @@ static inline const struct node_res *node_res_find(const struct node *n, const c
 /* Whether node n shares its GPUs (time-slicing or MPS, by GPU feature discovery's labels
  * nvidia.com/gpu.sharing-strategy and nvidia.com/gpu.replicas), with those labels in why. */
 bool cluster_node_shares(const struct node *n, char *why, size_t len);
+/* Whether the device plugin config node n picks (its nvidia.com/device-plugin.config label,
+ * else the key default, else a config's only key), found in a config ConfigMap of the view,
+ * shares GPUs and fails a container asking for more than one (failRequestsGreaterThanOne;
+ * MPS's default), with where it says so in why. False when the view holds no such config. */
+bool cluster_node_fails_gt_one(const struct cluster *c, const struct node *n, char *why,
+                               size_t len);
 /* The name of a PriorityClass of value in the view (the first by name), or NULL. The caller
  * holds the view's lock. */
 const char *cluster_class_name(const struct cluster *c, int64_t value);

@@ -193,9 +193,11 @@ static void *load(struct loader *L, const struct rule_input *in)
 /* ---- the pass ---- */
 
 /* Containers asking for more than one GPU of a resource, when every eligible node shares its
- * GPUs: a time slice is not a faster GPU, and the plugin may refuse the request on the node. */
+ * GPUs: a time slice is not a faster GPU, and the plugin may refuse the request on the node;
+ * with fails (every eligible node's device plugin config fails such a request: internal/rm
+ * "maximum request size for shared resources is 1"), it will. */
 static void shared_multiple(const struct workload_demand *ct, const struct capacity_result *res,
-                            const struct strlist *globs, char *out, size_t len)
+                            const struct strlist *globs, bool fails, char *out, size_t len)
 {
     static const char *const lists[] = {"containers", "initContainers"};
     yyjson_val *c;
@@ -211,13 +213,22 @@ static void shared_multiple(const struct workload_demand *ct, const struct capac
             for (size_t k = 0; k < dm.n; k++) {
                 if (dm.r[k].milli <= 1000 || strncmp(dm.r[k].name, "nvidia.com/mig-", 15) == 0)
                     continue;
-                snprintf(out, len,
-                         "container \"%s\" asks for %lld %s, but every eligible node shares its "
-                         "GPUs (%s): more than one slice gains nothing, and a device plugin "
-                         "running with failRequestsGreaterThanOne fails the pod on the node "
-                         "(UnexpectedAdmissionError); ask for 1",
-                         container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
-                         res->shared_why);
+                if (fails)
+                    snprintf(out, len,
+                             "container \"%s\" asks for %lld %s, but every eligible node shares "
+                             "its GPUs (%s) with a device plugin that fails such a pod on the "
+                             "node (%s: UnexpectedAdmissionError, maximum request size for "
+                             "shared resources is 1); ask for 1",
+                             container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
+                             res->shared_why, res->fail_why);
+                else
+                    snprintf(out, len,
+                             "container \"%s\" asks for %lld %s, but every eligible node shares "
+                             "its GPUs (%s): more than one slice gains nothing, and a device "
+                             "plugin running with failRequestsGreaterThanOne fails the pod on the "
+                             "node (UnexpectedAdmissionError); ask for 1",
+                             container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
+                             res->shared_why);
                 return;
             }
         }
@@ -540,8 +551,10 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
     }
     if (!res->judged)
         return 1;
-    if (s->deny_shared_multiple && res->all_shared)
-        shared_multiple(ct, res, &doc->gpu_resources, shared, sizeof(shared));
+    /* the plugin's config fails it on every node it may go to: refused whatever
+     * denySharedMultiple says; else that setting decides */
+    if (res->all_fail_gt_one || (s->deny_shared_multiple && res->all_shared))
+        shared_multiple(ct, res, &doc->gpu_resources, res->all_fail_gt_one, shared, sizeof(shared));
     if (shared[0])
         capacity_report(cp, ru, as, CAP_NEVER, shared, shared, NULL);
     if (ct->pod || (ct->increase == 0 && !ct->grew))
@@ -597,8 +610,8 @@ static int capacity_findings(struct cap_pass *cp, const struct policy_doc *doc,
         } else
             say(brief, sizeof(brief),
                 "%s: no node matches %s now: check it for a typo; its pods wait Pending "
-                "unless a node autoscaler adds a matching node (autoscaling: false in the "
-                "rule says none runs)",
+                "unless a node autoscaler adds a matching node (where none runs, autoscaling: "
+                "false in the rule makes this a refusal)",
                 ct->what, where);
         snprintf(text, sizeof(text), "%s; %s", brief, expl);
         capacity_report(cp, ru, as, sev, text, brief, NULL);
