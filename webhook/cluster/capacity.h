@@ -66,8 +66,8 @@ struct capacity_result {
     int64_t waiting_pending, waiting_owed; /* of waiting_pods, unbound / not created yet */
     bool waiting_more;                     /* more than one kind of placement waits */
     char waiting_who[128];                 /* the first waiting workload, "StatefulSet/ml/db" */
-    bool all_shared;                 /* every eligible node shares its GPUs (time-slicing, MPS) */
-    char shared_why[128];            /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
+    bool all_shared;      /* every eligible node shares its GPUs (time-slicing, MPS) */
+    char shared_why[128]; /* e.g. "time-slicing, nvidia.com/gpu.replicas=4" */
     bool all_fail_gt_one; /* and the device plugin config each picks (in the view) fails a
                              container asking for more than one shared GPU */
     char fail_why[160];   /* "failRequestsGreaterThanOne in gpu-operator/time-slicing-config,
