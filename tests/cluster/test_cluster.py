@@ -294,6 +294,35 @@ def test_a_explain_seed_benchmark():
                   "the group at its max is the primary reason: %r" % x["reasons"])
     finally:
         ca_status_remove()
+    # seed 003's remedy with a typo: the GPU Operator's config has key t4, the nodes pick
+    # tesla-t4, so the plugin's config manager exits ("specified config tesla-t4 does not exist":
+    # NVIDIA/k8s-device-plugin cmd/config-manager/main.go); explain reads the config from the real
+    # apiserver (listed by name) and names the nodes
+    ts = ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+          "      - name: nvidia.com/gpu\n        replicas: 4\n")
+    gpus = ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    kubectl("create", "namespace", "gpu-operator", ok=False)
+    try:
+        kubectl("apply", "-f", "-", stdin=json.dumps({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "time-slicing-config", "namespace": "gpu-operator"},
+            "data": {"t4": ts}}))
+        for n in gpus:
+            kubectl("label", "--overwrite", "node", n, "nvidia.com/device-plugin.config=tesla-t4")
+        p = sh(binary, "explain", "--kubeconfig", KUBECONFIG, "-n", "ml", "rs/benchmark-rs", "-o",
+               "json", ok=False)
+        doc = json.loads(p.stdout)
+        for x in doc["pods"]:
+            r = [r for r in x["reasons"] if r["code"] == "device-plugin-config-missing"]
+            check(r and r[0]["nodes"] == gpus and
+                  "nvidia.com/device-plugin.config=tesla-t4" in r[0]["message"] and
+                  "gpu-operator/time-slicing-config: t4" in r[0]["message"],
+                  "device-plugin-config-missing of %s: %r" % (x["name"], x["reasons"]))
+    finally:
+        for n in gpus:
+            kubectl("label", "node", n, "nvidia.com/device-plugin.config-", ok=False)
+        kubectl("-n", "gpu-operator", "delete", "configmap", "time-slicing-config",
+                "--ignore-not-found")
     delete_and_wait("ml", "replicaset", "benchmark-rs", "app=benchmark-rs")
 
 
@@ -1146,6 +1175,18 @@ def test_m_device_plugin_config():
               "sharing.timeSlicing or sharing.mps" in p.stderr, "#1433: %r" % p.stderr)
         got = kjson("-n", "gpu-operator", "get", "configmap", "time-slicing-config")
         check(got["data"]["any"] == seed, "the refused config was stored: %r" % got["data"])
+        # the webhook's view reads it with the service account's RBAC (resourceNames, matched
+        # by the list's metadata.name field selector on the real apiserver), every 30 s
+        log = os.path.join(STATE, "logs", "gpuadmit.log")
+
+        def read_lines():
+            with open(log) as f:
+                return [json.loads(l) for l in f if '"deviceplugin-configmaps"' in l]
+        wait("the webhook's view holding the config", lambda: [
+            e for e in read_lines() if e.get("msg") == "list" and e.get("items", 0) >= 1],
+            limit=45)
+        check(not [e for e in read_lines() if "forbidden" in e.get("msg", "")],
+              "the webhook may not read the config: %r" % read_lines()[-1:])
         # another ConfigMap with the same text is not the rule's, and is never sent
         n = reviewed()
         kubectl("apply", "-f", "-", stdin=cm("ml", "time-slicing-config", bad))

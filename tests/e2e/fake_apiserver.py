@@ -282,10 +282,12 @@ class FakeAPIServer:
 
     # ---------------------------------------------------------------- faults
 
-    def fail_next(self, n, code=500, kind=None, op=None):
-        """The next n requests (of kind, of op "list"/"watch", when given) get code."""
+    def fail_next(self, n, code=500, kind=None, op=None, field_selector=None):
+        """The next n requests (of kind, of op "list"/"watch", with that fieldSelector, when
+        given) get code."""
         with self.cv:
-            self.faults.append({"n": n, "status": code, "kind": kind, "op": op})
+            self.faults.append({"n": n, "status": code, "kind": kind, "op": op,
+                                "fieldSelector": field_selector})
 
     def clear_faults(self):
         with self.cv:
@@ -377,9 +379,10 @@ class FakeAPIServer:
 
     # ---------------------------------------------------------------- serving
 
-    def _take_fault(self, kind, op):
+    def _take_fault(self, kind, op, q=None):
         for f in self.faults:
-            if f["n"] > 0 and f["kind"] in (None, kind) and f["op"] in (None, op):
+            if f["n"] > 0 and f["kind"] in (None, kind) and f["op"] in (None, op) and \
+                    f.get("fieldSelector") in (None, (q or {}).get("fieldSelector")):
                 f["n"] -= 1
                 return f["status"]
         return None
@@ -526,7 +529,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                "auth": self.headers.get("Authorization")}
         with fake.cv:
             fake.requests.append(rec)
-            injected = fake._take_fault(kind, op)
+            injected = fake._take_fault(kind, op, q)
         if kind is None:
             rec["status"] = 404
             return self._send_json(404, status(404, "NotFound", "the server could not find "

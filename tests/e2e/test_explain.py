@@ -91,8 +91,9 @@ def test_drain_json():
 
 
 # Seed 003's remedy gone wrong: the nodes pick config tesla-t4 (nvidia.com/device-plugin.config),
-# the GPU Operator's ConfigMap has only t4, so the plugin keeps advertising 1 GPU a node ("If it is
-# set to an unknown value, it will skip reconfiguration": NVIDIA/k8s-device-plugin README).
+# the GPU Operator's ConfigMap has only t4, so the plugin's config manager exits ("specified config
+# tesla-t4 does not exist": NVIDIA/k8s-device-plugin cmd/config-manager/main.go) and the plugin
+# keeps advertising 1 GPU a node.
 def test_device_plugin_config_missing():
     rc, doc = explain_json("--cluster-snapshot", PLUGIN_CONFIG_MISSING)
     eq(rc, 1, "exit code")

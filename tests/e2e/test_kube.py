@@ -1054,6 +1054,16 @@ def device_plugin_configs_read_by_name():
     for name in ("nvidia-device-plugin-config", "time-slicing-config", "cluster-autoscaler-status"):
         check("metadata.name=" + name in sels, "no list naming %s: %r" % (name, sels))
     check(all(s.startswith("metadata.name=") for s in sels), "a list of every ConfigMap: %r" % sels)
+    # a device plugin config the apiserver fails to list (500, for good) is optional: the view
+    # syncs without it, and explain still answers
+    fake.fail_next(10 ** 6, 500, kind="configmaps", op="list",
+                   field_selector="metadata.name=nvidia-device-plugin-config")
+    p = subprocess.run([BIN, "explain", "--kubeconfig", kc, "-o", "json", "--timeout", "20"],
+                       capture_output=True, text=True, timeout=t(40))
+    eq(p.returncode, 1, "exit code with the config failing; stderr: %s" % p.stderr[-400:])
+    codes = [r["code"] for r in json.loads(p.stdout)["pods"][0]["reasons"]]
+    eq(codes, ["insufficient"], "codes without the config")
+    fake.clear_faults()
     # near miss: with the key there, the node is only full
     fake.put("configmaps", {"metadata": {"name": "nvidia-device-plugin-config",
                                          "namespace": "kube-system"},

@@ -6,6 +6,7 @@
  * report's, the report keeps at most its array's worth, each finding is a NUL-terminated text
  * under the cap that starts with the file's name, and a finding with a position points inside
  * the text (or one line past it, where libyaml reports the end), counting lines as YAML does.
+ * What the cluster view reads of it (plugin_config_sharing) holds together too.
  */
 #include <stdint.h>
 #include <string.h>
@@ -37,6 +38,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(memchr(f->text, '\0', sizeof(f->text)) != NULL, "a finding not terminated");
         FUZZ_ASSERT(strncmp(f->text, "data[k]", 7) == 0, "a finding without the file's name");
         FUZZ_ASSERT(f->line <= lines + 1, "a finding past the end of the text");
+    }
+    /* what the cluster view reads of the same text: a strategy only with a readable file, a
+     * resource name only with a strategy, and MPS always failing requests greater than one
+     * unless the file says false */
+    {
+        struct plugin_sharing sh;
+
+        plugin_config_sharing((const char *)data, size, &sh);
+        FUZZ_ASSERT(sh.strategy == PLUGIN_SHARES_NONE || sh.readable,
+                    "a strategy read from a file that is not a mapping");
+        FUZZ_ASSERT(memchr(sh.resource, '\0', sizeof(sh.resource)) != NULL,
+                    "a resource name not terminated");
+        FUZZ_ASSERT(sh.resource[0] == '\0' || sh.strategy != PLUGIN_SHARES_NONE,
+                    "a shared resource without a strategy");
+        FUZZ_ASSERT(sh.strategy != PLUGIN_SHARES_NONE || !sh.fail_gt_one,
+                    "failing requests greater than one without sharing");
     }
     return 0;
 }

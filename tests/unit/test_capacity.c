@@ -1005,6 +1005,27 @@ static void test_fail_requests_greater_than_one(void)
     CHECK(r.all_fail_gt_one);
     CHECK_STR(r.fail_why, "MPS, which sets failRequestsGreaterThanOne in "
                           "gpu-operator/time-slicing-config, key mps");
+    /* the plugin reads one ConfigMap, which the view cannot tell: a second one whose key mps
+     * does not fail them leaves it unsure */
+    snprintf(cm, sizeof(cm),
+             "{'kind':'ConfigMap','metadata':{'name':'nvidia-device-plugin-config','namespace':"
+             "'kube-system'},'data':{'mps':%s}}",
+             plain);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "ADDED", cm);
+    CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "DELETED", cm);
+    CHECK(judge(c, two, 1, 0).all_fail_gt_one);
+    /* no label, two keys: the config manager's DEFAULT_CONFIG decides, which the view cannot
+     * see; near miss of the one-key config above */
+    apply(c, CLUSTER_NODES, "MODIFIED",
+          GPU_NODE("n1", "'nvidia.com/gpu.sharing-strategy':'mps'", "4", ""));
+    CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
+    snprintf(cm, sizeof(cm),
+             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
+             "'gpu-operator'},'data':{'any':%s}}",
+             mps);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", cm);
+    CHECK(judge(c, two, 1, 0).all_fail_gt_one);
     /* near miss: a second eligible node that does not share: the pod may go there */
     apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", "'x':'y'", "4", ""));
     CHECK(!judge(c, two, 1, 0).all_fail_gt_one);

@@ -428,6 +428,19 @@ static void test_template_node(void)
     CHECK(g.unknown && g.n == 0);
     CHECK_CONTAINS(g.unknown_why, "or GPU nodes whose device plugin is not up");
     cluster_free(c);
+    /* AKS: Azure's GPU label (CA's azure GPULabel() "accelerator") says the same */
+    c = empty_view();
+    apply(
+        c, CLUSTER_NODES, "ADDED",
+        "{'kind':'Node','metadata':{'name':'aks-gpu-0','labels':{'kubernetes.azure.com/agentpool':"
+        "'gpu','accelerator':'nvidia'}},'spec':{},'status':{'conditions':[{'type':'Ready',"
+        "'status':'True'}],'capacity':{'cpu':'8'},'allocatable':{'cpu':'8'}}}");
+    gpu_node(c, "elsewhere", 1, "", "");
+    ca_status(c, "Running",
+              group(g1, sizeof(g1), "aks-gpu-12345678-vmss", "Healthy", 1, 3, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    CHECK(g.unknown && g.n == 0);
+    cluster_free(c);
     /* near miss: the same node without a GPU label is a CPU node, of a group whose nodes hold
      * no GPU: known to add none */
     c = empty_view();

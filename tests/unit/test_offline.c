@@ -161,8 +161,9 @@ static void test_capacity_judgement(void)
     const char *paths[] = {"rules/default.yaml"};
     struct policy *p = rules_load_files(paths, 1, NULL);
     struct diag d;
-    struct cluster *stall = offline_load_snapshot("tests/data/snapshots/stall.json", &d);
-    struct cluster *sliced = offline_load_snapshot("tests/data/snapshots/eks-t4-sliced.json", &d);
+    struct cluster *stall = offline_load_snapshot("tests/data/snapshots/stall.json", NULL, &d);
+    struct cluster *sliced =
+        offline_load_snapshot("tests/data/snapshots/eks-t4-sliced.json", NULL, &d);
     static const struct {
         bool sliced;
         int replicas, gpus;

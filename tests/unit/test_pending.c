@@ -910,8 +910,8 @@ static void plugin_config(struct cluster *c, const char *ns, const char *name, c
     "replicas: 4}\\n'"
 
 /* A node labelled nvidia.com/device-plugin.config=KEY with a KEY its plugin's ConfigMap lacks:
- * the config manager skips reconfiguring it ("If it is set to an unknown value, it will skip
- * reconfiguration": NVIDIA/k8s-device-plugin README), so the 4 replicas never come. */
+ * the config manager exits with "specified config KEY does not exist" (NVIDIA/k8s-device-plugin
+ * cmd/config-manager/main.go), so the 4 replicas never come. */
 static void test_device_plugin_config_missing(void)
 {
     struct cluster *c = two_nodes(1, 1, 5);
@@ -925,8 +925,10 @@ static void test_device_plugin_config_missing(void)
     msg = message(c, "p", "device-plugin-config-missing");
     CHECK_STR(msg, "1 node short of GPUs is labelled nvidia.com/device-plugin.config=tesla-t4, a "
                    "config the device plugin's ConfigMap does not have (it has "
-                   "gpu-operator/time-slicing-config: a100): the plugin skips reconfiguring it "
-                   "and keeps the config it runs with; add the key or fix the label: gpu-a");
+                   "gpu-operator/time-slicing-config: a100): the plugin's config manager exits "
+                   "with \"specified config tesla-t4 does not exist\", so the plugin keeps the "
+                   "config it had or, started anew, does not start; add the key or fix the "
+                   "label: gpu-a");
     /* near miss: with the key there, the nodes are only full */
     plugin_config(c, "gpu-operator", "time-slicing-config", "'a100':" TS4 ",'tesla-t4':" TS4);
     CHECK_STR(codes(c, "p"), "insufficient");

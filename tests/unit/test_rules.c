@@ -958,6 +958,8 @@ static void test_capacity_node_groups(void)
         CHECK_STR(s->templates[0].glob, "eks-a100-*");
         CHECK_STR(yyjson_get_str(yyjson_obj_get(n->labels, "nvidia.com/gpu.product")),
                   "NVIDIA-A100-SXM4-80GB");
+        /* CA's template carries the generic labels (aws_manager.go buildGenericLabels) */
+        CHECK_STR(yyjson_get_str(yyjson_obj_get(n->labels, "kubernetes.io/os")), "linux");
         CHECK(n->n_taints == 1 && n->n_res == 1);
         if (n->n_taints == 1) {
             CHECK_STR(n->taints[0].key, "nvidia.com/gpu");
@@ -970,7 +972,7 @@ static void test_capacity_node_groups(void)
         }
         CHECK_STR(s->templates[1].glob, "*");
         CHECK(s->templates[1].node.n_res == 0 && s->templates[1].node.n_taints == 0);
-        CHECK(yyjson_obj_size(s->templates[1].node.labels) == 0);
+        CHECK(yyjson_obj_size(s->templates[1].node.labels) == 1);
         CHECK(s->growth.group_labels == &s->group_labels);
     }
     policy_free(p);

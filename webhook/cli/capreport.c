@@ -886,8 +886,8 @@ int capreport_main(int argc, char **argv)
         goto out;
     }
     diag_clear(&d);
-    view = o.snapshot ? offline_load_snapshot(o.snapshot, &d)
-                      : offline_list_live(o.kubeconfig, o.timeout_s, &d);
+    view = o.snapshot ? offline_load_snapshot(o.snapshot, p, &d)
+                      : offline_list_live(o.kubeconfig, o.timeout_s, p, &d);
     if (view == NULL || doc == NULL) {
         fprintf(stderr, "gpuadmit capacity: %s\n",
                 doc ? diag_format(&d, text, sizeof(text)) : "the policy has no documents");

@@ -415,7 +415,7 @@ int check_main(int argc, char **argv)
     if ((p = offline_load_policy("gpuadmit check", o.rules)) == NULL)
         goto out;
     diag_clear(&d);
-    if (o.snapshot != NULL && (view = offline_load_snapshot(o.snapshot, &d)) == NULL) {
+    if (o.snapshot != NULL && (view = offline_load_snapshot(o.snapshot, p, &d)) == NULL) {
         fprintf(stderr, "gpuadmit check: %s\n", diag_format(&d, text, sizeof(text)));
         goto out;
     }

@@ -243,8 +243,9 @@ int explain_main(int argc, char **argv)
     }
     log_set_level(LOG_ERROR);
     diag_clear(&d);
-    view = o.snapshot ? offline_load_snapshot(o.snapshot, &d)
-                      : offline_list_live(o.kubeconfig, o.timeout_s, &d);
+    /* the default policy's device plugin configs: explain reads no policy */
+    view = o.snapshot ? offline_load_snapshot(o.snapshot, NULL, &d)
+                      : offline_list_live(o.kubeconfig, o.timeout_s, NULL, &d);
     q = (struct pending_query){o.ns, o.names, o.n_names, 0};
     if (view == NULL || (out = pending_explain(view, &q, &d)) == NULL) {
         fprintf(stderr, "gpuadmit explain: %s\n", diag_format(&d, text, sizeof(text)));

@@ -24,6 +24,7 @@
 #include "cluster/kube.h"
 #include "patch.h"
 #include "review.h"
+#include "policy/rule_device_plugin.h"
 #include "policy/rules.h"
 #include "yamljson.h"
 
@@ -402,7 +403,16 @@ out:
     return p;
 }
 
-struct cluster *offline_load_snapshot(const char *path, struct diag *d)
+/* The device plugin configs p names (the default policy's when p is NULL or names none), for
+ * view c to keep. */
+static void view_wants(struct cluster *c, const struct policy *p)
+{
+    struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
+
+    cluster_plugin_configs_want(c, refs, p != NULL ? device_plugin_refs(p, refs) : 0);
+}
+
+struct cluster *offline_load_snapshot(const char *path, const struct policy *p, struct diag *d)
 {
     struct cluster_config cc = {DEFAULT_ALLOCATABLE_GRACE_S};
     struct cluster *c = cluster_new(&cc);
@@ -411,6 +421,7 @@ struct cluster *offline_load_snapshot(const char *path, struct diag *d)
         diag_set(d, path, 0, 0, "out of memory");
         return NULL;
     }
+    view_wants(c, p);
     if (cluster_load_snapshot(c, path, d) < 0) {
         cluster_free(c);
         return NULL;
@@ -508,7 +519,8 @@ void offline_print_op(FILE *f, const char *indent, yyjson_val *op)
 }
 
 /* The live cluster, listed once: the watcher runs until the view is synced, then stops. */
-struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s, struct diag *d)
+struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s,
+                                  const struct policy *p, struct diag *d)
 {
     struct cluster_config cc = {DEFAULT_ALLOCATABLE_GRACE_S};
     struct kube_config kc = {kubeconfig, 0, 0, NULL};
@@ -516,6 +528,8 @@ struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s, st
     struct kube *k = NULL;
     struct timespec step = {0, 50 * 1000 * 1000};
 
+    if (view != NULL)
+        view_wants(view, p);
     if (view == NULL || (k = kube_start(&kc, view, d)) == NULL) {
         cluster_free(view);
         return NULL;

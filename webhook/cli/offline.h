@@ -61,11 +61,12 @@ yyjson_mut_doc *offline_admit(const struct offline_opts *o, yyjson_val *obj, str
  * each prefixed with cmd ("gpuadmit check"). */
 struct policy *offline_load_policy(const char *cmd, const char *path);
 /* A view of the snapshot file (cluster_load_snapshot). New (cluster_free()); NULL with d. */
-struct cluster *offline_load_snapshot(const char *path, struct diag *d);
+struct cluster *offline_load_snapshot(const char *path, const struct policy *p, struct diag *d);
 /* A view of the live cluster through kubeconfig, listed once: the watcher runs until every kind
  * is listed, then stops. New (cluster_free()); NULL with d, also when the list takes longer
  * than timeout_s. */
-struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s, struct diag *d);
+struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s,
+                                  const struct policy *p, struct diag *d);
 /* Warns on stderr, once per view (offline_admit() calls it too), when view (NULL: none) was
  * loaded from a snapshot that lacks a kind the rules of p read (eval_view_gaps()): "gpuadmit:
  * warning: FILE holds no PriorityClasses (read by the priority-class and capacity rules): those

@@ -485,7 +485,7 @@ static void load_spec(struct sfile *s, yyjson_val *root, struct loaded *L)
     path = relative(s, yyjson_get_str(v));
     diag_clear(&d);
     if (path == NULL || regular_file(path, &d) < 0 ||
-        (L->view = offline_load_snapshot(path, &d)) == NULL)
+        (L->view = offline_load_snapshot(path, L->policy, &d)) == NULL)
         serr(s, "/spec/clusterSnapshot", "%s", diag_format(&d, text, sizeof(text)));
     else
         offline_warn_snapshot(L->policy, L->view);

@@ -761,28 +761,35 @@ bool cluster_node_fails_gt_one(const struct cluster *c, const struct node *n, ch
 {
     const struct table *t = &c->kinds[CLUSTER_PLUGIN_CONFIGS];
     const char *key = json_get_str(n->labels, "nvidia.com/device-plugin.config");
+    bool found = false;
 
+    /* the plugin reads one of them (its config.name), which the view cannot tell: every one
+     * that has the key must agree */
     for (size_t b = 0; b < t->n_buckets; b++)
         for (const struct table_entry *e = t->buckets[b]; e != NULL; e = e->next) {
             const struct vplugin_config *v = e->value;
             const struct vplugin_key *k = NULL;
 
-            for (size_t i = 0; k == NULL && i < v->n_keys; i++)
-                if (strcmp(v->keys[i].name, key != NULL ? key : "default") == 0)
+            for (size_t i = 0; key != NULL && k == NULL && i < v->n_keys; i++)
+                if (strcmp(v->keys[i].name, key) == 0)
                     k = &v->keys[i];
+            /* no label: the config manager's DEFAULT_CONFIG (config.default, which the view
+             * cannot see), else its fallbacks (Helm: named "default", then single); only a
+             * config's one key is certain (cmd/config-manager/main.go updateConfigName) */
             if (k == NULL && key == NULL && v->n_keys == 1 && v->n_more == 0)
-                k = &v->keys[0]; /* the plugin's default: the only key */
+                k = &v->keys[0];
             if (k == NULL)
                 continue;
             if (k->sh.strategy == PLUGIN_SHARES_NONE || !k->sh.fail_gt_one)
                 return false;
-            snprintf(why, len, "%s in %.120s, key %.60s",
-                     k->sh.strategy == PLUGIN_MPS ? "MPS, which sets failRequestsGreaterThanOne"
-                                                  : "failRequestsGreaterThanOne",
-                     e->key, k->name);
-            return true;
+            if (!found)
+                snprintf(why, len, "%s in %.120s, key %.60s",
+                         k->sh.strategy == PLUGIN_MPS ? "MPS, which sets failRequestsGreaterThanOne"
+                                                      : "failRequestsGreaterThanOne",
+                         e->key, k->name);
+            found = true;
         }
-    return false;
+    return found;
 }
 
 const char *cluster_class_name(const struct cluster *c, int64_t value)
@@ -2022,6 +2029,16 @@ void cluster_kind_absent(struct cluster *c, enum cluster_kind k)
     pthread_rwlock_unlock(&c->lock);
 }
 
+bool cluster_kind_listed(struct cluster *c, enum cluster_kind k)
+{
+    bool listed;
+
+    pthread_rwlock_rdlock(&c->lock);
+    listed = c->listed[k];
+    pthread_rwlock_unlock(&c->lock);
+    return listed;
+}
+
 void cluster_heartbeat(struct cluster *c, enum cluster_kind k)
 {
     pthread_rwlock_wrlock(&c->lock);
@@ -2047,7 +2064,9 @@ double cluster_age_s(struct cluster *c)
     pthread_rwlock_rdlock(&c->lock);
     oldest = now;
     for (int k = 0; k < CLUSTER_KINDS; k++) {
-        if (!c->absent[k] && c->heartbeat[k] < oldest)
+        /* the device plugin's configs are read every 30 s, not watched: not what the view's
+         * age says (a round that fails keeps the last ones read) */
+        if (!c->absent[k] && k != CLUSTER_PLUGIN_CONFIGS && c->heartbeat[k] < oldest)
             oldest = c->heartbeat[k];
     }
     if (c->snapshot)

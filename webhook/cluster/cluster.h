@@ -95,6 +95,8 @@ int cluster_apply(struct cluster *c, enum cluster_kind k, const char *type, yyjs
  * it (403): it is listed as empty, and counts as listed and never stale until a list of it
  * succeeds again. */
 void cluster_kind_absent(struct cluster *c, enum cluster_kind k);
+/* Whether kind k has been listed (or found absent) since the view began. */
+bool cluster_kind_listed(struct cluster *c, enum cluster_kind k);
 
 /* The source of kind k is known good now (listed, or a watch delivered an event or bookmark or
  * ended cleanly). */

@@ -68,15 +68,20 @@ static bool sized(const struct node *n, const struct growth_ask *ask)
  * resources while a label says it has GPU hardware. Cluster Autoscaler does not take such a
  * node as its group's template (utils/gpu NodeHasGpu and processors/customresources
  * FilterOutNodesWithUnreadyResources, with the cloud's GPULabel(): AWS
- * k8s.amazonaws.com/accelerator, GCE cloud.google.com/gke-accelerator, Alibaba
- * aliyun.accelerator/nvidia_name); the GPU Operator's nvidia.com/gpu.present and NFD's PCI
- * vendor label (10de: NVIDIA) say the same. A node without either, and without GPUs, is one of
- * a group whose nodes hold none. */
+ * k8s.amazonaws.com/accelerator, GCE cloud.google.com/gke-accelerator, Azure accelerator and
+ * AKS's kubernetes.azure.com/accelerator, Alibaba aliyun.accelerator/nvidia_name); the GPU
+ * Operator's nvidia.com/gpu.present and NFD's PCI vendor label (10de: NVIDIA) say the same. A
+ * node without either, and without GPUs, is one of a group whose nodes hold none. (A GPU node
+ * whose plugin is up and serves other resources, renamed or MIG, is taken as it is: what a new
+ * node of it offers the scheduler.) */
 static bool gpus_to_come(const struct node *n, const struct growth_ask *ask)
 {
     static const char *const hw[] = {"k8s.amazonaws.com/accelerator",
                                      "cloud.google.com/gke-accelerator",
-                                     "aliyun.accelerator/nvidia_name", "nvidia.com/gpu.present",
+                                     "accelerator",
+                                     "kubernetes.azure.com/accelerator",
+                                     "aliyun.accelerator/nvidia_name",
+                                     "nvidia.com/gpu.present",
                                      "feature.node.kubernetes.io/pci-10de.present"};
     bool labelled = false;
 

@@ -882,6 +882,7 @@ static void poll_configs(struct worker *w)
     struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
     struct reply r = {0};
     bool said_forbidden = false;
+    size_t last_items = SIZE_MAX;
 
     while (!stopping(w->k)) {
         size_t n = cluster_plugin_configs_wanted(w->k->view, refs), items = 0;
@@ -919,9 +920,16 @@ static void poll_configs(struct worker *w)
         if (ok) {
             cluster_list_end(w->k->view, w->kind);
             w->failures = 0;
+            if (items != last_items) /* said when what it holds changes, not every round */
+                log_event(LOG_INFO, "list", "{s:s, s:I, s:i}", "kind", w->plural, "items",
+                          (int64_t)items, "configmaps", (int)n);
+            last_items = items;
         } else {
             log_event(LOG_WARN, "device plugin configs not read; trying again", "{s:s, s:i}",
                       "kind", w->plural, "status", (int)r.status);
+            /* optional: a view that never read them is synced without them */
+            if (!cluster_kind_listed(w->k->view, w->kind))
+                cluster_kind_absent(w->k->view, w->kind);
         }
         buf_free(&w->body);
         if (!sleep_ms(w->k, ok ? (long)KUBE_PLUGIN_CONFIG_POLL_MS : backoff_ms(w, &w->failures, 0)))

@@ -349,10 +349,11 @@ static bool config_has(const struct cluster *c, const char *key)
 }
 
 /* A node whose nvidia.com/device-plugin.config label picks a config no device plugin config
- * ConfigMap in the view has: the plugin's config manager then skips reconfiguring it and keeps
- * the config it has ("If it is set to an unknown value, it will skip reconfiguration":
- * NVIDIA/k8s-device-plugin README), so the sharing the label asks for never comes. Judged only
- * when the view holds a config. */
+ * ConfigMap in the view has: the plugin's config manager fails with "specified config KEY does
+ * not exist" and exits (NVIDIA/k8s-device-plugin cmd/config-manager/main.go updateConfigName,
+ * main's os.Exit(1)): its sidecar restarts in a loop, leaving the plugin on the config it had,
+ * and a plugin pod started anew stops at its init container, so the node offers no GPUs. The
+ * sharing the label asks for never comes. Judged only when the view holds a config. */
 static void config_missing(struct pod_ctx *p, const struct node *n)
 {
     const char *key = yyjson_get_str(yyjson_obj_get(n->labels, "nvidia.com/device-plugin.config"));
@@ -499,9 +500,10 @@ static void reason_text(const struct pod_ctx *p, const struct reason *r, char *b
             r->a);
         config_keys(p->c, buf, len, &at);
         add(buf, len, &at,
-            "): the plugin skips reconfiguring %s and keeps the config it runs with; add the key "
+            "): the plugin's config manager exits with \"specified config %s does not exist\", "
+            "so the plugin keeps the config it had or, started anew, does not start; add the key "
             "or fix the label: %s",
-            r->n_nodes == 1 ? "it" : "them", r->named);
+            r->a, r->named);
         break;
     case PENDING_UNHEALTHY_GPUS:
         add(buf, len, &at,

@@ -82,10 +82,18 @@ static void load_node_group(struct loader *L, const struct yamltree_node *n, con
     obj = md ? yyjson_mut_obj(md) : NULL;
     if (obj != NULL) {
         yyjson_mut_doc_set_root(md, obj);
+        bool os = false;
+
         for (size_t i = 0; i < n_labels; i++)
-            if (labels[i].key != NULL)
+            if (labels[i].key != NULL) {
                 yyjson_mut_obj_add_strcpy(md, obj, labels[i].key,
                                           labels[i].value ? labels[i].value : "");
+                os = os || strcmp(labels[i].key, "kubernetes.io/os") == 0;
+            }
+        /* CA's template node carries the generic labels too (aws_manager.go
+         * buildGenericLabels: kubernetes.io/os linux, arch, instance type, zone) */
+        if (!os)
+            yyjson_mut_obj_add_str(md, obj, "kubernetes.io/os", "linux");
         t->node.labels_doc = yyjson_mut_doc_imut_copy(md, NULL);
     }
     yyjson_mut_doc_free(md);
