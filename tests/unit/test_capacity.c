@@ -958,6 +958,23 @@ static void test_waiting_pods_land_whole(void)
  * a container asking for more than one shared GPU fails on it (failRequestsGreaterThanOne, MPS's
  * default: replicas.go). A config's change is seen at once: what capacity remembers of the
  * nodes is dropped with it. */
+/* An event of type for the device plugin config ConfigMap ns/name whose data keys k1 and k2
+ * (NULL: none) hold v1 and v2, each a quoted JSON string. */
+static void put_config(struct cluster *c, const char *type, const char *ns_name, const char *k1,
+                       const char *v1, const char *k2, const char *v2)
+{
+    char cm[1024];
+    const char *slash = strchr(ns_name, '/');
+
+    snprintf(
+        cm, sizeof(cm),
+        "{'kind':'ConfigMap','metadata':{'name':'%s','namespace':'%.*s'},'data':{'%s':%s%s%s%s%s"
+        "}}",
+        slash + 1, (int)(slash - ns_name), ns_name, k1, v1, k2 ? ",'" : "", k2 ? k2 : "",
+        k2 ? "':" : "", k2 ? v2 : "");
+    apply(c, CLUSTER_PLUGIN_CONFIGS, type, cm);
+}
+
 static void test_fail_requests_greater_than_one(void)
 {
     struct cluster *c = empty_view();
@@ -967,35 +984,22 @@ static void test_fail_requests_greater_than_one(void)
     const char *mps = "'sharing: {mps: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}'";
     const char *plain =
         "'sharing: {timeSlicing: {resources: [{name: nvidia.com/gpu, replicas: 4}]}}'";
-    char cm[1024];
     struct capacity_result r;
 
     apply(c, CLUSTER_NODES, "ADDED",
           GPU_NODE("n1", "'nvidia.com/gpu.sharing-strategy':'time-slicing'", "4", ""));
     r = judge(c, two, 1, 0);
     CHECK(r.all_shared && !r.all_fail_gt_one); /* no config in the view */
-    snprintf(cm, sizeof(cm),
-             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
-             "'gpu-operator'},'data':{'default':%s}}",
-             ts);
-    apply(c, CLUSTER_PLUGIN_CONFIGS, "ADDED", cm);
+    put_config(c, "ADDED", "gpu-operator/time-slicing-config", "default", ts, NULL, NULL);
     r = judge(c, two, 1, 0);
     CHECK(r.all_fail_gt_one);
     CHECK_STR(r.fail_why,
               "failRequestsGreaterThanOne in gpu-operator/time-slicing-config, key default");
     /* near miss: without the flag, time-slicing allocates two replicas */
-    snprintf(cm, sizeof(cm),
-             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
-             "'gpu-operator'},'data':{'default':%s}}",
-             plain);
-    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", cm);
+    put_config(c, "MODIFIED", "gpu-operator/time-slicing-config", "default", plain, NULL, NULL);
     CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
     /* the label picks another key: MPS, whose default fails them */
-    snprintf(cm, sizeof(cm),
-             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
-             "'gpu-operator'},'data':{'default':%s,'mps':%s}}",
-             plain, mps);
-    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", cm);
+    put_config(c, "MODIFIED", "gpu-operator/time-slicing-config", "default", plain, "mps", mps);
     apply(
         c, CLUSTER_NODES, "MODIFIED",
         GPU_NODE("n1",
@@ -1007,24 +1011,16 @@ static void test_fail_requests_greater_than_one(void)
                           "gpu-operator/time-slicing-config, key mps");
     /* the plugin reads one ConfigMap, which the view cannot tell: a second one whose key mps
      * does not fail them leaves it unsure */
-    snprintf(cm, sizeof(cm),
-             "{'kind':'ConfigMap','metadata':{'name':'nvidia-device-plugin-config','namespace':"
-             "'kube-system'},'data':{'mps':%s}}",
-             plain);
-    apply(c, CLUSTER_PLUGIN_CONFIGS, "ADDED", cm);
+    put_config(c, "ADDED", "kube-system/nvidia-device-plugin-config", "mps", plain, NULL, NULL);
     CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
-    apply(c, CLUSTER_PLUGIN_CONFIGS, "DELETED", cm);
+    put_config(c, "DELETED", "kube-system/nvidia-device-plugin-config", "mps", plain, NULL, NULL);
     CHECK(judge(c, two, 1, 0).all_fail_gt_one);
     /* no label, two keys: the config manager's DEFAULT_CONFIG decides, which the view cannot
      * see; near miss of the one-key config above */
     apply(c, CLUSTER_NODES, "MODIFIED",
           GPU_NODE("n1", "'nvidia.com/gpu.sharing-strategy':'mps'", "4", ""));
     CHECK(!judge(c, two, 1, 0).all_fail_gt_one);
-    snprintf(cm, sizeof(cm),
-             "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
-             "'gpu-operator'},'data':{'any':%s}}",
-             mps);
-    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", cm);
+    put_config(c, "MODIFIED", "gpu-operator/time-slicing-config", "any", mps, NULL, NULL);
     CHECK(judge(c, two, 1, 0).all_fail_gt_one);
     /* near miss: a second eligible node that does not share: the pod may go there */
     apply(c, CLUSTER_NODES, "ADDED", GPU_NODE("n2", "'x':'y'", "4", ""));

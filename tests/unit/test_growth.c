@@ -390,6 +390,22 @@ static void test_nodepools(void)
 }
 
 /* What the template node drops, and a node that says nothing yet of its GPUs. */
+/* What CA group name (maxSize max, 1 node, Healthy) adds for a one-GPU pod, its one node the
+ * Node node (JSON), beside a GPU node of no group. */
+static struct growth lone_group(const char *node, const char *name, int max)
+{
+    struct cluster *c = empty_view();
+    char g1[512];
+    struct growth g;
+
+    apply(c, CLUSTER_NODES, "ADDED", node);
+    gpu_node(c, "elsewhere", 1, "", "");
+    ca_status(c, "Running", group(g1, sizeof(g1), name, "Healthy", 1, max, "NoActivity", ""));
+    g = grow(c, POD_SPEC(""), 1);
+    cluster_free(c);
+    return g;
+}
+
 static void test_template_node(void)
 {
     struct cluster *c = empty_view();
@@ -415,58 +431,40 @@ static void test_template_node(void)
     /* the group's only node has no nvidia.com/gpu yet while CA's AWS GPU label marks it as a
      * GPU node (its device plugin is starting): CA does not take it as the template
      * (NodeHasGpu), and the group cannot be sized, which is not "it does not admit the pods" */
-    c = empty_view();
-    apply(c, CLUSTER_NODES, "ADDED",
-          "{'kind':'Node','metadata':{'name':'fresh','labels':{'eks.amazonaws.com/nodegroup':"
-          "'gpu','k8s.amazonaws.com/accelerator':'nvidia-tesla-t4'}},'spec':{},'status':{"
-          "'conditions':[{'type':'Ready','status':'True'}],"
-          "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
-          "'example.com/other':'1'}}}");
-    gpu_node(c, "elsewhere", 1, "", "");
-    ca_status(c, "Running", group(g1, sizeof(g1), "gpu", "Healthy", 1, 3, "NoActivity", ""));
-    g = grow(c, POD_SPEC(""), 1);
+    g = lone_group(
+        "{'kind':'Node','metadata':{'name':'fresh','labels':{'eks.amazonaws.com/nodegroup':"
+        "'gpu','k8s.amazonaws.com/accelerator':'nvidia-tesla-t4'}},'spec':{},'status':{"
+        "'conditions':[{'type':'Ready','status':'True'}],"
+        "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
+        "'example.com/other':'1'}}}",
+        "gpu", 3);
     CHECK(g.unknown && g.n == 0);
     CHECK_CONTAINS(g.unknown_why, "or GPU nodes whose device plugin is not up");
-    cluster_free(c);
     /* AKS: Azure's GPU label (CA's azure GPULabel() "accelerator") says the same */
-    c = empty_view();
-    apply(
-        c, CLUSTER_NODES, "ADDED",
+    g = lone_group(
         "{'kind':'Node','metadata':{'name':'aks-gpu-0','labels':{'kubernetes.azure.com/agentpool':"
         "'gpu','accelerator':'nvidia'}},'spec':{},'status':{'conditions':[{'type':'Ready',"
-        "'status':'True'}],'capacity':{'cpu':'8'},'allocatable':{'cpu':'8'}}}");
-    gpu_node(c, "elsewhere", 1, "", "");
-    ca_status(c, "Running",
-              group(g1, sizeof(g1), "aks-gpu-12345678-vmss", "Healthy", 1, 3, "NoActivity", ""));
-    g = grow(c, POD_SPEC(""), 1);
+        "'status':'True'}],'capacity':{'cpu':'8'},'allocatable':{'cpu':'8'}}}",
+        "aks-gpu-12345678-vmss", 3);
     CHECK(g.unknown && g.n == 0);
-    cluster_free(c);
     /* near miss: the same node without a GPU label is a CPU node, of a group whose nodes hold
      * no GPU: known to add none */
-    c = empty_view();
-    apply(c, CLUSTER_NODES, "ADDED",
-          "{'kind':'Node','metadata':{'name':'cpu-a','labels':{'eks.amazonaws.com/nodegroup':"
-          "'cpu'}},'spec':{},'status':{'conditions':[{'type':'Ready','status':'True'}],"
-          "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
-          "'example.com/other':'1'}}}");
-    gpu_node(c, "elsewhere", 1, "", "");
-    ca_status(c, "Running", group(g1, sizeof(g1), "cpu", "Healthy", 1, 30, "NoActivity", ""));
-    g = grow(c, POD_SPEC(""), 1);
+    g = lone_group(
+        "{'kind':'Node','metadata':{'name':'cpu-a','labels':{'eks.amazonaws.com/nodegroup':"
+        "'cpu'}},'spec':{},'status':{'conditions':[{'type':'Ready','status':'True'}],"
+        "'capacity':{'cpu':'8','example.com/other':'1'},'allocatable':{'cpu':'8',"
+        "'example.com/other':'1'}}}",
+        "cpu", 30);
     CHECK(g.readable && !g.unknown && g.n == 0 && g.pods_ever == 0);
-    cluster_free(c);
     /* near miss: a GPU-labelled node whose device plugin is up and serves MIG slices only:
      * its group's nodes hold no whole GPU */
-    c = empty_view();
-    apply(c, CLUSTER_NODES, "ADDED",
-          "{'kind':'Node','metadata':{'name':'mig-a','labels':{'eks.amazonaws.com/nodegroup':"
-          "'mig','nvidia.com/gpu.present':'true'}},'spec':{},'status':{'conditions':[{'type':"
-          "'Ready','status':'True'}],'capacity':{'nvidia.com/mig-1g.10gb':'7'},"
-          "'allocatable':{'nvidia.com/mig-1g.10gb':'7'}}}");
-    gpu_node(c, "elsewhere", 1, "", "");
-    ca_status(c, "Running", group(g1, sizeof(g1), "mig", "Healthy", 1, 4, "NoActivity", ""));
-    g = grow(c, POD_SPEC(""), 1);
+    g = lone_group(
+        "{'kind':'Node','metadata':{'name':'mig-a','labels':{'eks.amazonaws.com/nodegroup':"
+        "'mig','nvidia.com/gpu.present':'true'}},'spec':{},'status':{'conditions':[{'type':"
+        "'Ready','status':'True'}],'capacity':{'nvidia.com/mig-1g.10gb':'7'},"
+        "'allocatable':{'nvidia.com/mig-1g.10gb':'7'}}}",
+        "mig", 4);
     CHECK(!g.unknown && g.n == 0);
-    cluster_free(c);
 }
 
 /* A template of the policy's (rule_capacity.c's nodeGroups): labels as a JSON object. */
