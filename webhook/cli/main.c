@@ -400,9 +400,13 @@ static void log_view(const char *msg, const char *source, struct cluster *view)
 static void view_wants(struct cluster *view, const struct policy *p)
 {
     struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
+    size_t n = device_plugin_refs(p, refs);
 
+    if (n == CLUSTER_PLUGIN_CONFIGS_MAX)
+        log_event(LOG_WARN, "the cluster view reads at most this many device plugin configs",
+                  "{s:i}", "configmaps", (int)CLUSTER_PLUGIN_CONFIGS_MAX);
     if (view != NULL)
-        cluster_plugin_configs_want(view, refs, device_plugin_refs(p, refs));
+        cluster_plugin_configs_want(view, refs, n);
 }
 
 /* Loads the rules directory and, when it is good, puts it in force (and tells the view which
