@@ -1143,7 +1143,7 @@ static struct elig_set *group_set(struct cluster *c, const struct capacity_reque
         return NULL;
     (*gout)->n_res = 1;
     (*gout)->res[0] = out->res[0];
-    (*gout)->reasons[0] = (*gout)->shared_why[0] = '\0';
+    (*gout)->reasons[0] = (*gout)->shared_why[0] = (*gout)->fail_why[0] = '\0';
     if (eligible_nodes(c, &grq, *gout, rn, &gset) < 0)
         return NULL;
     wait_set_store(c->cap, c->node_gen, g->place, rn[0], gset);
