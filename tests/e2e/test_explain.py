@@ -104,6 +104,14 @@ def test_device_plugin_config_missing():
     eq(r["nodes"], ["t4-0", "t4-1"], "the nodes whose key is missing")
     check("nvidia.com/device-plugin.config=tesla-t4" in r["message"] and
           "gpu-operator/time-slicing-config: t4" in r["message"], r["message"])
+    # near miss: a policy (-r) that names the snapshot's other ConfigMap, which has the key
+    pol = os.path.join(E.work, "dpc-ml.yaml")
+    with open(pol, "w") as f:
+        f.write("apiVersion: gpuadmit.io/v1alpha1\nkind: GPUPolicy\nmetadata: {name: p}\n"
+                "spec:\n  rules:\n  - name: dpc\n    type: device-plugin-config\n"
+                "    configMaps: [{namespace: ml, name: unrelated}]\n")
+    rc, doc = explain_json("--cluster-snapshot", PLUGIN_CONFIG_MISSING, "-r", pol)
+    eq(codes_of(doc["pods"][0]), ["insufficient"], "codes with the policy's ConfigMap")
 
 
 # kube-scheduler's per-node reasons (pkg/scheduler/framework/plugins: noderesources/fit.go,

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "offline.h"
 #include "parse.h"
+#include "policy/policy.h"
 
 static const char usage_explain[] =
     "usage: gpuadmit explain (--cluster-snapshot FILE | --kubeconfig FILE) [OPTIONS]\n"
@@ -39,6 +40,9 @@ static const char usage_explain[] =
     "                            deployments,statefulsets,jobs -A -o json\n"
     "  --kubeconfig FILE         list the live cluster once through this kubeconfig\n"
     "  --timeout SECONDS         how long to wait for the live list (default 30)\n"
+    "  -r, --rules PATH          a policy directory or file: the device plugin config\n"
+    "                            ConfigMaps its device-plugin-config rules name are read\n"
+    "                            (default: the default policy's three)\n"
     "  -n, --namespace NS        only pods of this namespace (default: every namespace)\n"
     "  -o, --output text|json    text (default), or JSON:\n"
     "                            {\"pods\":[{\"namespace\",\"name\",\"owner\",\"scheduler\",\n"
@@ -46,12 +50,15 @@ static const char usage_explain[] =
     "                            \"notPending\":[...],\"notFound\":[...]}\n"
     "\n"
     "Reason codes: scheduling-gated, other-scheduler, larger-than-any-node,\n"
-    "shared-request-gt-one, insufficient, device-plugin-down, unhealthy-gpus,\n"
+    "shared-request-gt-one, device-plugin-config-missing (a node's nvidia.com/device-plugin.\n"
+    "config label names a key its plugin's ConfigMap lacks), insufficient, device-plugin-down,\n"
+    "unhealthy-gpus,\n"
     "selector-mismatch, untolerated-taint, node-not-ready, node-unschedulable,\n"
     "preemption-possible, no-priority-class, node-group-at-max, autoscaler-backoff (Cluster\n"
     "Autoscaler's status ConfigMap), nodepool-limit (Karpenter NodePools); the first listed\n"
     "is the primary one. A snapshot may carry the ConfigMap kube-system/cluster-autoscaler-\n"
-    "status and karpenter.sh/v1 NodePools (kubectl get ... configmaps,nodepools.karpenter.sh).\n"
+    "status, the device plugin's config ConfigMaps and karpenter.sh/v1 NodePools (kubectl get\n"
+    "... configmaps,nodepools.karpenter.sh).\n"
     "\n"
     "Exit code: 0 nothing named (or nothing at all) is Pending, 1 some pod is, 2 a usage or\n"
     "input error, or a name the view holds nothing of.\n";
@@ -64,6 +71,7 @@ static const struct option longopts[] = {
     {"cluster-snapshot", required_argument, NULL, OPT_SNAPSHOT},
     {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"rules", required_argument, NULL, 'r'},
     {"namespace", required_argument, NULL, 'n'},
     {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, OPT_HELP},
@@ -71,7 +79,7 @@ static const struct option longopts[] = {
 };
 
 struct explain_opts {
-    const char *snapshot, *kubeconfig, *ns;
+    const char *snapshot, *kubeconfig, *ns, *rules;
     const char **names; /* argv's strings */
     size_t n_names;
     unsigned timeout_s;
@@ -91,11 +99,12 @@ static int parse_args(int argc, char **argv, struct explain_opts *o)
     }
     opterr = 0;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "-:n:o:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "-:n:o:r:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 1: o->names[o->n_names++] = optarg; break;
         case OPT_SNAPSHOT: o->snapshot = optarg; break;
         case OPT_KUBECONFIG: o->kubeconfig = optarg; break;
+        case 'r': o->rules = optarg; break;
         case OPT_TIMEOUT:
             if (parse_uint(optarg, 1, 3600, &v) < 0) {
                 fprintf(stderr, "gpuadmit explain: --timeout takes 1 to 3600, got \"%s\"\n",
@@ -228,6 +237,7 @@ int explain_main(int argc, char **argv)
 {
     struct explain_opts o = {0};
     struct cluster *view = NULL;
+    struct policy *p = NULL;
     yyjson_mut_doc *out = NULL;
     yyjson_doc *frozen = NULL;
     struct pending_query q;
@@ -242,10 +252,12 @@ int explain_main(int argc, char **argv)
     case -1: goto out;
     }
     log_set_level(LOG_ERROR);
+    /* the policy only says which device plugin configs to read: without one, the default's */
+    if (o.rules != NULL && (p = offline_load_policy("gpuadmit explain", o.rules)) == NULL)
+        goto out;
     diag_clear(&d);
-    /* the default policy's device plugin configs: explain reads no policy */
-    view = o.snapshot ? offline_load_snapshot(o.snapshot, NULL, &d)
-                      : offline_list_live(o.kubeconfig, o.timeout_s, NULL, &d);
+    view = o.snapshot ? offline_load_snapshot(o.snapshot, p, &d)
+                      : offline_list_live(o.kubeconfig, o.timeout_s, p, &d);
     q = (struct pending_query){o.ns, o.names, o.n_names, 0};
     if (view == NULL || (out = pending_explain(view, &q, &d)) == NULL) {
         fprintf(stderr, "gpuadmit explain: %s\n", diag_format(&d, text, sizeof(text)));
@@ -279,6 +291,7 @@ out:
     yyjson_doc_free(frozen);
     yyjson_mut_doc_free(out);
     cluster_free(view);
+    policy_free(p);
     free(o.names);
     return rc;
 }
