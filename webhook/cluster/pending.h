@@ -43,8 +43,9 @@ enum pending_code {
     PENDING_NODEPOOL_LIMIT,
     PENDING_PREEMPTION_POSSIBLE,
     PENDING_NO_PRIORITY_CLASS,
-    PENDING_DEVICE_PLUGIN_CONFIG_MISSING, /* a candidate short of GPUs picks a config key its
-                                             device plugin's ConfigMap does not have */
+    /* device-plugin-config-missing: a candidate short of GPUs picks a config key its device
+     * plugin's ConfigMap does not have */
+    PENDING_DEVICE_PLUGIN_CONFIG_MISSING,
     PENDING_INSUFFICIENT,
     PENDING_DEVICE_PLUGIN_DOWN,
     PENDING_UNHEALTHY_GPUS,
