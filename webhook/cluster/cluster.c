@@ -757,6 +757,32 @@ bool cluster_node_shares(const struct node *n, char *why, size_t len)
     return shared;
 }
 
+const char *cluster_node_gpu_label(const struct node *n)
+{
+    static const char *const keys[] = {
+        "nvidia.com/gpu.present",           "feature.node.kubernetes.io/pci-10de.present",
+        "k8s.amazonaws.com/accelerator",    "cloud.google.com/gke-accelerator",
+        "kubernetes.azure.com/accelerator", "accelerator",
+        "aliyun.accelerator/nvidia_name"};
+
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+        const char *v = json_get_str(n->labels, keys[i]);
+
+        /* the first two are booleans; a cloud's label holds the GPU's type */
+        if (v != NULL && (i > 1 || strcmp(v, "true") == 0))
+            return keys[i];
+    }
+    return NULL;
+}
+
+bool cluster_node_offers_nvidia(const struct node *n)
+{
+    for (size_t i = 0; i < n->n_res; i++)
+        if (strncmp(n->res[i].name, "nvidia.com/", 11) == 0 && node_res_offered(&n->res[i]))
+            return true;
+    return false;
+}
+
 bool cluster_node_fails_gt_one(const struct cluster *c, const struct node *n, char *why, size_t len)
 {
     const struct table *t = &c->kinds[CLUSTER_PLUGIN_CONFIGS];

@@ -288,6 +288,15 @@ static inline const struct node_res *node_res_find(const struct node *n, const c
     return NULL;
 }
 
+/* The label that says node n has NVIDIA GPUs whatever it advertises, or NULL: the GPU
+ * Operator's nvidia.com/gpu.present=true, NFD's PCI vendor label (10de: NVIDIA) =true, and the
+ * clouds' accelerator labels, which Cluster Autoscaler reads as GPULabel() (AWS
+ * k8s.amazonaws.com/accelerator, GCE cloud.google.com/gke-accelerator, Azure accelerator and
+ * AKS's kubernetes.azure.com/accelerator, Alibaba aliyun.accelerator/nvidia_name; GPU.md,
+ * AUTOSCALER.md §1.6). */
+const char *cluster_node_gpu_label(const struct node *n);
+/* Whether n advertises any nvidia.com/ resource. */
+bool cluster_node_offers_nvidia(const struct node *n);
 /* Whether node n shares its GPUs (time-slicing or MPS, by GPU feature discovery's labels
  * nvidia.com/gpu.sharing-strategy and nvidia.com/gpu.replicas), with those labels in why. */
 bool cluster_node_shares(const struct node *n, char *why, size_t len);

@@ -64,36 +64,16 @@ static bool sized(const struct node *n, const struct growth_ask *ask)
     return nr != NULL && (nr->capacity > 0 || nr->allocatable > 0);
 }
 
-/* Whether n is a GPU node whose GPUs are still to come: it advertises none of the NVIDIA
- * resources while a label says it has GPU hardware. Cluster Autoscaler does not take such a
- * node as its group's template (utils/gpu NodeHasGpu and processors/customresources
- * FilterOutNodesWithUnreadyResources, with the cloud's GPULabel(): AWS
- * k8s.amazonaws.com/accelerator, GCE cloud.google.com/gke-accelerator, Azure accelerator and
- * AKS's kubernetes.azure.com/accelerator, Alibaba aliyun.accelerator/nvidia_name); the GPU
- * Operator's nvidia.com/gpu.present and NFD's PCI vendor label (10de: NVIDIA) say the same. A
- * node without either, and without GPUs, is one of a group whose nodes hold none. (A GPU node
- * whose plugin is up and serves other resources, renamed or MIG, is taken as it is: what a new
- * node of it offers the scheduler.) */
+/* Whether n is a GPU node whose GPUs are still to come: it advertises no NVIDIA resource while
+ * a label says it has GPUs (cluster_node_gpu_label). Cluster Autoscaler does not take such a
+ * node as its group's template (utils/gpu NodeHasGpu, processors/customresources
+ * FilterOutNodesWithUnreadyResources, with the cloud's GPULabel()). A node without either, and
+ * without GPUs, is one of a group whose nodes hold none. (A GPU node whose plugin is up and
+ * serves other resources, renamed or MIG, is taken as it is: what a new node of it offers the
+ * scheduler.) */
 static bool gpus_to_come(const struct node *n, const struct growth_ask *ask)
 {
-    static const char *const hw[] = {"k8s.amazonaws.com/accelerator",
-                                     "cloud.google.com/gke-accelerator",
-                                     "accelerator",
-                                     "kubernetes.azure.com/accelerator",
-                                     "aliyun.accelerator/nvidia_name",
-                                     "nvidia.com/gpu.present",
-                                     "feature.node.kubernetes.io/pci-10de.present"};
-    bool labelled = false;
-
-    if (sized(n, ask))
-        return false;
-    for (size_t i = 0; i < sizeof(hw) / sizeof(hw[0]) && !labelled; i++)
-        labelled = label_of(n->labels, hw[i]) != NULL;
-    for (size_t i = 0; labelled && i < n->n_res; i++)
-        if (strncmp(n->res[i].name, "nvidia.com/", 11) == 0 &&
-            (n->res[i].capacity > 0 || n->res[i].allocatable > 0))
-            return false; /* its device plugin is up, and serves other resources */
-    return labelled;
+    return !sized(n, ask) && cluster_node_gpu_label(n) != NULL && !cluster_node_offers_nvidia(n);
 }
 
 /* Whether a new node like n admits pods of spec: its taints but the lifecycle ones, its labels

@@ -182,33 +182,6 @@ static void bound_use(const struct node *n, const char *rn, int64_t prio, int64_
     }
 }
 
-/* Labels that say a node has NVIDIA GPUs whatever it advertises: the GPU Operator's, and the
- * clouds' accelerator labels (GPU.md; AUTOSCALER.md §1.6). */
-static const char *gpu_label(const struct node *n)
-{
-    static const char *const keys[] = {"nvidia.com/gpu.present", "k8s.amazonaws.com/accelerator",
-                                       "cloud.google.com/gke-accelerator",
-                                       "kubernetes.azure.com/accelerator"};
-
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-        const char *v = json_get_str(n->labels, keys[i]);
-
-        if (v != NULL && (i > 0 || strcmp(v, "true") == 0))
-            return keys[i];
-    }
-    return NULL;
-}
-
-/* Whether n advertises any nvidia.com/ resource. */
-static bool offers_nvidia(const struct node *n)
-{
-    for (size_t i = 0; i < n->n_res; i++) {
-        if (strncmp(n->res[i].name, "nvidia.com/", 11) == 0 && node_res_offered(&n->res[i]))
-            return true;
-    }
-    return false;
-}
-
 /* ---- one pod ---- */
 
 /* A node that passed every filter but the fit: what it has of each resource the pod asks. */
@@ -380,9 +353,9 @@ static void node_fit(struct pod_ctx *p, const struct node *n)
 
         cd->free[i] = cd->below[i] = 0;
         if (nr == NULL || !node_res_offered(nr)) {
-            const char *label = gpu_label(n);
+            const char *label = cluster_node_gpu_label(n);
 
-            if (label != NULL && !offers_nvidia(n) &&
+            if (label != NULL && !cluster_node_offers_nvidia(n) &&
                 strncmp(p->ask[i].name, "nvidia.com/", 11) == 0) {
                 snprintf(detail, sizeof(detail), "(%s)", label);
                 reason_node(
