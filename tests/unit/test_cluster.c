@@ -639,6 +639,35 @@ static void test_owed_priority_follows_the_classes(void)
 
 /* An optional kind the apiserver does not serve counts as listed and never ages the view; a
  * required kind that is silent does. */
+/* A device plugin config read again unchanged (every 30 s) keeps what capacity remembers of the
+ * nodes (node_gen); a changed one, or one no longer there, drops it. */
+static void test_plugin_config_generation(void)
+{
+    struct cluster *c = empty_view();
+    const char *a = "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
+                    "'gpu-operator'},'data':{'t4':'sharing: {mps: {resources: [{name: gpu, "
+                    "replicas: 2}]}}'}}";
+    const char *b = "{'kind':'ConfigMap','metadata':{'name':'time-slicing-config','namespace':"
+                    "'gpu-operator'},'data':{'t4':'version: v1'}}";
+    unsigned long gen;
+
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "ADDED", a);
+    gen = c->node_gen;
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", a);
+    CHECK(c->node_gen == gen);
+    cluster_list_begin(c, CLUSTER_PLUGIN_CONFIGS);
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", a);
+    cluster_list_end(c, CLUSTER_PLUGIN_CONFIGS);
+    CHECK(c->node_gen == gen); /* a round that read the same */
+    apply(c, CLUSTER_PLUGIN_CONFIGS, "MODIFIED", b);
+    CHECK(c->node_gen != gen);
+    gen = c->node_gen;
+    cluster_list_begin(c, CLUSTER_PLUGIN_CONFIGS);
+    cluster_list_end(c, CLUSTER_PLUGIN_CONFIGS); /* a round that read none */
+    CHECK(c->node_gen != gen && c->kinds[CLUSTER_PLUGIN_CONFIGS].n == 0);
+    cluster_free(c);
+}
+
 static void test_absent_optional_kinds(void)
 {
     struct cluster_config cfg = {60};
@@ -675,6 +704,7 @@ static void test_absent_optional_kinds(void)
 int main(void)
 {
     RUN(test_list_and_watch);
+    RUN(test_plugin_config_generation);
     RUN(test_device_plugin_grace);
     RUN(test_snapshot);
     RUN(test_snapshot_size_limit);

@@ -438,6 +438,18 @@ static struct vplugin_config *vplugin_from_json(const struct cluster *c, yyjson_
     return v;
 }
 
+/* Whether device plugin configs a and b (a may be NULL) say the same. */
+static bool vplugin_same(const struct vplugin_config *a, const struct vplugin_config *b)
+{
+    if (a == NULL || a->n_keys != b->n_keys || a->n_more != b->n_more)
+        return false;
+    for (size_t i = 0; i < a->n_keys; i++)
+        if (strcmp(a->keys[i].name, b->keys[i].name) != 0 ||
+            memcmp(&a->keys[i].sh, &b->keys[i].sh, sizeof(a->keys[i].sh)) != 0)
+            return false;
+    return true;
+}
+
 void cluster_plugin_configs_want(struct cluster *c, const struct cluster_cm_ref *refs, size_t n)
 {
     static const struct cluster_cm_ref defaults[] = {
@@ -469,7 +481,8 @@ void cluster_plugin_configs_want(struct cluster *c, const struct cluster_cm_ref 
         }
     for (size_t i = 0; i < n_gone; i++)
         table_del(t, gone[i]);
-    c->node_gen++;
+    if (n_gone > 0)
+        c->node_gen++;
     pthread_rwlock_unlock(&c->lock);
 }
 
@@ -1922,9 +1935,11 @@ static int upsert(struct cluster *c, enum cluster_kind k, yyjson_val *obj, struc
         }
         break;
     case CLUSTER_PLUGIN_CONFIGS:
-        /* what capacity remembers of the nodes reads the configs they pick too */
-        c->node_gen++;
         rec = vplugin_from_json(c, obj, &skip);
+        /* what capacity remembers of the nodes reads the configs they pick too: dropped when
+         * one changes, not at every read of the same */
+        if (skip || rec == NULL || !vplugin_same(table_get(t, key), rec))
+            c->node_gen++;
         if (skip) {
             table_del(t, key);
             return 0;
@@ -1994,6 +2009,7 @@ int cluster_list_items(struct cluster *c, enum cluster_kind k, yyjson_val *items
 void cluster_list_end(struct cluster *c, enum cluster_kind k)
 {
     struct table *t = &c->kinds[k];
+    size_t held;
 
     pthread_rwlock_wrlock(&c->lock);
     if (k == CLUSTER_PODS) {
@@ -2008,8 +2024,9 @@ void cluster_list_end(struct cluster *c, enum cluster_kind k)
             }
         }
     }
+    held = t->n;
     table_sweep(t, older_than, c->list_gen[k]);
-    if (k == CLUSTER_NODES || k == CLUSTER_PLUGIN_CONFIGS)
+    if (k == CLUSTER_NODES || (k == CLUSTER_PLUGIN_CONFIGS && t->n != held))
         c->node_gen++;
     if (k == CLUSTER_PRIORITYCLASSES)
         waiters_reprioritize(c);
@@ -2327,6 +2344,7 @@ static int load_object(struct cluster *c, yyjson_val *obj, struct diag *d)
     yyjson_val *items;
     size_t i, max;
     yyjson_val *it;
+    const char *kind;
     int k;
     struct diag one;
 
@@ -2338,23 +2356,24 @@ static int load_object(struct cluster *c, yyjson_val *obj, struct diag *d)
         }
         return 0;
     }
-    k = cluster_kind_of(str_at(obj, "kind"));
-    if (k < 0)
-        return 0; /* something the view does not need, e.g. a Service */
-    if (k == CLUSTER_AUTOSCALER_STATUS &&
-        strcmp(str_at(yyjson_obj_get(obj, "metadata"), "name"), "cluster-autoscaler-status") != 0)
-        k = CLUSTER_PLUGIN_CONFIGS; /* a ConfigMap that may be a device plugin config */
-    diag_clear(&one);
-    pthread_rwlock_wrlock(&c->lock);
-    /* held, also when the view keeps none of it (a pod that uses no GPU) */
-    c->snapshot_held |= 1u << k;
-    if (upsert(c, (enum cluster_kind)k, obj, &one) < 0) {
+    kind = str_at(obj, "kind");
+    /* every kind of that object (ConfigMap: the CA status, the device plugin's configs) takes
+     * it or skips it, as a list of that kind's path would give it them */
+    for (k = 0; k < CLUSTER_KINDS; k++) {
+        if (strcmp(kinds[k].object, kind) != 0)
+            continue;
+        diag_clear(&one);
+        pthread_rwlock_wrlock(&c->lock);
+        /* held, also when the view keeps none of it (a pod that uses no GPU) */
+        c->snapshot_held |= 1u << k;
+        if (upsert(c, (enum cluster_kind)k, obj, &one) < 0) {
+            pthread_rwlock_unlock(&c->lock);
+            diag_set(d, NULL, 0, 0, "%s", one.msg);
+            return -1;
+        }
         pthread_rwlock_unlock(&c->lock);
-        diag_set(d, NULL, 0, 0, "%s", one.msg);
-        return -1;
     }
-    pthread_rwlock_unlock(&c->lock);
-    return 0;
+    return 0; /* or something the view does not need, e.g. a Service */
 }
 
 /* A read error of the document at off of buf, placed in the whole file: line and column
