@@ -885,12 +885,12 @@ static void poll_configs(struct worker *w)
     size_t last_items = SIZE_MAX;
 
     while (!stopping(w->k)) {
-        size_t n = cluster_plugin_configs_wanted(w->k->view, refs), items = 0;
+        size_t n = cluster_plugin_configs_wanted(w->k->view, refs), items = 0, i;
         bool ok = true, forbidden = false;
         char *next = NULL;
 
         cluster_list_begin(w->k->view, w->kind);
-        for (size_t i = 0; i < n && ok; i++) {
+        for (i = 0; i < n && ok; i++) {
             char *url = config_url(w, &refs[i]);
 
             if (url == NULL) {
@@ -915,6 +915,8 @@ static void poll_configs(struct worker *w)
             ok = r.res == CURLE_OK && r.status == 200 && take_page(w, false, &next, &items) == 0;
             free(next);
             next = NULL;
+            if (!ok)
+                break;
         }
         said_forbidden = forbidden;
         if (ok) {
@@ -925,8 +927,13 @@ static void poll_configs(struct worker *w)
                           (int64_t)items, "configmaps", (int)n);
             last_items = items;
         } else {
-            log_event(LOG_WARN, "device plugin configs not read; trying again", "{s:s, s:i}",
-                      "kind", w->plural, "status", (int)r.status);
+            /* i < n: the one that failed (a status, a page that is no list: logged above) */
+            log_event(LOG_WARN,
+                      "device plugin config not read; the view keeps the configs it read last "
+                      "and tries again",
+                      "{s:s, s:s, s:i, s:s}", "namespace", i < n ? refs[i].ns : "", "name",
+                      i < n ? refs[i].name : "", "status", (int)r.status, "error",
+                      r.res != CURLE_OK ? curl_easy_strerror(r.res) : "");
             /* optional: a view that never read them is synced without them */
             if (!cluster_kind_listed(w->k->view, w->kind))
                 cluster_kind_absent(w->k->view, w->kind);
@@ -937,14 +944,13 @@ static void poll_configs(struct worker *w)
     }
 }
 
-static void *worker_main(void *arg)
+/* The kind's list, then watches from its resourceVersion, relisting when they cannot resume,
+ * until the client stops. */
+static void list_and_watch(struct worker *w)
 {
-    struct worker *w = arg;
     enum wres next = W_STOP;
 
-    if (w->kind == CLUSTER_PLUGIN_CONFIGS)
-        poll_configs(w);
-    while (w->kind != CLUSTER_PLUGIN_CONFIGS && !stopping(w->k)) {
+    while (!stopping(w->k)) {
         if (list_all(w) < 0)
             break;
         for (;;) {
@@ -960,6 +966,16 @@ static void *worker_main(void *arg)
         if (!sleep_ms(w->k, backoff_ms(w, &w->relists, 0)))
             break;
     }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+
+    if (w->kind == CLUSTER_PLUGIN_CONFIGS)
+        poll_configs(w);
+    else
+        list_and_watch(w);
     buf_free(&w->body);
     buf_free(&w->line);
     kubeconfig_secret_free(w->token);
