@@ -101,19 +101,22 @@ static void load_node_group(struct loader *L, const struct yamltree_node *n, con
         err_node(L, n, "%s: out of memory", path);
     else
         t->node.labels = yyjson_doc_get_root(t->node.labels_doc);
+    /* the loaded taints and resources move into the node (a view's node has "" for no value) */
     if (n_taints > 0 && (t->node.taints = xcalloc(L, n_taints, sizeof(*t->node.taints)))) {
         for (size_t i = 0; i < n_taints; i++) {
-            if (taints[i].key == NULL || taints[i].effect == NULL)
+            struct node_taint *nt = &t->node.taints[t->node.n_taints];
+
+            if (taints[i].key == NULL || taints[i].effect == NULL ||
+                (taints[i].value == NULL && (taints[i].value = xstrdup(L, "")) == NULL))
                 continue;
-            struct node_taint *nt = &t->node.taints[t->node.n_taints++];
-            nt->key = xstrdup(L, taints[i].key);
-            nt->value = xstrdup(L, taints[i].value ? taints[i].value : "");
-            nt->effect = xstrdup(L, taints[i].effect);
+            *nt = (struct node_taint){taints[i].key, taints[i].value, taints[i].effect};
+            taints[i] = (struct taint){NULL, NULL, NULL};
+            t->node.n_taints++;
         }
     }
     if (n_res > 0 && (t->node.res = xcalloc(L, n_res, sizeof(*t->node.res)))) {
         for (size_t i = 0; i < n_res; i++) {
-            t->node.res[i].name = res[i].name; /* moved */
+            t->node.res[i].name = res[i].name;
             t->node.res[i].capacity = t->node.res[i].allocatable = res[i].n;
             res[i].name = NULL;
         }
@@ -194,7 +197,6 @@ static void *load(struct loader *L, const struct rule_input *in)
                 r->templates[i].glob = xstrdup(L, "");
         }
     }
-    r->growth = (struct growth_policy){&r->group_labels, r->templates, r->n_templates};
     return r;
 }
 
@@ -212,6 +214,7 @@ static void shared_multiple(const struct workload_demand *ct, const struct capac
     struct pod_demand dm;
     struct diag d;
     size_t i;
+    char why[320];
 
     for (size_t l = 0; l < 2; l++) {
         ARR_EACH (yyjson_obj_get(ct->spec, lists[l]), i, c) {
@@ -222,21 +225,21 @@ static void shared_multiple(const struct workload_demand *ct, const struct capac
                 if (dm.r[k].milli <= 1000 || strncmp(dm.r[k].name, "nvidia.com/mig-", 15) == 0)
                     continue;
                 if (fails)
-                    snprintf(out, len,
-                             "container \"%s\" asks for %lld %s, but every eligible node shares "
-                             "its GPUs (%s) with a device plugin that fails such a pod on the "
-                             "node (%s: UnexpectedAdmissionError, maximum request size for "
-                             "shared resources is 1); ask for 1",
-                             container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
-                             res->shared_why, res->fail_why);
+                    snprintf(why, sizeof(why),
+                             " with a device plugin that fails such a pod on the node (%s: "
+                             "UnexpectedAdmissionError, maximum request size for shared "
+                             "resources is 1)",
+                             res->fail_why);
                 else
-                    snprintf(out, len,
-                             "container \"%s\" asks for %lld %s, but every eligible node shares "
-                             "its GPUs (%s): more than one slice gains nothing, and a device "
-                             "plugin running with failRequestsGreaterThanOne fails the pod on the "
-                             "node (UnexpectedAdmissionError); ask for 1",
-                             container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
-                             res->shared_why);
+                    snprintf(why, sizeof(why),
+                             ": more than one slice gains nothing, and a device plugin running "
+                             "with failRequestsGreaterThanOne fails the pod on the node "
+                             "(UnexpectedAdmissionError)");
+                snprintf(out, len,
+                         "container \"%s\" asks for %lld %s, but every eligible node shares its "
+                         "GPUs (%s)%s; ask for 1",
+                         container_name(c), (long long)(dm.r[k].milli / 1000), dm.r[k].name,
+                         res->shared_why, why);
                 return;
             }
         }
@@ -454,12 +457,13 @@ static struct growth *growth_for(struct cap_pass *cp, const struct rule *ru,
                                  const struct capacity_result *res)
 {
     const struct capacity_settings *s = ru->settings;
+    struct growth_policy pol = {&s->group_labels, s->templates, s->n_templates};
     struct growth *g;
 
     if ((s->autoscaling_set && !s->autoscaling) || !capacity_autoscalers(cp->rn->view) ||
         (g = malloc(sizeof(*g))) == NULL)
         return NULL;
-    capacity_growth(cp->rn->view, rq, res, &s->growth, g);
+    capacity_growth(cp->rn->view, rq, res, &pol, g);
     if (!g->readable && g->stale_why[0] == '\0') {
         free(g);
         return NULL;

@@ -26,7 +26,6 @@ struct capacity_settings {
     struct growth_template *templates; /* nodeGroups: what a new node of a CA node group holds,
                                           for one with no node in the view to show it */
     size_t n_templates;
-    struct growth_policy growth; /* the two above, as growth_of() takes them */
 };
 
 /* r's settings; NULL when r is not a capacity rule. */
