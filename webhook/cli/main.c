@@ -396,19 +396,6 @@ static void log_view(const char *msg, const char *source, struct cluster *view)
     yyjson_mut_doc_free(dump);
 }
 
-/* The device plugin configs p names, for the view to read (NULL: none). */
-static void view_wants(struct cluster *view, const struct policy *p)
-{
-    struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
-    size_t n = device_plugin_refs(p, refs);
-
-    if (n == CLUSTER_PLUGIN_CONFIGS_MAX)
-        log_event(LOG_WARN, "the cluster view reads at most this many device plugin configs",
-                  "{s:i}", "configmaps", (int)CLUSTER_PLUGIN_CONFIGS_MAX);
-    if (view != NULL)
-        cluster_plugin_configs_want(view, refs, n);
-}
-
 /* Loads the rules directory and, when it is good, puts it in force (and tells the view which
  * device plugin configs it names). */
 static void reload_rules(struct policy_holder *h, const char *dir, struct metrics *m,
@@ -428,7 +415,8 @@ static void reload_rules(struct policy_holder *h, const char *dir, struct metric
     metrics_policy_loaded(m, now->generation, time(NULL));
     metrics_rules_declare(m, now);
     log_policy("policy reloaded", dir, now);
-    view_wants(view, now);
+    if (view != NULL)
+        device_plugin_view_wants(view, now);
     policy_unref(now);
 }
 
@@ -597,7 +585,8 @@ static int cmd_serve(int argc, char **argv)
 
         /* before any other thread: kube_start initialises libcurl */
         view = cluster_new(&cc);
-        view_wants(view, policy);
+        if (view != NULL)
+            device_plugin_view_wants(view, policy);
         diag_clear(&d);
         if (view == NULL || (kube = kube_start(&kc, view, &d)) == NULL) {
             log_event(LOG_ERROR, "cannot watch the cluster", "{s:s}", "error",
@@ -610,7 +599,8 @@ static int cmd_serve(int argc, char **argv)
         struct cluster_config cc = {o.allocatable_grace_s};
 
         view = cluster_new(&cc);
-        view_wants(view, policy);
+        if (view != NULL)
+            device_plugin_view_wants(view, policy);
         diag_clear(&d);
         if (view == NULL || cluster_load_snapshot(view, o.snapshot, &d) < 0) {
             log_event(LOG_ERROR, "cannot load the cluster snapshot", "{s:s}", "error",

@@ -403,15 +403,6 @@ out:
     return p;
 }
 
-/* The device plugin configs p names (the default policy's when p is NULL or names none), for
- * view c to keep. */
-static void view_wants(struct cluster *c, const struct policy *p)
-{
-    struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
-
-    cluster_plugin_configs_want(c, refs, p != NULL ? device_plugin_refs(p, refs) : 0);
-}
-
 struct cluster *offline_load_snapshot(const char *path, const struct policy *p, struct diag *d)
 {
     struct cluster_config cc = {DEFAULT_ALLOCATABLE_GRACE_S};
@@ -421,7 +412,7 @@ struct cluster *offline_load_snapshot(const char *path, const struct policy *p, 
         diag_set(d, path, 0, 0, "out of memory");
         return NULL;
     }
-    view_wants(c, p);
+    device_plugin_view_wants(c, p);
     if (cluster_load_snapshot(c, path, d) < 0) {
         cluster_free(c);
         return NULL;
@@ -529,7 +520,7 @@ struct cluster *offline_list_live(const char *kubeconfig, unsigned timeout_s,
     struct timespec step = {0, 50 * 1000 * 1000};
 
     if (view != NULL)
-        view_wants(view, p);
+        device_plugin_view_wants(view, p);
     if (view == NULL || (k = kube_start(&kc, view, d)) == NULL) {
         cluster_free(view);
         return NULL;

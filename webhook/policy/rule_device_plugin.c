@@ -18,6 +18,7 @@
 
 #include "json.h"
 #include "kind.h"
+#include "log.h"
 #include "plugin_config.h"
 
 /* ---- settings ---- */
@@ -280,4 +281,15 @@ size_t device_plugin_refs(const struct policy *p, struct cluster_cm_ref *out)
             }
         }
     return n;
+}
+
+void device_plugin_view_wants(struct cluster *c, const struct policy *p)
+{
+    struct cluster_cm_ref refs[CLUSTER_PLUGIN_CONFIGS_MAX];
+    size_t n = device_plugin_refs(p, refs);
+
+    if (n == CLUSTER_PLUGIN_CONFIGS_MAX)
+        log_event(LOG_WARN, "the cluster view reads at most this many device plugin configs",
+                  "{s:i}", "configmaps", (int)CLUSTER_PLUGIN_CONFIGS_MAX);
+    cluster_plugin_configs_want(c, refs, n);
 }

@@ -29,4 +29,8 @@ const struct device_plugin_settings *device_plugin_settings(const struct rule *r
  * many. */
 size_t device_plugin_refs(const struct policy *p, struct cluster_cm_ref *out);
 
+/* Tells view c to read the ConfigMaps p names (the default policy's three when p is NULL or
+ * names none); warns when p names more than the view reads. */
+void device_plugin_view_wants(struct cluster *c, const struct policy *p);
+
 #endif
